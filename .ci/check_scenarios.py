@@ -1,0 +1,30 @@
+"""Every scenario in Scenarios/ must satisfy Scenarios/schema.json, and the schema must reject the
+broken examples in Tests/Fixtures/bad-scenarios (so the schema cannot silently accept anything)."""
+import json
+import pathlib
+import sys
+
+import jsonschema
+
+root = pathlib.Path(__file__).resolve().parent.parent
+schema = json.loads((root / "Scenarios" / "schema.json").read_text())
+jsonschema.Draft202012Validator.check_schema(schema)
+validator = jsonschema.Draft202012Validator(schema)
+failures = 0
+for path in sorted((root / "Scenarios").glob("*.json")):
+    if path.name == "schema.json":
+        continue
+    errors = list(validator.iter_errors(json.loads(path.read_text())))
+    for error in errors:
+        print(f"{path.name}: {error.json_path}: {error.message}")
+    failures += len(errors)
+    print(f"{path.name}: {'ok' if not errors else 'INVALID'}")
+for path in sorted((root / "Tests" / "Fixtures" / "bad-scenarios").glob("*.json")):
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        continue
+    if validator.is_valid(document):
+        print(f"{path.name}: the schema accepts a scenario PushSwarm rejects")
+        failures += 1
+sys.exit(1 if failures else 0)

@@ -1,0 +1,111 @@
+/// A device's local queue of requests: written first, sent one at a time in order, removed on
+/// success or on a response retrying won't fix, retried with back-off otherwise.
+///
+/// Mirrors what SmartAppPush's guide prescribes ("Event happens → write to local DB … On success
+/// (200) → delete from queue … On network error → leave in queue, retry later … On 400 → delete")
+/// and is generic: the retry table is the platform's. Sending in order matters: a token refresh
+/// must reach the service after the events that registered the old token.
+public struct OfflineQueue: Sendable {
+    public struct Item: Sendable {
+        public var operation: String
+        public var request: Request
+        /// What the service's ledger will hold for this item once accepted, if it keeps one.
+        public var ledgerKey: LedgerKey?
+
+        public init(operation: String, request: Request, ledgerKey: LedgerKey?) {
+            self.operation = operation
+            self.request = request
+            self.ledgerKey = ledgerKey
+        }
+    }
+
+    public var retryTable: RetryTable
+    public var timeout: TimeSpan
+    /// Items beyond this are dropped as `queueFull` (a real app bounds its local store too).
+    public var capacity: Int
+
+    private var items: [Item] = []
+    private var head = 0
+    private var inFlightID: UInt64?
+    private var retriesSoFar = 0
+    private var waitingForTimer: UInt64?
+    public private(set) var isParkedUntilLaunch = false
+    private var nextID: UInt64 = 0
+
+    public init(retryTable: RetryTable, timeout: TimeSpan, capacity: Int) {
+        self.retryTable = retryTable
+        self.timeout = timeout
+        self.capacity = capacity
+    }
+
+    /// Items not yet delivered or dropped, including the one in flight.
+    public var count: Int { items.count - head }
+
+    public mutating func enqueue(_ item: Item, now: Instant) -> [ClientAction] {
+        guard count < capacity else { return [.drop(reason: "queueFull")] }
+        items.append(item)
+        return sendHeadIfIdle(now: now)
+    }
+
+    /// Handles the end of the request in flight; stale completions are ignored.
+    public mutating func complete(_ completion: ExchangeCompletion, now: Instant) -> [ClientAction] {
+        guard completion.requestID == inFlightID, head < items.count else { return [] }
+        inFlightID = nil
+        var actions: [ClientAction] = []
+        switch retryTable.decision(for: completion.outcome, retriesSoFar: retriesSoFar) {
+        case .success:
+            if let key = items[head].ledgerKey { actions.append(.confirmed(key)) }
+            removeHead()
+        case .drop(let reason):
+            actions.append(.drop(reason: reason))
+            removeHead()
+        case .retry(let delay):
+            retriesSoFar += 1
+            nextID += 1
+            waitingForTimer = nextID
+            actions.append(.backoff(delay: delay, retryNumber: retriesSoFar))
+            actions.append(.schedule(token: nextID, at: now + delay))
+            return actions
+        case .keepForNextLaunch:
+            isParkedUntilLaunch = true
+            actions.append(.count("queue.parkedUntilNextLaunch"))
+            return actions
+        }
+        actions += sendHeadIfIdle(now: now)
+        return actions
+    }
+
+    public mutating func timerFired(_ token: UInt64, now: Instant) -> [ClientAction] {
+        guard token == waitingForTimer else { return [] }
+        waitingForTimer = nil
+        return sendHeadIfIdle(now: now)
+    }
+
+    /// A cold start: a parked queue tries again, with a fresh retry count.
+    public mutating func appLaunched(now: Instant) -> [ClientAction] {
+        guard isParkedUntilLaunch else { return [] }
+        isParkedUntilLaunch = false
+        retriesSoFar = 0
+        return sendHeadIfIdle(now: now)
+    }
+
+    private mutating func sendHeadIfIdle(now: Instant) -> [ClientAction] {
+        guard inFlightID == nil, waitingForTimer == nil, !isParkedUntilLaunch, head < items.count else { return [] }
+        nextID += 1
+        inFlightID = nextID
+        let item = items[head]
+        return [.send(OutgoingRequest(id: nextID, operation: item.operation, request: item.request, timeout: timeout, retryNumber: retriesSoFar))]
+    }
+
+    private mutating func removeHead() {
+        retriesSoFar = 0
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64, head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+    }
+}

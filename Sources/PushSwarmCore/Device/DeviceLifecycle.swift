@@ -1,0 +1,398 @@
+import PushSwarmMetrics
+
+/// One app install's life, as a value: `(state, event, now) -> (state, outputs)`.
+///
+/// It decides what the user does (launch, browse, log in, tap) and when; it knows nothing of any
+/// platform's wire format. Timers it wants come back as `.schedule` outputs; a timer that fires
+/// after its session ended (the app went to background first) is recognised by its session number
+/// and ignored, so no timer ever needs cancelling.
+public struct DeviceLifecycle: Sendable {
+    public enum AppState: String, Sendable {
+        case notInstalled
+        case closed
+        case foreground
+        case background
+    }
+
+    public enum PushPermission: String, Sendable {
+        case notDetermined
+        case granted
+        case denied
+    }
+
+    /// What can happen to the device.
+    public enum Event: Sendable, Equatable {
+        case install
+        /// The user's next planned session is due.
+        case sessionDue
+        /// The user does the next thing within session `session`.
+        case activity(session: Int)
+        /// The user leaves the app (session `session` ends).
+        case sessionEnd(session: Int)
+        /// The OS or the user closes the app left in the background after session `session`.
+        case terminate(session: Int)
+        /// The push provider rotates the token.
+        case tokenRotation
+        /// The user changes push permission in the OS settings.
+        case permissionFlip
+        case notificationDelivered(PushNotification)
+        case notificationTapped(id: UInt64)
+        case notificationDismissed(id: UInt64)
+    }
+
+    public enum Output: Sendable {
+        case intent(LifecycleIntent)
+        case schedule(Event, at: Instant)
+        case count(String)
+    }
+
+    /// Steps a session performs before its ordinary events: onboarding, the permission prompt, login.
+    enum ScriptStep: Sendable, Equatable {
+        case event(String, [String])
+        case permissionPrompt
+        case login
+        case logout
+    }
+
+    public let profile: DeviceProfile
+    let behaviour: Behaviour
+    private let eventWeights: [Double]
+    private let eventWeightTotal: Double
+
+    public private(set) var appState: AppState
+    public private(set) var hasLaunched: Bool
+    public private(set) var userID: String?
+    /// The OS-level permission.
+    public private(set) var permission: PushPermission
+    /// The permission as the app last saw it; events carry this.
+    public private(set) var observedPermission: PushPermission
+    public private(set) var pushToken: String?
+    public private(set) var session = 0
+    public private(set) var currentScreen = "home"
+    private var sessionEndsAt = Instant.start
+    private var script: [ScriptStep] = []
+    /// Displayed notifications awaiting a tap or dismissal.
+    public private(set) var pendingNotifications: [UInt64: PushNotification] = [:]
+    private var nextTokenSerial = 0
+
+    public init(profile: DeviceProfile, behaviour: Behaviour) {
+        self.profile = profile
+        self.behaviour = behaviour
+        eventWeights = behaviour.eventMix.map(\.weight)
+        eventWeightTotal = eventWeights.reduce(0, +)
+        if profile.isInstalledAtStart {
+            appState = .closed
+            hasLaunched = true
+            userID = profile.isLoggedInAtStart ? profile.accountID : nil
+            permission = profile.grantsPushPermission ? .granted : .denied
+            observedPermission = permission
+        } else {
+            appState = .notInstalled
+            hasLaunched = false
+            userID = nil
+            permission = .notDetermined
+            observedPermission = .notDetermined
+        }
+    }
+
+    /// The token the device holds when the run starts, for installs from before it; the run tells
+    /// the service about them. Drawn from the device's own random stream.
+    public mutating func issueInitialToken(random: inout SeededRandom) -> String? {
+        guard profile.isInstalledAtStart else { return nil }
+        let token = makeToken(random: &random)
+        pushToken = token
+        return token
+    }
+
+    /// The first timers of the run.
+    public mutating func start(now: Instant, random: inout SeededRandom) -> [Output] {
+        var outputs: [Output] = []
+        if let installAt = profile.installAt {
+            outputs.append(.schedule(.install, at: max(installAt, now)))
+        } else {
+            scheduleNextSession(after: now, random: &random, into: &outputs)
+            scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
+        }
+        return outputs
+    }
+
+    public mutating func handle(_ event: Event, now: Instant, random: inout SeededRandom) -> [Output] {
+        var outputs: [Output] = []
+        switch event {
+        case .install:
+            guard appState == .notInstalled else { return [] }
+            appState = .closed
+            outputs.append(.intent(.installed))
+            outputs.append(.count("installs"))
+            // People open an app they just installed within minutes.
+            outputs.append(.schedule(.sessionDue, at: now + .seconds(30 + 600 * random.nextUnit())))
+            scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
+
+        case .sessionDue:
+            guard appState != .notInstalled else { return [] }
+            if appState != .foreground {
+                startSession(source: .organic, now: now, random: &random, into: &outputs)
+            }
+            scheduleNextSession(after: now, random: &random, into: &outputs)
+
+        case .activity(let number):
+            guard number == session, appState == .foreground else { return [] }
+            performActivity(now: now, random: &random, into: &outputs)
+            let next = now + nextActivityGap(random: &random)
+            if next < sessionEndsAt || !script.isEmpty {
+                outputs.append(.schedule(.activity(session: session), at: min(next, max(sessionEndsAt, now + .seconds(1)))))
+            }
+
+        case .sessionEnd(let number):
+            guard number == session, appState == .foreground else { return [] }
+            // Finish a script the session started (onboarding, a login) before leaving.
+            while !script.isEmpty { performActivity(now: now, random: &random, into: &outputs) }
+            appState = .background
+            outputs.append(.intent(.appBackgrounded))
+            outputs.append(.schedule(.terminate(session: session), at: now + behaviour.backgroundToClosed.sampleSpan(using: &random)))
+
+        case .terminate(let number):
+            guard number == session, appState == .background else { return [] }
+            appState = .closed
+            outputs.append(.intent(.appClosed))
+
+        case .tokenRotation:
+            guard appState != .notInstalled else { return [] }
+            if profile.pushTokenStyle == .fcm, let old = pushToken {
+                let new = makeToken(random: &random)
+                pushToken = new
+                outputs.append(.intent(.pushTokenRotated(oldToken: old, newToken: new)))
+                outputs.append(.count("pushTokens.rotated"))
+            }
+            scheduleTokenRotation(after: now, random: &random, into: &outputs)
+
+        case .permissionFlip:
+            guard appState != .notInstalled else { return [] }
+            switch permission {
+            case .granted:
+                permission = .denied
+                outputs.append(.count("pushPermission.revoked"))
+            case .denied:
+                permission = .granted
+                outputs.append(.count("pushPermission.grantedLater"))
+            case .notDetermined:
+                break
+            }
+            // An app in the foreground notices at once; otherwise at its next launch or resume.
+            if appState == .foreground { observePermission(into: &outputs) }
+            schedulePermissionFlip(after: now, random: &random, into: &outputs)
+
+        case .notificationDelivered(let notification):
+            outputs.append(.count("notifications.delivered"))
+            guard appState != .notInstalled else {
+                outputs.append(.count("notifications.notInstalled"))
+                return outputs
+            }
+            guard permission == .granted else {
+                outputs.append(.count("notifications.suppressedNoPermission"))
+                return outputs
+            }
+            outputs.append(.count("notifications.displayed"))
+            outputs.append(.intent(.notificationDisplayed(notification)))
+            pendingNotifications[notification.id] = notification
+            let tapRate = notification.tapRate?[profile.os] ?? behaviour.tapRate[profile.os]
+            if random.chance(tapRate) {
+                let delay = (notification.timeToOpen?[profile.os] ?? behaviour.timeToOpen[profile.os]).sampleSpan(using: &random)
+                outputs.append(.schedule(.notificationTapped(id: notification.id), at: now + delay))
+            } else if random.chance(behaviour.dismissRate) {
+                outputs.append(.schedule(.notificationDismissed(id: notification.id), at: now + behaviour.timeToDismiss.sampleSpan(using: &random)))
+            } else {
+                outputs.append(.count("notifications.ignored"))
+            }
+
+        case .notificationTapped(let id):
+            guard let notification = pendingNotifications.removeValue(forKey: id) else { return [] }
+            guard appState != .notInstalled else { return [] }
+            outputs.append(.count("notifications.tapped"))
+            if appState != .foreground {
+                startSession(source: .notification, now: now, random: &random, into: &outputs)
+            }
+            outputs.append(.intent(.notificationTapped(notification)))
+
+        case .notificationDismissed(let id):
+            guard let notification = pendingNotifications.removeValue(forKey: id) else { return [] }
+            outputs.append(.count("notifications.dismissed"))
+            outputs.append(.intent(.notificationDismissed(notification)))
+        }
+        return outputs
+    }
+
+    // MARK: - Sessions
+
+    private mutating func startSession(source: LaunchSource, now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
+        let isColdStart = appState == .closed
+        let isFirstLaunch = !hasLaunched
+        hasLaunched = true
+        appState = .foreground
+        session += 1
+        currentScreen = "home"
+        outputs.append(.count(isColdStart ? "sessions.coldStarts" : "sessions.resumes"))
+        outputs.append(.intent(.appLaunched(isColdStart: isColdStart, source: source, isFirstLaunch: isFirstLaunch)))
+        if isFirstLaunch {
+            let token = makeToken(random: &random)
+            pushToken = token
+            outputs.append(.intent(.pushTokenIssued(token: token)))
+            script = Self.onboarding(random: &random)
+            script.append(.permissionPrompt)
+        } else {
+            observePermission(into: &outputs)
+            script = []
+        }
+        if userID == nil, profile.accountID != nil, random.chance(behaviour.loginPerSession) {
+            script.append(.event("login_page_displayed", []))
+            script.append(.login)
+        } else if userID != nil, random.chance(behaviour.logoutPerSession) {
+            script.append(.logout)
+        }
+        let length = behaviour.sessionLength.sampleSpan(using: &random)
+        sessionEndsAt = now + max(length, .seconds(5))
+        outputs.append(.schedule(.sessionEnd(session: session), at: sessionEndsAt))
+        let first = now + nextActivityGap(random: &random)
+        outputs.append(.schedule(.activity(session: session), at: min(first, sessionEndsAt)))
+    }
+
+    private mutating func performActivity(now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
+        if !script.isEmpty {
+            let step = script.removeFirst()
+            switch step {
+            case .event(let name, let parameters):
+                outputs.append(.intent(.userEvent(name: name, parameters: EventParameters.make(parameters, random: &random))))
+            case .permissionPrompt:
+                permission = profile.grantsPushPermission ? .granted : .denied
+                observedPermission = permission
+                outputs.append(.count(permission == .granted ? "pushPermission.granted" : "pushPermission.denied"))
+                outputs.append(.intent(.pushPermissionChanged(isGranted: permission == .granted)))
+            case .login:
+                guard let account = profile.accountID, userID == nil else { return }
+                userID = account
+                let method = ["email", "google", "apple"][random.nextIndex(below: 3)]
+                outputs.append(.count("logins"))
+                outputs.append(.intent(.loggedIn(userID: account, method: method)))
+            case .logout:
+                guard let user = userID else { return }
+                userID = nil
+                outputs.append(.count("logouts"))
+                outputs.append(.intent(.loggedOut(userID: user)))
+            }
+            return
+        }
+        guard eventWeightTotal > 0 else { return }
+        let entry = behaviour.eventMix[random.pickIndex(weights: eventWeights, total: eventWeightTotal)]
+        let parameters = EventParameters.make(entry.parameters, random: &random)
+        if entry.name == "screen_viewed", case .string(let screen)? = parameters["screen_name"] {
+            currentScreen = screen
+        }
+        outputs.append(.intent(.userEvent(name: entry.name, parameters: parameters)))
+    }
+
+    private func nextActivityGap(random: inout SeededRandom) -> TimeSpan {
+        let meanLength = behaviour.sessionLength.mean
+        let perSession = max(behaviour.eventsPerSession, 0.01)
+        return .seconds(max(1, random.nextExponential(mean: meanLength / perSession)))
+    }
+
+    private mutating func observePermission(into outputs: inout [Output]) {
+        guard permission != .notDetermined, permission != observedPermission else { return }
+        observedPermission = permission
+        outputs.append(.intent(.pushPermissionChanged(isGranted: permission == .granted)))
+    }
+
+    private static func onboarding(random: inout SeededRandom) -> [ScriptStep] {
+        var steps: [ScriptStep] = [.event("onboarding_displayed", ["screen_index", "variant"])]
+        if random.chance(0.25) {
+            steps.append(.event("onboarding_skipped", ["step"]))
+        } else {
+            steps.append(.event("onboarding_step_completed", ["step"]))
+            steps.append(.event("onboarding_completed", ["duration_seconds", "steps_count"]))
+        }
+        return steps
+    }
+
+    // MARK: - Scheduling the user's day
+
+    /// Draws the next session start from a Poisson process whose rate follows the device's local
+    /// hour (thinning: propose at the peak rate, accept in proportion to the hour's weight).
+    private func scheduleNextSession(after now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
+        let weights = behaviour.activeHours
+        let meanWeight = weights.reduce(0, +) / Double(weights.count)
+        let peakWeight = weights.max() ?? 0
+        guard profile.sessionsPerDay > 0, meanWeight > 0 else { return }
+        let peakRate = profile.sessionsPerDay / 86_400 * peakWeight / meanWeight
+        var candidate = now
+        // Bounded: a device whose active hours are all zero but one still finds a slot within days.
+        for _ in 0..<10_000 {
+            candidate = candidate + .seconds(random.nextExponential(mean: 1 / peakRate))
+            let hour = localHour(at: candidate)
+            if random.nextUnit() * peakWeight < weights[hour] {
+                outputs.append(.schedule(.sessionDue, at: candidate))
+                return
+            }
+        }
+    }
+
+    private func localHour(at instant: Instant) -> Int {
+        let seconds = instant.microseconds / 1_000_000 + Int64(profile.utcOffsetAtStart)
+        let secondOfDay = ((seconds % 86_400) + 86_400) % 86_400
+        return Int(secondOfDay / 3_600)
+    }
+
+    private func scheduleBackgroundChanges(after now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
+        scheduleTokenRotation(after: now, random: &random, into: &outputs)
+        schedulePermissionFlip(after: now, random: &random, into: &outputs)
+    }
+
+    private func scheduleTokenRotation(after now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
+        guard profile.pushTokenStyle == .fcm, behaviour.tokenRotationsPerDay > 0 else { return }
+        outputs.append(.schedule(.tokenRotation, at: now + .days(random.nextExponential(mean: 1 / behaviour.tokenRotationsPerDay))))
+    }
+
+    private func schedulePermissionFlip(after now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
+        guard behaviour.permissionChangesPerDay > 0 else { return }
+        outputs.append(.schedule(.permissionFlip, at: now + .days(random.nextExponential(mean: 1 / behaviour.permissionChangesPerDay))))
+    }
+
+    // MARK: - Push tokens
+
+    private mutating func makeToken(random: inout SeededRandom) -> String {
+        nextTokenSerial += 1
+        switch profile.pushTokenStyle {
+        case .stableID:
+            return random.nextUUID()
+        case .fcm:
+            // An FCM registration token: an instance id, a colon, and "APA91b" with a long tail.
+            return Self.base64URL(count: 22, random: &random) + ":APA91b" + Self.base64URL(count: 134, random: &random)
+        }
+    }
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+    private static func base64URL(count: Int, random: inout SeededRandom) -> String {
+        var text = ""
+        text.reserveCapacity(count)
+        var bits: UInt64 = 0
+        var available = 0
+        for _ in 0..<count {
+            if available < 6 {
+                bits = random.next()
+                available = 64
+            }
+            text.append(alphabet[Int(bits & 63)])
+            bits >>= 6
+            available -= 6
+        }
+        return text
+    }
+
+    /// What a platform client sees of this device now.
+    public func snapshot(calendar: RunCalendar) -> DeviceSnapshot {
+        DeviceSnapshot(
+            profile: profile, userID: userID, pushPermissionGranted: observedPermission == .granted,
+            pushToken: pushToken, currentScreen: currentScreen, clock: calendar
+        )
+    }
+}

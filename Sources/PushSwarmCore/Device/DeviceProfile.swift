@@ -1,0 +1,79 @@
+/// What does not change about one virtual device during a run: derived from (seed, index) alone,
+/// so shard 3 of 8 builds exactly the devices the full run builds at those indices.
+public struct DeviceProfile: Sendable {
+    public var index: Int
+    public var groupIndex: Int
+    public var platform: String
+    public var os: OperatingSystem
+    /// Human form, as apps report it: `Android 14`, `iOS 17.5`.
+    public var osVersion: String
+    public var appVersion: String
+    public var locale: LocaleShare
+    /// Seconds east of UTC in the device's zone at the start of the run (for its daily rhythm).
+    public var utcOffsetAtStart: Int
+    public var source: SourceAddress
+    /// Nil when the device was installed before the run.
+    public var installAt: Instant?
+    /// The user's account id, if the user has one.
+    public var accountID: String?
+    public var isLoggedInAtStart: Bool
+    /// The answer this user gives when asked for push permission.
+    public var grantsPushPermission: Bool
+    public var sessionsPerDay: Double
+    public var pushTokenStyle: PushTokenStyle
+
+    public var isInstalledAtStart: Bool { installAt == nil }
+}
+
+/// The device's state as its platform client needs it to build a request.
+public struct DeviceSnapshot: Sendable {
+    public var profile: DeviceProfile
+    /// The logged-in user, nil while anonymous.
+    public var userID: String?
+    /// Push permission as the app last observed it (checked on every launch and resume).
+    public var pushPermissionGranted: Bool
+    public var pushToken: String?
+    public var currentScreen: String
+    /// Milliseconds since the Unix epoch for an instant of this run, and the zone offset then.
+    public var clock: RunCalendar
+}
+
+/// Maps run instants to the calendar: the run's start date and the zones' offsets.
+public struct RunCalendar: Sendable {
+    public var startUnixSeconds: Int64
+    public var zones: ZoneOffsets
+
+    public init(startUnixSeconds: Int64, zones: ZoneOffsets) {
+        self.startUnixSeconds = startUnixSeconds
+        self.zones = zones
+    }
+
+    public func unixMicroseconds(_ instant: Instant) -> Int64 {
+        startUnixSeconds * 1_000_000 + instant.microseconds
+    }
+
+    /// `instant` as RFC 3339 local time in `zone`, with milliseconds and offset.
+    public func timestamp(_ instant: Instant, zone: String) -> String {
+        let micros = unixMicroseconds(instant)
+        let offset = zones.offsetSeconds(zone: zone, atUnixSeconds: micros / 1_000_000)
+        return RFC3339.format(unixMicroseconds: micros, offsetSeconds: offset)
+    }
+}
+
+/// A notification as it reaches a device, with the platform's data and the campaign's overrides.
+public struct PushNotification: Sendable, Equatable {
+    /// Unique within the run.
+    public var id: UInt64
+    public var campaign: String
+    public var data: [String: String]
+    public var tapRate: PerOS<Double>?
+    public var timeToOpen: PerOS<Distribution>?
+
+    public init(id: UInt64, campaign: String, data: [String: String], tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil) {
+        self.id = id
+        self.campaign = campaign
+        self.data = data
+        self.tapRate = tapRate
+        self.timeToOpen = timeToOpen
+    }
+}

@@ -1,0 +1,102 @@
+/// One virtual app install: an actor around its lifecycle state machine and its platform client.
+///
+/// - Important: the actor serialises everything that touches one device (timers, responses,
+///   pushes); it never waits. Idle devices cost no task: their timers wait in the run's scheduler,
+///   which calls `handle` when one is due.
+public actor VirtualDevice {
+    /// What can reach a device.
+    public enum Event: Sendable {
+        case lifecycle(DeviceLifecycle.Event)
+        case clientTimer(UInt64)
+        case completion(ExchangeCompletion)
+    }
+
+    /// What a device asks the run to do.
+    public enum Action: Sendable {
+        case send(OutgoingRequest)
+        case schedule(Event, at: Instant)
+        case count(String)
+        case drop(reason: String)
+        case backoff(delay: TimeSpan, retryNumber: Int)
+        case confirmed(LedgerKey)
+        /// The device's push address changed: pushes for `old` no longer reach it.
+        case pushAddress(old: String?, new: String)
+    }
+
+    private var lifecycle: DeviceLifecycle
+    private var client: any PlatformClient
+    private var random: SeededRandom
+    private let calendar: RunCalendar
+
+    public init(lifecycle: DeviceLifecycle, client: any PlatformClient, random: SeededRandom, calendar: RunCalendar) {
+        self.lifecycle = lifecycle
+        self.client = client
+        self.random = random
+        self.calendar = calendar
+    }
+
+    public var profile: DeviceProfile { lifecycle.profile }
+    public var pendingRequests: Int { client.pendingRequests }
+
+    /// The first timers of the run, and the push address of an install from before the run.
+    public func start(now: Instant) -> (actions: [Action], knownDevice: KnownDevice?) {
+        var actions: [Action] = []
+        var known: KnownDevice?
+        if let token = lifecycle.issueInitialToken(random: &random) {
+            actions.append(.pushAddress(old: nil, new: token))
+            known = KnownDevice(
+                pushToken: token, userID: lifecycle.userID, os: lifecycle.profile.os,
+                pushPermissionGranted: lifecycle.observedPermission == .granted
+            )
+        }
+        apply(lifecycle.start(now: now, random: &random), now: now, into: &actions)
+        return (actions, known)
+    }
+
+    public func handle(_ event: Event, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .lifecycle(let lifecycleEvent):
+            apply(lifecycle.handle(lifecycleEvent, now: now, random: &random), now: now, into: &actions)
+        case .clientTimer(let token):
+            convert(client.timerFired(token, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+        case .completion(let completion):
+            convert(client.handle(completion, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+        }
+        return actions
+    }
+
+    private func apply(_ outputs: [DeviceLifecycle.Output], now: Instant, into actions: inout [Action]) {
+        for output in outputs {
+            switch output {
+            case .schedule(let event, let time):
+                actions.append(.schedule(.lifecycle(event), at: time))
+            case .count(let name):
+                actions.append(.count(name))
+            case .intent(let intent):
+                switch intent {
+                case .pushTokenIssued(let token):
+                    actions.append(.pushAddress(old: nil, new: token))
+                case .pushTokenRotated(let old, let new):
+                    actions.append(.pushAddress(old: old, new: new))
+                default:
+                    break
+                }
+                convert(client.handle(intent, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+            }
+        }
+    }
+
+    private func convert(_ clientActions: [ClientAction], into actions: inout [Action]) {
+        for action in clientActions {
+            switch action {
+            case .send(let request): actions.append(.send(request))
+            case .schedule(let token, let time): actions.append(.schedule(.clientTimer(token), at: time))
+            case .drop(let reason): actions.append(.drop(reason: reason))
+            case .backoff(let delay, let retryNumber): actions.append(.backoff(delay: delay, retryNumber: retryNumber))
+            case .confirmed(let key): actions.append(.confirmed(key))
+            case .count(let name): actions.append(.count(name))
+            }
+        }
+    }
+}

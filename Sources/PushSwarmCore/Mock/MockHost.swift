@@ -1,0 +1,38 @@
+import PushSwarmMetrics
+
+/// Runs one platform's mock service with the concerns every platform shares: answer latency,
+/// injected 503s, an injected "accepted but lost" bug, and the ledger of accepted items.
+public struct MockHost: Sendable {
+    public private(set) var service: any MockService
+    public let behaviour: MockBehaviour
+    public private(set) var ledger = Ledger()
+    private var random: SeededRandom
+
+    public init(service: any MockService, behaviour: MockBehaviour, random: SeededRandom) {
+        self.service = service
+        self.behaviour = behaviour
+        self.random = random
+    }
+
+    /// Answers `request` and says how long the answer takes to arrive.
+    public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant) -> (response: Response, latency: TimeSpan) {
+        let latency = behaviour.latency.sampleSpan(using: &random)
+        if random.chance(behaviour.http503Rate) {
+            let body = JSONWriter.bytes(of: ["error": "service overloaded (injected fault)"])
+            return (Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body), latency)
+        }
+        let reply = service.handle(request, from: source, at: now)
+        if let key = reply.accepted, !random.chance(behaviour.loseAcceptedRate) {
+            ledger.record(key, operation: reply.operation, source: source, at: now)
+        }
+        return (reply.response, latency)
+    }
+
+    public mutating func knowDevice(_ device: KnownDevice) {
+        service.knowDevice(device)
+    }
+
+    public mutating func launchCampaign(_ campaign: Campaign, at now: Instant) -> [PushMessage] {
+        service.launchCampaign(campaign, at: now, random: &random)
+    }
+}

@@ -1,0 +1,52 @@
+/// Admits at most `limit` requests per key in any window of length `window` (a sliding log).
+///
+/// Chosen for spec limits such as SmartAppPush's "10 requests/second per IP": unlike a token
+/// bucket, which lets 2 × limit through across a window boundary, no 1-second span ever sees more
+/// than `limit` admitted, which is what the spec's sentence promises.
+public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
+    public enum Admission: Sendable, Equatable {
+        case admitted
+        /// Refused; the earliest a request from this key would be admitted is after `retryAfter`.
+        case limited(retryAfter: TimeSpan)
+    }
+
+    /// The admit times still inside the window, oldest first, as a ring of `limit` slots.
+    private struct Log: Sendable {
+        var times: [Int64]
+        var oldest = 0
+        var count = 0
+    }
+
+    public let limit: Int
+    public let window: TimeSpan
+    private var logs: [Key: Log] = [:]
+
+    public init(limit: Int, window: TimeSpan) {
+        precondition(limit > 0 && window > .zero)
+        self.limit = limit
+        self.window = window
+    }
+
+    public mutating func admit(_ key: Key, at now: Instant) -> Admission {
+        let limit = limit
+        return Self.admit(&logs[key, default: Log(times: Array(repeating: 0, count: limit))], limit: limit, window: window, at: now)
+    }
+
+    /// Works on the log in place (through the dictionary's modify accessor), with no copy.
+    private static func admit(_ log: inout Log, limit: Int, window: TimeSpan, at now: Instant) -> Admission {
+        let cutoff = now.microseconds - window.microseconds
+        while log.count > 0, log.times[log.oldest] <= cutoff {
+            log.oldest = (log.oldest + 1) % limit
+            log.count -= 1
+        }
+        let admission: Admission
+        if log.count < limit {
+            log.times[(log.oldest + log.count) % limit] = now.microseconds
+            log.count += 1
+            admission = .admitted
+        } else {
+            admission = .limited(retryAfter: TimeSpan(microseconds: log.times[log.oldest] - cutoff))
+        }
+        return admission
+    }
+}

@@ -1,0 +1,47 @@
+/// A request a device wants sent, with what the run needs to account for it.
+public struct OutgoingRequest: Sendable {
+    /// Unique within the device; completions carry it back.
+    public var id: UInt64
+    /// The metric name, `platform.operation` (`smartapppush.events`).
+    public var operation: String
+    public var request: Request
+    /// How long the client waits for an answer before it counts a timeout.
+    public var timeout: TimeSpan
+    /// 0 for a first attempt, n for the n-th retry.
+    public var retryNumber: Int
+
+    public init(id: UInt64, operation: String, request: Request, timeout: TimeSpan, retryNumber: Int) {
+        self.id = id
+        self.operation = operation
+        self.request = request
+        self.timeout = timeout
+        self.retryNumber = retryNumber
+    }
+}
+
+/// How a request ended, as the device sees it.
+public enum ExchangeOutcome: Sendable {
+    case response(Response)
+    /// The request never got an answer: no route, refused, reset (`reason` says which).
+    case transportError(reason: String)
+    case timeout
+}
+
+/// A finished request, delivered back to the device that sent it.
+public struct ExchangeCompletion: Sendable {
+    public var requestID: UInt64
+    public var operation: String
+    public var sentAt: Instant
+    public var outcome: ExchangeOutcome
+
+    public init(requestID: UInt64, operation: String, sentAt: Instant, outcome: ExchangeOutcome) {
+        self.requestID = requestID
+        self.operation = operation
+        self.sentAt = sentAt
+        self.outcome = outcome
+    }
+}
+
+/// What identifies one accepted item (an event, an open) in a service's ledger. Devices compute
+/// the same key for what they believe was delivered, so the two sides can be compared.
+public typealias LedgerKey = SHA256Digest

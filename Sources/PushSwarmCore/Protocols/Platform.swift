@@ -1,0 +1,23 @@
+/// One push platform PushSwarm can simulate: its name, and how to read its part of a scenario.
+///
+/// Adding a platform is adding a folder in PushSwarmPlatforms with a type conforming to this, and
+/// registering it; nothing in Core names a platform.
+public protocol Platform: Sendable {
+    /// The name scenarios use (`smartapppush`).
+    var name: String { get }
+
+    /// Reads the scenario's `platforms.<name>` object (nil when absent: defaults).
+    func configure(_ settings: JSONReader?) throws -> any PlatformConfiguration
+}
+
+/// A platform as one scenario configured it.
+public protocol PlatformConfiguration: Sendable {
+    /// Reads a device group's `client` object (nil when absent) for a group of `os` devices.
+    func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile
+
+    /// Latency and faults of the built-in mock (generic across platforms).
+    var mockBehaviour: MockBehaviour { get }
+
+    /// A fresh mock service for one run.
+    func makeMock() -> any MockService
+}

@@ -1,0 +1,49 @@
+/// The device side of one platform's protocol: turns lifecycle intents into wire requests and
+/// responses into retries, drops and confirmations.
+///
+/// - Important: a value type with no I/O. It never reads a clock or sleeps: time arrives as
+///   `now`, randomness as `random`, and everything it wants done comes back as actions. The device
+///   actor that owns it serialises every call.
+public protocol PlatformClient: Sendable {
+    /// Reacts to something the app did or that happened to it.
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+
+    /// Reacts to the end of a request it sent.
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+
+    /// Reacts to one of its own timers (a retry back-off ending).
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+
+    /// Requests queued but not yet delivered or dropped (reported at the end of a run).
+    var pendingRequests: Int { get }
+}
+
+/// What a platform client asks its device to do.
+public enum ClientAction: Sendable {
+    case send(OutgoingRequest)
+    /// Call `timerFired(token)` at the given time.
+    case schedule(token: UInt64, at: Instant)
+    /// A request given up for `reason`; counted, never silently lost.
+    case drop(reason: String)
+    /// The client waits `delay` before retry number `retryNumber`.
+    case backoff(delay: TimeSpan, retryNumber: Int)
+    /// The client believes the service accepted the item with this key.
+    case confirmed(LedgerKey)
+    /// Increment a named counter.
+    case count(String)
+}
+
+/// Creates clients for one kind of device of a platform (a client profile chosen per group).
+public protocol ClientProfile: Sendable {
+    /// How the push provider identifies this device, and whether that identity rotates.
+    var pushToken: PushTokenStyle { get }
+    func makeClient(for profile: DeviceProfile) -> any PlatformClient
+}
+
+/// The form of a device's push address.
+public enum PushTokenStyle: Sendable, Equatable {
+    /// An FCM registration token: rotates (reinstall, restore, expiry), and the app must report it.
+    case fcm
+    /// A stable provider ID (a OneSignal subscription ID): never rotates from the app's view.
+    case stableID
+}

@@ -1,0 +1,64 @@
+/// One HTTP request as a platform client builds it: no I/O, just the bytes to send.
+public struct Request: Sendable, Equatable {
+    public var method: String
+    /// Path and query, starting with `/`.
+    public var path: String
+    public var headers: [Header]
+    public var body: [UInt8]
+
+    public init(method: String, path: String, headers: [Header] = [], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// One HTTP response as a mock service builds it or a transport received it.
+public struct Response: Sendable, Equatable {
+    public var status: Int
+    public var headers: [Header]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [Header] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+public struct Header: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// The public address a device's traffic comes from, as a service sees it: devices behind the same
+/// carrier-grade NAT share one. Numbered from 0 and written as a loopback address (127.0.0.1 is
+/// number 0), which is also the address bound for it in wall-clock runs on this machine.
+public struct SourceAddress: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var index: UInt32
+
+    public init(index: UInt32) { self.index = index }
+
+    public static func < (lhs: SourceAddress, rhs: SourceAddress) -> Bool { lhs.index < rhs.index }
+
+    public var description: String {
+        let value = index + 1
+        return "127.\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// The one source of randomness in a run: xoshiro256** seeded through SplitMix64.
+///
+/// Every consumer gets its own stream, derived from (run seed, stream, index), so device 4711 draws
+/// the same numbers whether the run has ten devices or a million, and whichever shard runs it.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: (UInt64, UInt64, UInt64, UInt64)
+
+    /// Named streams, so that adding draws to one consumer never shifts another's numbers.
+    public enum Stream: UInt64, Sendable {
+        case device = 1
+        case deviceProfile = 2
+        case mock = 3
+        case campaign = 4
+        case network = 5
+        case delivery = 6
+    }
+
+    public init(seed: UInt64, stream: Stream, index: UInt64 = 0) {
+        var mixer = seed ^ (stream.rawValue &* 0x9E37_79B9_7F4A_7C15) ^ (index &* 0xD1B5_4A32_D192_ED03)
+        state = (Self.splitMix(&mixer), Self.splitMix(&mixer), Self.splitMix(&mixer), Self.splitMix(&mixer))
+    }
+
+    private static func splitMix(_ value: inout UInt64) -> UInt64 {
+        value &+= 0x9E37_79B9_7F4A_7C15
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    public mutating func next() -> UInt64 {
+        let result = (state.1 &* 5).rotatedLeft(by: 7) &* 9
+        let shifted = state.1 << 17
+        state.2 ^= state.0
+        state.3 ^= state.1
+        state.1 ^= state.2
+        state.0 ^= state.3
+        state.2 ^= shifted
+        state.3 = state.3.rotatedLeft(by: 45)
+        return result
+    }
+
+    /// Uniform in [0, 1), 53 random bits.
+    public mutating func nextUnit() -> Double {
+        Double(next() >> 11) * 0x1.0p-53
+    }
+
+    /// True with probability `probability`.
+    public mutating func chance(_ probability: Double) -> Bool {
+        probability >= 1 || (probability > 0 && nextUnit() < probability)
+    }
+
+    /// Uniform integer in 0..<bound.
+    public mutating func nextIndex(below bound: Int) -> Int {
+        precondition(bound > 0)
+        return Int(next(upperBound: UInt64(bound)))
+    }
+
+    /// Standard normal variate (Box–Muller; one value per call keeps the stream simple).
+    public mutating func nextGaussian() -> Double {
+        var u1 = nextUnit()
+        while u1 <= .leastNormalMagnitude { u1 = nextUnit() }
+        let u2 = nextUnit()
+        return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
+    }
+
+    /// Exponential variate with the given mean.
+    public mutating func nextExponential(mean: Double) -> Double {
+        var u = nextUnit()
+        while u <= .leastNormalMagnitude { u = nextUnit() }
+        return -mean * log(u)
+    }
+
+    /// Poisson variate with the given mean (inversion; means here are small).
+    public mutating func nextPoisson(mean: Double) -> Int {
+        guard mean > 0 else { return 0 }
+        if mean > 30 {
+            return max(0, Int((mean + mean.squareRoot() * nextGaussian()).rounded()))
+        }
+        let limit = exp(-mean)
+        var product = nextUnit()
+        var count = 0
+        while product > limit {
+            product *= nextUnit()
+            count += 1
+        }
+        return count
+    }
+
+    /// Picks an index with probability proportional to its weight. Weights must not all be zero.
+    public mutating func pickIndex(weights: [Double], total: Double) -> Int {
+        var target = nextUnit() * total
+        for (index, weight) in weights.enumerated() {
+            target -= weight
+            if target < 0 { return index }
+        }
+        return weights.lastIndex { $0 > 0 } ?? 0
+    }
+
+    /// 16 random bytes formatted as a version-4 UUID, lower case.
+    public mutating func nextUUID() -> String {
+        let high = next()
+        let low = next()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(index)))
+        }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return Hex.string(bytes, dashesAfter: [4, 6, 8, 10])
+    }
+}
+
+extension UInt64 {
+    @inline(__always)
+    func rotatedLeft(by amount: UInt64) -> UInt64 {
+        (self << amount) | (self >> (64 - amount))
+    }
+}

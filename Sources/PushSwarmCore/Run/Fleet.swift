@@ -1,0 +1,68 @@
+/// The device population of a scenario. Each device is derived from (seed, index) alone, so any
+/// subset of indices (a shard) is built exactly as the full run builds it.
+public struct Fleet: Sendable {
+    public let scenario: Scenario
+    public let calendar: RunCalendar
+    private let groupWeights: [Double]
+    private let groupWeightTotal: Double
+    private let localeWeights: [Double]
+    private let localeWeightTotal: Double
+
+    static let androidVersions: [(String, Double)] = [("Android 11", 10), ("Android 12", 14), ("Android 13", 22), ("Android 14", 32), ("Android 15", 22)]
+    static let iosVersions: [(String, Double)] = [("iOS 16.7", 12), ("iOS 17.6", 30), ("iOS 18.1", 58)]
+
+    public init(scenario: Scenario) {
+        self.scenario = scenario
+        groupWeights = scenario.groups.map(\.weight)
+        groupWeightTotal = groupWeights.reduce(0, +)
+        localeWeights = scenario.locales.map(\.weight)
+        localeWeightTotal = localeWeights.reduce(0, +)
+        let end = scenario.startUnixSeconds + Int64(scenario.duration.seconds) + 86_400
+        calendar = RunCalendar(
+            startUnixSeconds: scenario.startUnixSeconds,
+            zones: ZoneOffsets(zones: scenario.locales.map(\.timeZone), from: scenario.startUnixSeconds - 86_400, through: end)
+        )
+    }
+
+    public func group(of profile: DeviceProfile) -> DeviceGroup { scenario.groups[profile.groupIndex] }
+
+    public func profile(at index: Int) -> DeviceProfile {
+        var random = SeededRandom(seed: scenario.seed, stream: .deviceProfile, index: UInt64(index))
+        let groupIndex = random.pickIndex(weights: groupWeights, total: groupWeightTotal)
+        let group = scenario.groups[groupIndex]
+        let behaviour = group.behaviour
+        let locale = scenario.locales[random.pickIndex(weights: localeWeights, total: localeWeightTotal)]
+        let versions = group.os == .android ? Self.androidVersions : Self.iosVersions
+        let osVersion = versions[random.pickIndex(weights: versions.map(\.1), total: versions.reduce(0) { $0 + $1.1 })].0
+        let isNewInstall = random.chance(behaviour.newInstallShare)
+        let installAt = Instant(microseconds: Int64(random.nextUnit() * Double(scenario.duration.microseconds)))
+        let hasAccount = random.chance(behaviour.accountShare)
+        let isLoggedIn = random.chance(behaviour.loggedInAtStart)
+        let grants = random.chance(behaviour.pushPermissionRate[group.os])
+        let sessionsPerDay = max(0, behaviour.sessionsPerDay.sample(using: &random))
+        return DeviceProfile(
+            index: index, groupIndex: groupIndex, platform: group.platform, os: group.os, osVersion: osVersion,
+            appVersion: behaviour.appVersion, locale: locale,
+            utcOffsetAtStart: calendar.zones.offsetSeconds(zone: locale.timeZone, atUnixSeconds: scenario.startUnixSeconds),
+            source: SourceAddress(index: UInt32(index / scenario.network.devicesPerSourceAddress)),
+            installAt: isNewInstall ? installAt : nil,
+            accountID: hasAccount ? "user_\(index)" : nil,
+            isLoggedInAtStart: hasAccount && isLoggedIn,
+            grantsPushPermission: grants,
+            sessionsPerDay: sessionsPerDay,
+            pushTokenStyle: group.client.pushToken
+        )
+    }
+
+    /// The device with `profile`, ready to start.
+    public func makeDevice(_ profile: DeviceProfile) -> VirtualDevice {
+        let index = profile.index
+        let group = group(of: profile)
+        return VirtualDevice(
+            lifecycle: DeviceLifecycle(profile: profile, behaviour: group.behaviour),
+            client: group.client.makeClient(for: profile),
+            random: SeededRandom(seed: scenario.seed, stream: .device, index: UInt64(index)),
+            calendar: calendar
+        )
+    }
+}

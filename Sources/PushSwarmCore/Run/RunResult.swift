@@ -1,0 +1,52 @@
+public import PushSwarmMetrics
+
+/// What one run produced, before it is rendered: the measurements, the services' ledgers and what
+/// the devices believe was delivered.
+public struct RunResult: Sendable {
+    public var scenario: String
+    public var seed: UInt64
+    public var clock: Scenario.ClockKind
+    public var devices: Int
+    /// Length of the run on its own timeline.
+    public var duration: TimeSpan
+    public var wallSeconds: Double
+    public var metrics: RunMetrics
+    /// Each platform's mock ledger, by platform name (empty for a real target).
+    public var ledgers: [String: Ledger]
+    /// Items devices received a success for.
+    public var confirmedKeys: Set<LedgerKey>
+    /// Requests still in devices' queues when the run ended (not sent, or sent and unanswered).
+    public var pendingAtEnd: Int
+
+    /// Items devices believe were delivered that no ledger holds.
+    public var lost: Int {
+        confirmedKeys.reduce(0) { count, key in
+            ledgers.values.contains { $0.contains(key) } ? count : count + 1
+        }
+    }
+}
+
+extension RunResult {
+    /// The summary reports are written from.
+    public func summary(runID: String, version: String) -> Summary {
+        var ledgerOperations: [String: Summary.LedgerOperation]?
+        if !ledgers.isEmpty {
+            var operations: [String: Summary.LedgerOperation] = [:]
+            for ledger in ledgers.values {
+                for operation in Set(ledger.acceptedByOperation.keys).union(ledger.duplicatesByOperation.keys).union(ledger.operations) {
+                    operations[operation] = Summary.LedgerOperation(
+                        accepted: ledger.acceptedByOperation[operation] ?? 0,
+                        duplicates: ledger.duplicatesByOperation[operation] ?? 0,
+                        peakAcceptedPerSecondPerSource: ledger.peakAcceptedPerSecond(operation: operation)
+                    )
+                }
+            }
+            ledgerOperations = operations
+        }
+        return Summary(
+            scenario: scenario, seed: seed, clock: clock.rawValue, devices: devices, simulatedSeconds: duration.seconds,
+            wallSeconds: wallSeconds, runID: runID, version: version, metrics: metrics, ledger: ledgerOperations,
+            lost: lost, pendingAtEnd: pendingAtEnd
+        )
+    }
+}

@@ -1,0 +1,29 @@
+/// A push campaign a scenario schedules: at a time, to a share of the opted-in devices.
+public struct Campaign: Sendable, Equatable {
+    public var name: String
+    /// The platform that sends it.
+    public var platform: String
+    /// When it is sent, from the start of the run.
+    public var at: TimeSpan
+    /// Share of opted-in devices targeted.
+    public var audience: Double
+    /// Time from the service sending to the device receiving, seconds.
+    public var deliveryDelay: Distribution
+    /// Overrides of the devices' own tap behaviour for this campaign (a compelling offer).
+    public var tapRate: PerOS<Double>?
+    public var timeToOpen: PerOS<Distribution>?
+
+    public init(
+        name: String, platform: String, at: TimeSpan, audience: Double,
+        deliveryDelay: Distribution = .logNormal(median: 2, sigma: 1),
+        tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil
+    ) {
+        self.name = name
+        self.platform = platform
+        self.at = at
+        self.audience = audience
+        self.deliveryDelay = deliveryDelay
+        self.tapRate = tapRate
+        self.timeToOpen = timeToOpen
+    }
+}

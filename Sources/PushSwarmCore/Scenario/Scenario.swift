@@ -1,0 +1,33 @@
+/// A validated scenario: who the devices are, how they behave, what they talk to, for how long.
+/// Built only by `ScenarioDecoder`, so every instance has passed validation.
+public struct Scenario: Sendable {
+    public enum ClockKind: String, Sendable {
+        case simulated
+        case wall
+    }
+
+    public var name: String
+    public var description: String
+    public var seed: UInt64
+    public var clock: ClockKind
+    public var duration: TimeSpan
+    /// The run's start on the calendar, Unix seconds (devices stamp events in their local time).
+    public var startUnixSeconds: Int64
+    public var devices: Int
+    public var groups: [DeviceGroup]
+    public var locales: [LocaleShare]
+    public var network: NetworkSettings
+    public var campaigns: [Campaign]
+    /// The configured platforms, by name, for every platform a group or campaign uses.
+    public var platforms: [String: any PlatformConfiguration]
+}
+
+/// A share of the fleet with one platform, OS and client profile, and its own behaviour.
+public struct DeviceGroup: Sendable {
+    public var name: String
+    public var weight: Double
+    public var platform: String
+    public var os: OperatingSystem
+    public var client: any ClientProfile
+    public var behaviour: Behaviour
+}

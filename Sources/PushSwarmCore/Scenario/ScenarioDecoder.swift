@@ -1,0 +1,231 @@
+import PushSwarmMetrics
+
+/// Reads a scenario file into a validated `Scenario`, or throws a `ScenarioError` naming the JSON
+/// path of the first problem. Unknown keys are errors: a misspelt setting must never be ignored.
+public struct ScenarioDecoder: Sendable {
+    /// The platforms scenarios may name, by name.
+    public let platforms: [String: any Platform]
+
+    public init(platforms: [any Platform]) {
+        self.platforms = Dictionary(uniqueKeysWithValues: platforms.map { ($0.name, $0) })
+    }
+
+    /// Parses and validates scenario text.
+    public func decode(text: [UInt8]) throws -> Scenario {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(text)
+        } catch {
+            throw ScenarioError(path: "$", message: "not valid JSON: \(error)")
+        }
+        return try decode(JSONReader(value))
+    }
+
+    public func decode(_ document: JSONReader) throws -> Scenario {
+        var root = try document.object()
+        let name = try root.required("name") { try $0.nonEmptyString() }
+        let description = try root.optional("description") { try $0.string() } ?? ""
+        let seed = try root.optional("seed") { UInt64(try $0.integer(minimum: 0)) } ?? 1
+        let clock = try root.optional("clock") { Scenario.ClockKind(rawValue: try $0.choice(["simulated", "wall"])) ?? .simulated } ?? .simulated
+        let duration = try root.required("duration") { reader in
+            let span = try reader.duration()
+            guard span > .zero else { throw reader.fail("must be longer than zero") }
+            guard span <= .days(366) else { throw reader.fail("must be at most 366 days") }
+            return span
+        }
+        let start = try root.optional("start") { reader -> Int64 in
+            guard let micros = RFC3339.parse(try reader.string()) else {
+                throw reader.fail("expected an RFC 3339 time with offset, such as \"2026-03-02T00:00:00Z\"")
+            }
+            return micros / 1_000_000
+        } ?? 1_772_409_600  // 2026-03-02T00:00:00Z, a Monday
+        let devices = try root.required("devices") { try $0.integer(minimum: 1, maximum: 10_000_000) }
+        let locales = try root.optional("locales") { try decodeLocales($0) } ?? LocaleShare.defaultMix
+        let network = try root.optional("network") { try decodeNetwork($0) } ?? NetworkSettings()
+        let behaviour = try root.optional("behaviour") { try decodeBehaviour($0, base: Behaviour()) } ?? Behaviour()
+
+        // Platforms first: groups and campaigns refer to them.
+        var configured: [String: any PlatformConfiguration] = [:]
+        var platformSections: [String: JSONReader] = [:]
+        if let section = root.reader("platforms") {
+            var object = try section.object()
+            for (key, reader) in object.allMembers() {
+                guard platforms[key] != nil else { throw unknownPlatform(key, at: object.memberPath(key)) }
+                platformSections[key] = reader
+            }
+            try object.finish()
+        }
+        func configuration(_ platformName: String, at path: String) throws -> any PlatformConfiguration {
+            if let existing = configured[platformName] { return existing }
+            guard let platform = platforms[platformName] else { throw unknownPlatform(platformName, at: path) }
+            let made = try platform.configure(platformSections[platformName])
+            configured[platformName] = made
+            return made
+        }
+        for key in platformSections.keys.sorted() {
+            _ = try configuration(key, at: "$.platforms.\(key)")
+        }
+
+        let groups = try root.required("groups") { reader -> [DeviceGroup] in
+            let elements = try reader.array()
+            guard !elements.isEmpty else { throw reader.fail("must list at least one device group") }
+            var names = Set<String>()
+            return try elements.map { element in
+                var object = try element.object()
+                let name = try object.required("name") { try $0.nonEmptyString() }
+                guard names.insert(name).inserted else {
+                    throw ScenarioError(path: object.memberPath("name"), message: "group name \"\(name)\" is used twice")
+                }
+                let weight = try object.optional("share") { reader -> Double in
+                    let share = try reader.number(in: 0...1e9)
+                    guard share > 0 else { throw reader.fail("must be above zero") }
+                    return share
+                } ?? 1
+                let platformName = try object.required("platform") { try $0.string() }
+                let platformPath = object.memberPath("platform")
+                let platform = try configuration(platformName, at: platformPath)
+                let os = try object.required("os") { OperatingSystem(rawValue: try $0.choice(OperatingSystem.allCases.map(\.rawValue))) } ?? .android
+                let client = try platform.clientProfile(object.reader("client"), os: os)
+                let groupBehaviour = try object.optional("behaviour") { try decodeBehaviour($0, base: behaviour) } ?? behaviour
+                try object.finish()
+                return DeviceGroup(name: name, weight: weight, platform: platformName, os: os, client: client, behaviour: groupBehaviour)
+            }
+        }
+
+        let campaigns = try root.optional("campaigns") { reader -> [Campaign] in
+            try reader.array().map { element -> Campaign in
+                var object = try element.object()
+                let name = try object.required("name") { try $0.nonEmptyString() }
+                let platformName = try object.optional("platform") { try $0.string() } ?? groups[0].platform
+                _ = try configuration(platformName, at: object.memberPath("platform"))
+                let at = try object.required("at") { reader in
+                    let at = try reader.duration()
+                    guard at <= duration else { throw reader.fail("is after the end of the run (\(duration))") }
+                    return at
+                }
+                let audience = try object.optional("audience") { try $0.fraction() } ?? 1
+                let delay = try object.optional("deliveryDelay") { try $0.durationDistribution() }
+                let tapRate = try object.optional("tapRate") { try decodePerOS($0) { try $0.fraction() } }
+                let timeToOpen = try object.optional("timeToOpen") { try decodePerOS($0) { try $0.durationDistribution() } }
+                try object.finish()
+                return Campaign(
+                    name: name, platform: platformName, at: at, audience: audience,
+                    deliveryDelay: delay ?? .logNormal(median: 2, sigma: 1), tapRate: tapRate, timeToOpen: timeToOpen
+                )
+            }
+        } ?? []
+        try root.finish()
+
+        return Scenario(
+            name: name, description: description, seed: seed, clock: clock, duration: duration,
+            startUnixSeconds: start, devices: devices, groups: groups, locales: locales, network: network,
+            campaigns: campaigns, platforms: configured
+        )
+    }
+
+    private func unknownPlatform(_ name: String, at path: String) -> ScenarioError {
+        ScenarioError(path: path, message: "unknown platform \"\(name)\"; known: \(platforms.keys.sorted().joined(separator: ", "))")
+    }
+
+    private func decodeLocales(_ reader: JSONReader) throws -> [LocaleShare] {
+        let elements = try reader.array()
+        guard !elements.isEmpty else { throw reader.fail("must list at least one locale") }
+        return try elements.map { element in
+            var object = try element.object()
+            let country = try object.required("country") { reader in
+                let code = try reader.string()
+                guard ISOCodes.countries.contains(code) else { throw reader.fail("\"\(code)\" is not an ISO 3166-1 alpha-2 country code") }
+                return code
+            }
+            let language = try object.required("language") { reader in
+                let code = try reader.string()
+                guard ISOCodes.languages.contains(code) else { throw reader.fail("\"\(code)\" is not an ISO 639-1 language code") }
+                return code
+            }
+            let zone = try object.required("timezone") { reader in
+                let zone = try reader.string()
+                guard ZoneOffsets.isKnown(zone) else { throw reader.fail("\"\(zone)\" is not an IANA time zone") }
+                return zone
+            }
+            let weight = try object.optional("share") { try $0.number(in: 0...1e9) } ?? 1
+            try object.finish()
+            return LocaleShare(country: country, language: language, timeZone: zone, weight: weight)
+        }
+    }
+
+    private func decodeNetwork(_ reader: JSONReader) throws -> NetworkSettings {
+        var object = try reader.object()
+        var network = NetworkSettings()
+        network.devicesPerSourceAddress = try object.optional("devicesPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000_000) } ?? 1
+        network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
+        try object.finish()
+        return network
+    }
+
+    /// Reads a `behaviour` object over `base`: only the keys present change.
+    public func decodeBehaviour(_ reader: JSONReader, base: Behaviour) throws -> Behaviour {
+        var object = try reader.object()
+        var behaviour = base
+        if let value = try object.optional("sessionsPerDay", { try $0.numberDistribution() }) { behaviour.sessionsPerDay = value }
+        if let value = try object.optional("sessionLength", { try $0.durationDistribution() }) { behaviour.sessionLength = value }
+        if let value = try object.optional("eventsPerSession", { try $0.number(in: 0...10_000) }) { behaviour.eventsPerSession = value }
+        if let value = try object.optional("eventMix", { try decodeEventMix($0) }) { behaviour.eventMix = value }
+        if let value = try object.optional("activeHours", { reader -> [Double] in
+            let hours = try reader.array()
+            guard hours.count == 24 else { throw reader.fail("expected 24 weights, one per local hour, found \(hours.count)") }
+            let weights = try hours.map { try $0.number(in: 0...1e9) }
+            guard weights.contains(where: { $0 > 0 }) else { throw reader.fail("at least one hour must have a weight above zero") }
+            return weights
+        }) { behaviour.activeHours = value }
+        if let value = try object.optional("backgroundToClosed", { try $0.durationDistribution() }) { behaviour.backgroundToClosed = value }
+        if let value = try object.optional("newInstallShare", { try $0.fraction() }) { behaviour.newInstallShare = value }
+        if let value = try object.optional("accountShare", { try $0.fraction() }) { behaviour.accountShare = value }
+        if let value = try object.optional("loggedInAtStart", { try $0.fraction() }) { behaviour.loggedInAtStart = value }
+        if let value = try object.optional("loginPerSession", { try $0.fraction() }) { behaviour.loginPerSession = value }
+        if let value = try object.optional("logoutPerSession", { try $0.fraction() }) { behaviour.logoutPerSession = value }
+        if let value = try object.optional("pushPermissionRate", { try decodePerOS($0) { try $0.fraction() } }) { behaviour.pushPermissionRate = value }
+        if let value = try object.optional("permissionChangesPerDay", { try $0.number(in: 0...1_000) }) { behaviour.permissionChangesPerDay = value }
+        if let value = try object.optional("tapRate", { try decodePerOS($0) { try $0.fraction() } }) { behaviour.tapRate = value }
+        if let value = try object.optional("timeToOpen", { try decodePerOS($0) { try $0.durationDistribution() } }) { behaviour.timeToOpen = value }
+        if let value = try object.optional("dismissRate", { try $0.fraction() }) { behaviour.dismissRate = value }
+        if let value = try object.optional("timeToDismiss", { try $0.durationDistribution() }) { behaviour.timeToDismiss = value }
+        if let value = try object.optional("tokenRotationsPerDay", { try $0.number(in: 0...1_000) }) { behaviour.tokenRotationsPerDay = value }
+        if let value = try object.optional("appVersion", { try $0.nonEmptyString() }) { behaviour.appVersion = value }
+        try object.finish()
+        return behaviour
+    }
+
+    /// `{"screen_viewed": 30, "add_to_cart": {"weight": 5, "params": ["product_id"]}}`.
+    private func decodeEventMix(_ reader: JSONReader) throws -> [WeightedEvent] {
+        var object = try reader.object()
+        let known = Dictionary(uniqueKeysWithValues: WeightedEvent.defaultMix.map { ($0.name, $0.parameters) })
+        let mix = try object.allMembers().map { name, entry -> WeightedEvent in
+            guard !name.isEmpty else { throw entry.fail("an event name must not be empty") }
+            switch entry.value {
+            case .number:
+                return WeightedEvent(name: name, weight: try entry.number(in: 0...1e9), parameters: known[name] ?? [])
+            default:
+                var details = try entry.object()
+                let weight = try details.required("weight") { try $0.number(in: 0...1e9) }
+                let parameters = try details.optional("params") { try $0.array().map { try $0.nonEmptyString() } } ?? known[name] ?? []
+                try details.finish()
+                return WeightedEvent(name: name, weight: weight, parameters: parameters)
+            }
+        }
+        guard mix.contains(where: { $0.weight > 0 }) else { throw reader.fail("at least one event must have a weight above zero") }
+        try object.finish()
+        return mix
+    }
+
+    /// One value for both OSes, or `{"android": …, "ios": …}` (both required).
+    private func decodePerOS<Value>(_ reader: JSONReader, _ read: (JSONReader) throws -> Value) throws -> PerOS<Value> {
+        if case .object(let object) = reader.value, object["android"] != nil || object["ios"] != nil {
+            var perOS = try reader.object()
+            let android = try perOS.required("android", read)
+            let ios = try perOS.required("ios", read)
+            try perOS.finish()
+            return PerOS(android: android, ios: ios)
+        }
+        return PerOS(both: try read(reader))
+    }
+}

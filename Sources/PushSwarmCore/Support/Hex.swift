@@ -1,0 +1,21 @@
+/// Lower-case hexadecimal text for byte sequences.
+public enum Hex {
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// `bytes` in hex, with a dash inserted before each byte index listed in `dashesAfter`
+    /// (ascending), as in a UUID.
+    public static func string(_ bytes: [UInt8], dashesAfter: [Int] = []) -> String {
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2 + dashesAfter.count)
+        var nextDash = 0
+        for (index, byte) in bytes.enumerated() {
+            if nextDash < dashesAfter.count, dashesAfter[nextDash] == index {
+                text.append(UInt8(ascii: "-"))
+                nextDash += 1
+            }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

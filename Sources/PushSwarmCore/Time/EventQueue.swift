@@ -1,0 +1,76 @@
+/// A priority queue of timed items: the scheduler where idle devices wait.
+///
+/// Items come out in time order; items due at the same instant come out in the order they were
+/// scheduled (a sequence number breaks ties), which is what makes simulated runs deterministic.
+/// A binary heap of small (time, sequence, slot) entries; the items themselves wait in a slab, so
+/// reordering the heap never copies a payload. No task per waiting device.
+public struct EventQueue<Item> {
+    private struct Entry {
+        var time: Int64
+        var sequence: UInt64
+        var slot: Int32
+
+        @inline(__always)
+        func precedes(_ other: Entry) -> Bool {
+            time < other.time || (time == other.time && sequence < other.sequence)
+        }
+    }
+
+    private var heap: [Entry] = []
+    private var slab: [Item?] = []
+    private var freeSlots: [Int32] = []
+    private var nextSequence: UInt64 = 0
+
+    public init() {}
+
+    public var count: Int { heap.count }
+    public var isEmpty: Bool { heap.isEmpty }
+    /// When the earliest item is due, if any.
+    public var nextTime: Instant? { heap.first.map { Instant(microseconds: $0.time) } }
+
+    public mutating func schedule(_ item: Item, at time: Instant) {
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+            slab[Int(free)] = item
+        } else {
+            slot = Int32(slab.count)
+            slab.append(item)
+        }
+        heap.append(Entry(time: time.microseconds, sequence: nextSequence, slot: slot))
+        nextSequence += 1
+        var child = heap.count - 1
+        let entry = heap[child]
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard entry.precedes(heap[parent]) else { break }
+            heap[child] = heap[parent]
+            child = parent
+        }
+        heap[child] = entry
+    }
+
+    /// Removes and returns the earliest item.
+    public mutating func popNext() -> (time: Instant, item: Item)? {
+        guard let first = heap.first else { return nil }
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+            var parent = 0
+            let count = heap.count
+            while true {
+                let left = 2 * parent + 1
+                guard left < count else { break }
+                let right = left + 1
+                let smallest = right < count && heap[right].precedes(heap[left]) ? right : left
+                guard heap[smallest].precedes(last) else { break }
+                heap[parent] = heap[smallest]
+                parent = smallest
+            }
+            heap[parent] = last
+        }
+        let slot = Int(first.slot)
+        guard let item = slab[slot].take() else { return nil }
+        freeSlots.append(first.slot)
+        return (Instant(microseconds: first.time), item)
+    }
+}

@@ -1,0 +1,127 @@
+/// RFC 3339 timestamps: written by devices for `event_time`, checked by mock services.
+public enum RFC3339 {
+    /// `unixMicroseconds` as local time at `offsetSeconds` east of UTC, with milliseconds:
+    /// `2026-03-29T14:30:00.123+03:00` (or `Z` when the offset is zero and `utcAsZ` is set).
+    public static func format(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool = false) -> String {
+        let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
+        let totalSeconds = floorDivide(localMicros, 1_000_000)
+        let millis = Int((localMicros - totalSeconds * 1_000_000) / 1_000)
+        let days = floorDivide(totalSeconds, 86_400)
+        let secondOfDay = Int(totalSeconds - days * 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        var text = ""
+        text.reserveCapacity(29)
+        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        text += "T" + pad(secondOfDay / 3_600, 2) + ":" + pad(secondOfDay % 3_600 / 60, 2) + ":" + pad(secondOfDay % 60, 2)
+        text += "." + pad(millis, 3)
+        if offsetSeconds == 0 && utcAsZ {
+            text += "Z"
+        } else {
+            let sign = offsetSeconds < 0 ? "-" : "+"
+            let magnitude = abs(offsetSeconds)
+            text += sign + pad(magnitude / 3_600, 2) + ":" + pad(magnitude % 3_600 / 60, 2)
+        }
+        return text
+    }
+
+    /// Parses a full RFC 3339 `date-time` (section 5.6) to microseconds since the Unix epoch.
+    /// Nil when the text is not one: a missing offset, an impossible date, a stray character.
+    public static func parse(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        var index = 0
+        func digits(_ count: Int) -> Int? {
+            guard index + count <= bytes.count else { return nil }
+            var value = 0
+            for offset in 0..<count {
+                let byte = bytes[index + offset]
+                guard byte >= 0x30, byte <= 0x39 else { return nil }
+                value = value * 10 + Int(byte - 0x30)
+            }
+            index += count
+            return value
+        }
+        func expect(_ characters: String) -> Bool {
+            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
+            expect("Tt"), let hour = digits(2), expect(":"), let minute = digits(2), expect(":"),
+            let second = digits(2)
+        else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour <= 23,
+            minute <= 59, second <= 60
+        else { return nil }
+        var micros: Int64 = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Int64 = 100_000
+            var count = 0
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
+                micros += Int64(bytes[index] - 0x30) * scale
+                scale /= 10
+                index += 1
+                count += 1
+            }
+            guard count > 0 else { return nil }
+        }
+        var offset = 0
+        if expect("Zz") {
+            offset = 0
+        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            let negative = bytes[index] == UInt8(ascii: "-")
+            index += 1
+            guard let offsetHours = digits(2), expect(":"), let offsetMinutes = digits(2), offsetHours <= 23,
+                offsetMinutes <= 59
+            else { return nil }
+            offset = (offsetHours * 3_600 + offsetMinutes * 60) * (negative ? -1 : 1)
+        } else {
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+        let days = Self.days(fromCivil: year, month, day)
+        let seconds = days * 86_400 + Int64(hour * 3_600 + minute * 60 + second) - Int64(offset)
+        return seconds * 1_000_000 + micros
+    }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int64 {
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let monthIndex = Int64(month > 2 ? month - 3 : month + 9)
+        let dayOfYear = (153 * monthIndex + 2) / 5 + Int64(day) - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
+        let month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
+        let year = Int(yearOfEra + era * 400) + (month <= 2 ? 1 : 0)
+        return (year, month, day)
+    }
+
+    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+/// UTC offsets of the IANA time zones a run uses, precomputed over the run's span.
+///
+/// Devices stamp every event with local time; asking Foundation for each one would be slow and
+/// is not safe to share across threads, so the offsets and daylight-saving transitions are read
+/// once, up front, into an immutable table.
+public struct ZoneOffsets: Sendable {
+    private struct Segment: Sendable {
+        var startUnixSeconds: Int64
+        var offsetSeconds: Int
+    }
+
+    private var segments: [String: [Segment]] = [:]
+
+    /// - Parameters:
+    ///   - zones: IANA identifiers; unknown ones are left out (see `contains`).
+    ///   - from, through: the span covered, in Unix seconds.
+    public init(zones: some Sequence<String>, from: Int64, through: Int64) {
+        for identifier in Set(zones) {
+            guard let zone = TimeZone(identifier: identifier) else { continue }
+            var date = Date(timeIntervalSince1970: TimeInterval(from))
+            var list = [Segment(startUnixSeconds: Int64.min, offsetSeconds: zone.secondsFromGMT(for: date))]
+            let end = Date(timeIntervalSince1970: TimeInterval(through))
+            while let transition = zone.nextDaylightSavingTimeTransition(after: date), transition <= end {
+                list.append(Segment(
+                    startUnixSeconds: Int64(transition.timeIntervalSince1970.rounded()),
+                    offsetSeconds: zone.secondsFromGMT(for: transition)
+                ))
+                date = transition
+            }
+            segments[identifier] = list
+        }
+    }
+
+    public func contains(_ zone: String) -> Bool { segments[zone] != nil }
+
+    /// Seconds east of UTC in `zone` at `unixSeconds`; 0 for a zone not in the table.
+    public func offsetSeconds(zone: String, atUnixSeconds unixSeconds: Int64) -> Int {
+        guard let list = segments[zone] else { return 0 }
+        var result = list[0].offsetSeconds
+        for segment in list where segment.startUnixSeconds <= unixSeconds {
+            result = segment.offsetSeconds
+        }
+        return result
+    }
+
+    /// Whether `identifier` names an IANA time zone. Foundation's list on Linux leaves out link
+    /// names (`Asia/Kolkata` is missing; `Asia/Calcutta` is there), so anything the tz database
+    /// resolves counts too; answers are remembered.
+    public static func isKnown(_ identifier: String) -> Bool {
+        if listedIdentifiers.contains(identifier) { return true }
+        return resolvedIdentifiers.withLock { cache in
+            if let known = cache[identifier] { return known }
+            let known = identifier.contains("/") && TimeZone(identifier: identifier) != nil
+            cache[identifier] = known
+            return known
+        }
+    }
+
+    private static let listedIdentifiers: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers)
+    private static let resolvedIdentifiers = Mutex<[String: Bool]>([:])
+}

@@ -1,0 +1,270 @@
+/// Parses JSON text (RFC 8259) into a `JSONValue`, reporting where a syntax error is.
+///
+/// Written for two callers with different needs: scenario files, where an error must say line and
+/// column, and mock services, which parse every request body on the hot path and must never crash
+/// on hostile input (nesting is bounded, invalid UTF-8 is an error).
+public struct JSONParser {
+    /// A syntax error with its 1-based line and column.
+    public struct SyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var message: String
+        public var line: Int
+        public var column: Int
+        public var description: String { "line \(line), column \(column): \(message)" }
+    }
+
+    /// Nesting deeper than this is rejected, so a body of ten thousand `[` cannot exhaust the stack.
+    public static let maximumDepth = 128
+
+    public static func parse(_ text: String) throws(SyntaxError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
+        var parser = Cursor(bytes: bytes)
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        if parser.index < bytes.count {
+            throw parser.error("unexpected text after the JSON value")
+        }
+        return value
+    }
+
+    private struct Cursor {
+        let bytes: [UInt8]
+        var index = 0
+
+        init(bytes: [UInt8]) { self.bytes = bytes }
+
+        func error(_ message: String, at position: Int? = nil) -> SyntaxError {
+            let end = min(position ?? index, bytes.count)
+            var line = 1
+            var column = 1
+            for byte in bytes[0..<end] {
+                if byte == UInt8(ascii: "\n") {
+                    line += 1
+                    column = 1
+                } else if byte & 0xC0 != 0x80 {
+                    column += 1
+                }
+            }
+            return SyntaxError(message: message, line: line, column: column)
+        }
+
+        mutating func skipWhitespace() {
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func parseValue(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+            case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+            case UInt8(ascii: "\""): return .string(try parseString())
+            case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
+            case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
+            case UInt8(ascii: "n"): try expectWord("null"); return .null
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+            default: throw error("unexpected character, expected a value")
+            }
+        }
+
+        mutating func expectWord(_ word: StaticString) throws(SyntaxError) {
+            let start = index
+            let count = word.utf8CodeUnitCount
+            guard index + count <= bytes.count else { throw error("invalid literal", at: start) }
+            let matches = word.withUTF8Buffer { expected in
+                (0..<count).allSatisfy { bytes[index + $0] == expected[$0] }
+            }
+            guard matches else { throw error("invalid literal", at: start) }
+            index += count
+        }
+
+        mutating func parseObject(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard depth <= JSONParser.maximumDepth else { throw error("nesting deeper than \(JSONParser.maximumDepth)") }
+            index += 1
+            var members: [(key: String, value: JSONValue)] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(JSONObject(members))
+            }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                    throw error("expected a member name in double quotes")
+                }
+                let key = try parseString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                    throw error("expected ':' after member name \"\(key)\"")
+                }
+                index += 1
+                skipWhitespace()
+                let value = try parseValue(depth: depth)
+                members.append((key: key, value: value))
+                skipWhitespace()
+                guard index < bytes.count else { throw error("unexpected end of input inside an object") }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if bytes[index] == UInt8(ascii: "}") {
+                    index += 1
+                    return .object(JSONObject(members))
+                }
+                throw error("expected ',' or '}' in an object")
+            }
+        }
+
+        mutating func parseArray(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard depth <= JSONParser.maximumDepth else { throw error("nesting deeper than \(JSONParser.maximumDepth)") }
+            index += 1
+            var elements: [JSONValue] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            }
+            while true {
+                skipWhitespace()
+                elements.append(try parseValue(depth: depth))
+                skipWhitespace()
+                guard index < bytes.count else { throw error("unexpected end of input inside an array") }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if bytes[index] == UInt8(ascii: "]") {
+                    index += 1
+                    return .array(elements)
+                }
+                throw error("expected ',' or ']' in an array")
+            }
+        }
+
+        mutating func parseString() throws(SyntaxError) -> String {
+            let start = index
+            index += 1
+            let contentStart = index
+            // Fast path: no escapes.
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    let slice = bytes[contentStart..<index]
+                    index += 1
+                    guard let text = String(validating: slice, as: UTF8.self) else {
+                        throw error("string is not valid UTF-8", at: start)
+                    }
+                    return text
+                }
+                if byte == UInt8(ascii: "\\") { break }
+                if byte < 0x20 { throw error("control character inside a string") }
+                index += 1
+            }
+            var scalars: [UInt8] = Array(bytes[contentStart..<index])
+            while index < bytes.count {
+                let byte = bytes[index]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    index += 1
+                    guard let text = String(validating: scalars, as: UTF8.self) else {
+                        throw error("string is not valid UTF-8", at: start)
+                    }
+                    return text
+                case UInt8(ascii: "\\"):
+                    index += 1
+                    guard index < bytes.count else { break }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""): scalars.append(0x22)
+                    case UInt8(ascii: "\\"): scalars.append(0x5C)
+                    case UInt8(ascii: "/"): scalars.append(0x2F)
+                    case UInt8(ascii: "b"): scalars.append(0x08)
+                    case UInt8(ascii: "f"): scalars.append(0x0C)
+                    case UInt8(ascii: "n"): scalars.append(0x0A)
+                    case UInt8(ascii: "r"): scalars.append(0x0D)
+                    case UInt8(ascii: "t"): scalars.append(0x09)
+                    case UInt8(ascii: "u"):
+                        var code = try parseHex4()
+                        if (0xD800...0xDBFF).contains(code) {
+                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                                bytes[index + 1] == UInt8(ascii: "u")
+                            else { throw error("unpaired UTF-16 surrogate in \\u escape") }
+                            index += 2
+                            let low = try parseHex4()
+                            guard (0xDC00...0xDFFF).contains(low) else {
+                                throw error("unpaired UTF-16 surrogate in \\u escape")
+                            }
+                            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                        } else if (0xDC00...0xDFFF).contains(code) {
+                            throw error("unpaired UTF-16 surrogate in \\u escape")
+                        }
+                        guard let scalar = Unicode.Scalar(code) else { throw error("invalid \\u escape") }
+                        scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+                    default:
+                        throw error("invalid escape sequence", at: index - 2)
+                    }
+                default:
+                    if byte < 0x20 { throw error("control character inside a string") }
+                    scalars.append(byte)
+                    index += 1
+                }
+            }
+            throw error("unterminated string", at: start)
+        }
+
+        mutating func parseHex4() throws(SyntaxError) -> UInt32 {
+            guard index + 4 <= bytes.count else { throw error("incomplete \\u escape") }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let byte = bytes[index]
+                let digit: UInt32
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+                default: throw error("invalid hex digit in \\u escape")
+                }
+                value = value << 4 | digit
+                index += 1
+            }
+            return value
+        }
+
+        mutating func parseNumber() throws(SyntaxError) -> Double {
+            let start = index
+            if bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number", at: start) }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+            } else {
+                while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number", at: start) }
+                while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                    index += 1
+                }
+                guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number", at: start) }
+                while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            }
+            let text = String(decoding: bytes[start..<index], as: UTF8.self)
+            guard let value = Double(text), value.isFinite else { throw error("number out of range", at: start) }
+            return value
+        }
+
+        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    }
+}

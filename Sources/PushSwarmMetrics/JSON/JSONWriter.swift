@@ -1,0 +1,180 @@
+/// Writes JSON text into a byte buffer, with deterministic output: members in the order given,
+/// integral numbers without a fraction, other numbers in Swift's shortest round-trip form.
+///
+/// Used two ways: streaming (`beginObject`, `key`, `string`…) on hot paths where building a tree
+/// would allocate, and `write(_:)` for a whole `JSONValue`.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+    private let indentUnit: Int
+    private var depth = 0
+    /// Whether the container being written has a member or element already (for commas).
+    private var hasItems: [Bool] = []
+    private var afterKey = false
+
+    /// - Parameter indent: spaces per level for pretty output; 0 writes compact JSON.
+    public init(indent: Int = 0) {
+        self.indentUnit = indent
+        bytes.reserveCapacity(256)
+    }
+
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    public mutating func beginObject() {
+        prepareForValue()
+        bytes.append(UInt8(ascii: "{"))
+        hasItems.append(false)
+        depth += 1
+    }
+
+    public mutating func endObject() {
+        depth -= 1
+        if hasItems.removeLast() { newline() }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    public mutating func beginArray() {
+        prepareForValue()
+        bytes.append(UInt8(ascii: "["))
+        hasItems.append(false)
+        depth += 1
+    }
+
+    public mutating func endArray() {
+        depth -= 1
+        if hasItems.removeLast() { newline() }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    public mutating func key(_ name: String) {
+        separate()
+        appendQuoted(name)
+        bytes.append(UInt8(ascii: ":"))
+        if indentUnit > 0 { bytes.append(UInt8(ascii: " ")) }
+        afterKey = true
+    }
+
+    public mutating func string(_ value: String) {
+        prepareForValue()
+        appendQuoted(value)
+    }
+
+    public mutating func number(_ value: Double) {
+        prepareForValue()
+        appendNumber(value)
+    }
+
+    public mutating func integer(_ value: Int) {
+        prepareForValue()
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    public mutating func bool(_ value: Bool) {
+        prepareForValue()
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    public mutating func null() {
+        prepareForValue()
+        bytes.append(contentsOf: "null".utf8)
+    }
+
+    /// Writes a whole value; with `sortingKeys`, object members in byte order of their names
+    /// (the canonical form used for fingerprints).
+    public mutating func write(_ value: JSONValue, sortingKeys: Bool = false) {
+        switch value {
+        case .null: null()
+        case .bool(let flag): bool(flag)
+        case .number(let number): self.number(number)
+        case .string(let text): string(text)
+        case .array(let elements):
+            beginArray()
+            for element in elements { write(element, sortingKeys: sortingKeys) }
+            endArray()
+        case .object(let object):
+            beginObject()
+            let members = sortingKeys ? object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : object.members
+            for member in members {
+                key(member.key)
+                write(member.value, sortingKeys: sortingKeys)
+            }
+            endObject()
+        }
+    }
+
+    /// A whole value as text.
+    public static func text(of value: JSONValue, indent: Int = 0, sortingKeys: Bool = false) -> String {
+        var writer = JSONWriter(indent: indent)
+        writer.write(value, sortingKeys: sortingKeys)
+        return writer.text
+    }
+
+    /// A whole value as UTF-8 bytes.
+    public static func bytes(of value: JSONValue, indent: Int = 0, sortingKeys: Bool = false) -> [UInt8] {
+        var writer = JSONWriter(indent: indent)
+        writer.write(value, sortingKeys: sortingKeys)
+        return writer.bytes
+    }
+
+    private mutating func prepareForValue() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        separate()
+    }
+
+    private mutating func separate() {
+        guard !hasItems.isEmpty else { return }
+        if hasItems[hasItems.count - 1] { bytes.append(UInt8(ascii: ",")) }
+        hasItems[hasItems.count - 1] = true
+        newline()
+    }
+
+    private mutating func newline() {
+        guard indentUnit > 0 else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        for _ in 0..<(depth * indentUnit) { bytes.append(UInt8(ascii: " ")) }
+    }
+
+    private mutating func appendNumber(_ value: Double) {
+        guard value.isFinite else {
+            bytes.append(contentsOf: "null".utf8)
+            return
+        }
+        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
+            bytes.append(contentsOf: String(Int64(value)).utf8)
+        } else {
+            bytes.append(contentsOf: String(value).utf8)
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func appendQuoted(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            // Copy runs that need no escaping in one go; most strings are a single run.
+            var runStart = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                }
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

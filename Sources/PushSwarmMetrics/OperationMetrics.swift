@@ -1,0 +1,25 @@
+/// What happened to the requests of one operation (for example `smartapppush.events`).
+///
+/// Every request sent ends in exactly one of: a response (counted by status), a transport error,
+/// or a timeout. `sent` minus those three is what is still in flight.
+public struct OperationMetrics: Sendable, Equatable {
+    public var sent: UInt64 = 0
+    public var byStatus: [Int: UInt64] = [:]
+    public var transportErrors: UInt64 = 0
+    public var timeouts: UInt64 = 0
+    /// Time from sending to the response, in microseconds, for requests that got a response.
+    public var latency = LatencyHistogram()
+
+    public init() {}
+
+    public var responses: UInt64 { byStatus.values.reduce(0, +) }
+    public var completed: UInt64 { responses + transportErrors + timeouts }
+
+    public mutating func merge(_ other: OperationMetrics) {
+        sent += other.sent
+        byStatus.merge(other.byStatus, uniquingKeysWith: +)
+        transportErrors += other.transportErrors
+        timeouts += other.timeouts
+        latency.merge(other.latency)
+    }
+}

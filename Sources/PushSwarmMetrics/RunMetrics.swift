@@ -1,0 +1,70 @@
+/// Everything a run measures, as a plain value: recorded by one owner, merged across shards.
+public struct RunMetrics: Sendable, Equatable {
+    public var operations: [String: OperationMetrics] = [:]
+    /// Retries sent, keyed by retry number (1 is the first retry of a request).
+    public var retriesByAttempt: [Int: UInt64] = [:]
+    /// Back-off delays chosen before retries, in microseconds.
+    public var backoffDelays = LatencyHistogram()
+    /// Requests a client gave up on, keyed by reason (`http400`, `http503RetriesExhausted`, …).
+    public var droppedByReason: [String: UInt64] = [:]
+    /// Transport errors keyed by reason (`networkError`, `connectionReset`, …).
+    public var transportErrorsByReason: [String: UInt64] = [:]
+    /// Named counts that are not requests: notifications displayed, tapped, campaigns, ….
+    public var counters: [String: UInt64] = [:]
+
+    public init() {}
+
+    public var sent: UInt64 { operations.values.reduce(0) { $0 + $1.sent } }
+    public var transportErrors: UInt64 { operations.values.reduce(0) { $0 + $1.transportErrors } }
+    public var timeouts: UInt64 { operations.values.reduce(0) { $0 + $1.timeouts } }
+    public var retries: UInt64 { retriesByAttempt.values.reduce(0, +) }
+
+    public var byStatus: [Int: UInt64] {
+        operations.values.reduce(into: [:]) { $0.merge($1.byStatus, uniquingKeysWith: +) }
+    }
+
+    public mutating func recordSent(operation: String, retryNumber: Int) {
+        operations[operation, default: OperationMetrics()].sent += 1
+        if retryNumber > 0 { retriesByAttempt[retryNumber, default: 0] += 1 }
+    }
+
+    public mutating func recordResponse(operation: String, status: Int, latencyMicroseconds: UInt64) {
+        operations[operation, default: OperationMetrics()].byStatus[status, default: 0] += 1
+        operations[operation, default: OperationMetrics()].latency.record(latencyMicroseconds)
+    }
+
+    public mutating func recordTransportError(operation: String, reason: String) {
+        operations[operation, default: OperationMetrics()].transportErrors += 1
+        transportErrorsByReason[reason, default: 0] += 1
+    }
+
+    public mutating func recordTimeout(operation: String) {
+        operations[operation, default: OperationMetrics()].timeouts += 1
+    }
+
+    public mutating func recordBackoff(microseconds: UInt64) {
+        backoffDelays.record(microseconds)
+    }
+
+    public mutating func recordDrop(reason: String, count: UInt64 = 1) {
+        droppedByReason[reason, default: 0] += count
+    }
+
+    public mutating func increment(_ counter: String, by amount: UInt64 = 1) {
+        counters[counter, default: 0] += amount
+    }
+
+    /// Adds `other` into this value; exact, including histograms.
+    public mutating func merge(_ other: RunMetrics) {
+        operations.merge(other.operations) { mine, theirs in
+            var merged = mine
+            merged.merge(theirs)
+            return merged
+        }
+        retriesByAttempt.merge(other.retriesByAttempt, uniquingKeysWith: +)
+        backoffDelays.merge(other.backoffDelays)
+        droppedByReason.merge(other.droppedByReason, uniquingKeysWith: +)
+        transportErrorsByReason.merge(other.transportErrorsByReason, uniquingKeysWith: +)
+        counters.merge(other.counters, uniquingKeysWith: +)
+    }
+}

@@ -1,0 +1,146 @@
+/// The outcome of a run as reports show it: summary.json (a contract other tools read: keys may be
+/// added, never renamed or removed) and the terminal table.
+public struct Summary: Sendable {
+    /// What a mock service's ledger holds for one operation.
+    public struct LedgerOperation: Sendable, Equatable {
+        public var accepted: UInt64
+        public var duplicates: UInt64
+        /// Most requests of this operation one source address had accepted in one second.
+        public var peakAcceptedPerSecondPerSource: UInt32
+
+        public init(accepted: UInt64, duplicates: UInt64, peakAcceptedPerSecondPerSource: UInt32) {
+            self.accepted = accepted
+            self.duplicates = duplicates
+            self.peakAcceptedPerSecondPerSource = peakAcceptedPerSecondPerSource
+        }
+    }
+
+    public static let schemaVersion = 1
+
+    public var scenario: String
+    public var seed: UInt64
+    public var clock: String
+    public var devices: Int
+    public var simulatedSeconds: Double
+    /// Wall-clock fields: differ between otherwise identical runs.
+    public var wallSeconds: Double
+    public var runID: String
+    public var version: String
+    public var metrics: RunMetrics
+    /// Nil when the target was not a built-in mock (no ledger to check).
+    public var ledger: [String: LedgerOperation]?
+    public var lost: Int
+    public var pendingAtEnd: Int
+
+    public init(
+        scenario: String, seed: UInt64, clock: String, devices: Int, simulatedSeconds: Double, wallSeconds: Double,
+        runID: String, version: String, metrics: RunMetrics, ledger: [String: LedgerOperation]?, lost: Int, pendingAtEnd: Int
+    ) {
+        self.scenario = scenario
+        self.seed = seed
+        self.clock = clock
+        self.devices = devices
+        self.simulatedSeconds = simulatedSeconds
+        self.wallSeconds = wallSeconds
+        self.runID = runID
+        self.version = version
+        self.metrics = metrics
+        self.ledger = ledger
+        self.lost = lost
+        self.pendingAtEnd = pendingAtEnd
+    }
+
+    /// Keys whose values depend on the wall clock or the moment of the run.
+    public static let wallClockKeys: Set<String> = ["wallSeconds", "runId"]
+
+    public var rateLimited: UInt64 { metrics.byStatus[429] ?? 0 }
+    public var ledgerAccepted: UInt64 { ledger?.values.reduce(0) { $0 + $1.accepted } ?? 0 }
+    public var ledgerDuplicates: UInt64 { ledger?.values.reduce(0) { $0 + $1.duplicates } ?? 0 }
+
+    public var json: JSONValue {
+        var root = JSONObject()
+        root["schema"] = .number(Double(Self.schemaVersion))
+        root["scenario"] = .string(scenario)
+        root["seed"] = .number(Double(seed))
+        root["clock"] = .string(clock)
+        root["devices"] = .number(Double(devices))
+        root["simulatedSeconds"] = .number(simulatedSeconds)
+        root["wallSeconds"] = .number((wallSeconds * 1_000).rounded() / 1_000)
+        root["runId"] = .string(runID)
+        root["version"] = .string(version)
+
+        var requests = JSONObject()
+        requests["sent"] = count(metrics.sent)
+        requests["byStatus"] = .object(statusObject(metrics.byStatus))
+        requests["transportErrors"] = count(metrics.transportErrors)
+        requests["timeouts"] = count(metrics.timeouts)
+        requests["transportErrorsByReason"] = .object(countObject(metrics.transportErrorsByReason))
+        requests["inFlightAtEnd"] = count(metrics.sent - min(metrics.sent, metrics.operations.values.reduce(0) { $0 + $1.completed }))
+        root["requests"] = .object(requests)
+
+        var retries = JSONObject()
+        retries["total"] = count(metrics.retries)
+        retries["byAttempt"] = .object(JSONObject(metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { (key: String($0.key), value: count($0.value)) }))
+        retries["backoffMs"] = percentiles(metrics.backoffDelays)
+        root["retries"] = .object(retries)
+
+        root["dropped"] = .object(["total": count(metrics.droppedByReason.values.reduce(0, +)), "byReason": .object(countObject(metrics.droppedByReason))])
+        root["rateLimited"] = count(rateLimited)
+
+        var operations = JSONObject()
+        for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
+            var entry = JSONObject()
+            entry["count"] = count(operation.sent)
+            entry["byStatus"] = .object(statusObject(operation.byStatus))
+            entry["transportErrors"] = count(operation.transportErrors)
+            entry["timeouts"] = count(operation.timeouts)
+            entry["latencyMs"] = percentiles(operation.latency)
+            operations[name] = .object(entry)
+        }
+        root["operations"] = .object(operations)
+
+        var ledgerObject = JSONObject()
+        ledgerObject["checked"] = .bool(ledger != nil)
+        ledgerObject["accepted"] = count(ledgerAccepted)
+        ledgerObject["duplicates"] = count(ledgerDuplicates)
+        ledgerObject["lost"] = .number(Double(lost))
+        var byOperation = JSONObject()
+        for (name, entry) in (ledger ?? [:]).sorted(by: { $0.key < $1.key }) {
+            byOperation[name] = [
+                "accepted": count(entry.accepted), "duplicates": count(entry.duplicates),
+                "peakAcceptedPerSecondPerSource": .number(Double(entry.peakAcceptedPerSecondPerSource)),
+            ]
+        }
+        ledgerObject["byOperation"] = .object(byOperation)
+        root["ledger"] = .object(ledgerObject)
+
+        root["queue"] = ["pendingAtEnd": .number(Double(pendingAtEnd))]
+        root["counters"] = .object(countObject(metrics.counters))
+        return .object(root)
+    }
+
+    /// summary.json's text: pretty, deterministic, ending in a newline.
+    public var jsonText: String { JSONWriter.text(of: json, indent: 2) + "\n" }
+
+    private func count(_ value: UInt64) -> JSONValue { .number(Double(value)) }
+
+    private func statusObject(_ statuses: [Int: UInt64]) -> JSONObject {
+        JSONObject(statuses.sorted { $0.key < $1.key }.map { (key: String($0.key), value: count($0.value)) })
+    }
+
+    private func countObject(_ counts: [String: UInt64]) -> JSONObject {
+        JSONObject(counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: count($0.value)) })
+    }
+
+    /// p50, p90, p99, p999 and max in milliseconds (3 decimals) from a microsecond histogram.
+    private func percentiles(_ histogram: LatencyHistogram) -> JSONValue {
+        func milliseconds(_ micros: UInt64?) -> JSONValue { .number(Double(micros ?? 0) / 1_000) }
+        return [
+            "p50": milliseconds(histogram.value(atQuantile: 0.5)),
+            "p90": milliseconds(histogram.value(atQuantile: 0.9)),
+            "p99": milliseconds(histogram.value(atQuantile: 0.99)),
+            "p999": milliseconds(histogram.value(atQuantile: 0.999)),
+            "max": milliseconds(histogram.isEmpty ? 0 : histogram.maximum),
+        ]
+    }
+}

@@ -1,0 +1,100 @@
+/// The summary as a person reads it at the end of a run: a few labelled tables.
+public enum TerminalReport {
+    public static func render(_ summary: Summary, reportPath: String?) -> String {
+        let metrics = summary.metrics
+        var lines: [String] = []
+        let simulated = formatDuration(summary.simulatedSeconds)
+        lines.append("PushSwarm · \(summary.scenario) · seed \(summary.seed) · \(summary.clock) clock · \(group(UInt64(summary.devices))) devices · \(simulated) run in \(String(format2(summary.wallSeconds))) s wall time")
+        lines.append("")
+
+        var table: [[String]] = [["operation", "sent", "2xx", "4xx", "429", "5xx", "net err", "timeout", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]]
+        for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
+            func statuses(_ range: Range<Int>, excluding excluded: Int? = nil) -> UInt64 {
+                operation.byStatus.reduce(0) { range.contains($1.key) && $1.key != excluded ? $0 + $1.value : $0 }
+            }
+            func quantile(_ q: Double) -> String {
+                operation.latency.value(atQuantile: q).map { format2(Double($0) / 1_000) } ?? "-"
+            }
+            table.append([
+                name, group(operation.sent), group(statuses(200..<300)), group(statuses(400..<500, excluding: 429)),
+                group(operation.byStatus[429] ?? 0), group(statuses(500..<600)), group(operation.transportErrors),
+                group(operation.timeouts), quantile(0.5), quantile(0.9), quantile(0.99), quantile(0.999),
+                operation.latency.isEmpty ? "-" : format2(Double(operation.latency.maximum) / 1_000),
+            ])
+        }
+        lines.append("Requests by operation (latency from send to response)")
+        lines += formatTable(table)
+        lines.append("")
+
+        let statuses = metrics.byStatus.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
+        lines.append("Requests    \(group(metrics.sent)) sent · by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(metrics.transportErrors)) · timeouts \(group(metrics.timeouts))")
+        lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")
+        let retryParts = metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { "retry \($0.key): \(group($0.value))" }.joined(separator: ", ")
+        var retryLine = "Retries     \(group(metrics.retries))"
+        if !retryParts.isEmpty {
+            retryLine += " (\(retryParts))"
+            if let median = metrics.backoffDelays.value(atQuantile: 0.5) {
+                retryLine += " · back-off p50 \(format2(Double(median) / 1_000_000)) s, max \(format2(Double(metrics.backoffDelays.maximum) / 1_000_000)) s"
+            }
+        }
+        lines.append(retryLine)
+        let drops = metrics.droppedByReason.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
+        lines.append("Dropped     \(group(metrics.droppedByReason.values.reduce(0, +)))\(drops.isEmpty ? "" : " (\(drops))")")
+        lines.append("Queued      \(group(UInt64(summary.pendingAtEnd))) requests still in device queues at the end")
+        if summary.ledger != nil {
+            let verdict = summary.lost == 0 ? "ok: every item devices saw accepted is in the ledger" : "LOST: \(summary.lost) items devices saw accepted are missing from the ledger"
+            lines.append("Ledger      \(group(summary.ledgerAccepted)) accepted · \(group(summary.ledgerDuplicates)) duplicates · \(summary.lost) lost (\(verdict))")
+        } else {
+            lines.append("Ledger      not checked (the target is not a built-in mock)")
+        }
+        let notificationKeys = ["notifications.sent", "notifications.delivered", "notifications.displayed", "notifications.tapped", "notifications.dismissed"]
+        let notifications = notificationKeys.compactMap { key in metrics.counters[key].map { "\(key.dropFirst("notifications.".count)) \(group($0))" } }
+        if !notifications.isEmpty {
+            lines.append("Pushes      " + notifications.joined(separator: " · "))
+        }
+        if let path = reportPath {
+            lines.append("")
+            lines.append("Summary written to \(path)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func formatTable(_ rows: [[String]]) -> [String] {
+        guard let header = rows.first else { return [] }
+        var widths = header.map(\.count)
+        for row in rows {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+        }
+        return rows.map { row in
+            row.enumerated().map { index, cell in
+                let padding = String(repeating: " ", count: widths[index] - cell.count)
+                return index == 0 ? cell + padding : padding + cell
+            }.joined(separator: "  ")
+        }
+    }
+
+    /// 1234567 → "1,234,567".
+    static func group(_ value: UInt64) -> String {
+        let digits = String(value)
+        var result = ""
+        for (index, character) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { result.append(",") }
+            result.append(character)
+        }
+        return result
+    }
+
+    static func format2(_ value: Double) -> String {
+        let scaled = (value * 100).rounded()
+        let whole = Int64(scaled) / 100
+        let fraction = abs(Int64(scaled) % 100)
+        return "\(whole).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+
+    static func formatDuration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded())
+        if whole % 3_600 == 0 && whole >= 3_600 { return "\(whole / 3_600)h" }
+        if whole % 60 == 0 && whole >= 60 { return "\(whole / 60)m" }
+        return "\(whole)s"
+    }
+}

@@ -1,0 +1,150 @@
+import PushSwarmCore
+import PushSwarmMetrics
+
+/// A SmartAppPush-integrated app's side of the protocol (spec 002).
+///
+/// Every event goes through the offline queue ("Event happens → write to local DB … Attempt HTTP
+/// send"), one request at a time, with the spec's retry table. Sessions follow the spec's rule:
+/// "Generate a new `session_id` (UUID) on each app cold start. Reuse it for all events until the
+/// app is backgrounded or terminated", and on Android "A full background → foreground transition
+/// creates a new session".
+struct SmartAppPushClient: PlatformClient {
+    let settings: SmartAppPushSettings
+    let variant: SmartAppPushClientProfile.Variant
+    let omittedFields: Set<SmartAppPushMessages.EventField>
+    private var queue: OfflineQueue
+    private(set) var sessionID: String?
+
+    init(settings: SmartAppPushSettings, variant: SmartAppPushClientProfile.Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
+        self.settings = settings
+        self.variant = variant
+        self.omittedFields = omittedFields
+        queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
+    }
+
+    var pendingRequests: Int { queue.count }
+
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        switch intent {
+        case .installed, .appBackgrounded, .appClosed, .pushTokenIssued, .notificationDismissed:
+            // No call: the token travels with every event ("Registers or updates the device").
+            return []
+        case .appLaunched(let isColdStart, let source, _):
+            sessionID = random.nextUUID()
+            var actions = isColdStart ? queue.appLaunched(now: now) : []
+            actions += sendEvent("app_opened", parameters: ["source": .string(source.rawValue)], device: device, now: now, random: &random)
+            return actions
+        case .userEvent(let name, let parameters):
+            return sendEvent(name, parameters: parameters, device: device, now: now, random: &random)
+        case .loggedIn(_, let method):
+            return sendEvent("logged_in", parameters: ["method": .string(method)], device: device, now: now, random: &random)
+        case .loggedOut(let userID):
+            // Sent as the user who is leaving; later events are anonymous again.
+            var leaving = device
+            leaving.userID = userID
+            return sendEvent("logged_out", parameters: [:], device: leaving, now: now, random: &random)
+        case .pushPermissionChanged(let isGranted):
+            return sendEvent(isGranted ? "push_permission_granted" : "push_permission_denied", parameters: [:], device: device, now: now, random: &random)
+        case .pushTokenRotated(let oldToken, let newToken):
+            // "The `POST /devices/refresh-token` endpoint exists for FCM integrations where tokens
+            // can rotate. **OneSignal apps do not need this endpoint.**"
+            guard variant == .fcm else { return [] }
+            return refreshToken(old: oldToken, new: newToken, device: device, now: now)
+        case .notificationDisplayed(let notification):
+            guard settings.sendsPushReceived else { return [] }
+            return sendEvent("push_received", parameters: ["campaign_id": .string(notification.campaign)], device: device, now: now, random: &random)
+        case .notificationTapped(let notification):
+            // "Don't send open tracking for every push received — only when the user **taps**".
+            var actions: [ClientAction] = []
+            if let token = notification.data["tracking_token"] {
+                actions += reportOpened(trackingToken: token, now: now)
+            }
+            actions += sendEvent("push_opened", parameters: ["campaign_id": .string(notification.campaign)], device: device, now: now, random: &random)
+            return actions
+        }
+    }
+
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        queue.complete(completion, now: now)
+    }
+
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        queue.timerFired(timer, now: now)
+    }
+
+    // MARK: - Requests
+
+    private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        // An event outside any session (the app woken in the background) starts one.
+        let session = sessionID ?? random.nextUUID()
+        sessionID = session
+        let profile = device.profile
+        let token = device.pushToken ?? ""
+        let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
+        let context: JSONValue = [
+            "app_version": .string(profile.appVersion), "os_version": .string(profile.osVersion), "screen": .string(device.currentScreen),
+        ]
+        let params: JSONValue? = parameters.isEmpty ? nil : .object(parameters)
+
+        var body = JSONObject()
+        func put(_ field: SmartAppPushMessages.EventField, _ value: JSONValue?) {
+            guard let value, !omittedFields.contains(field) else { return }
+            body.members.append((key: field.rawValue, value: value))
+        }
+        put(.tenantID, .string(settings.tenantID))
+        put(.apiKey, .string(settings.apiKey))
+        // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
+        put(.appUserID, device.userID.map { .string($0) })
+        put(.eventName, .string(name))
+        put(.eventTime, .string(eventTime))
+        put(.deviceToken, .string(token))
+        put(.platform, .string(profile.os.rawValue))
+        // "Send `push_permission_granted` with every event."
+        put(.pushPermissionGranted, .bool(device.pushPermissionGranted))
+        put(.timezone, .string(profile.locale.timeZone))
+        put(.language, .string(profile.locale.language))
+        put(.country, .string(profile.locale.country))
+        put(.sessionID, .string(session))
+        put(.params, params)
+        put(.context, context)
+
+        let key = SmartAppPushMessages.fingerprint(
+            tenantID: settings.tenantID, appID: settings.appID, appUserID: device.userID, eventName: name,
+            eventTime: eventTime, deviceToken: token, context: omittedFields.contains(.context) ? nil : context,
+            params: omittedFields.contains(.params) ? nil : params
+        )
+        let request = Request(
+            method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders,
+            body: JSONWriter.bytes(of: .object(body))
+        )
+        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key), now: now)
+    }
+
+    private mutating func reportOpened(trackingToken: String, now: Instant) -> [ClientAction] {
+        let body: JSONValue = [
+            "tenant_id": .string(settings.tenantID), "api_key": .string(settings.apiKey), "tracking_token": .string(trackingToken),
+        ]
+        let request = Request(
+            method: "POST", path: SmartAppPushMessages.Path.pushesOpened, headers: SmartAppPushMessages.jsonHeaders,
+            body: JSONWriter.bytes(of: body)
+        )
+        let key = SmartAppPushMessages.openKey(tenantID: settings.tenantID, trackingToken: trackingToken)
+        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.pushesOpened, request: request, ledgerKey: key), now: now)
+    }
+
+    private mutating func refreshToken(old: String, new: String, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+        var body = JSONObject()
+        body["tenant_id"] = .string(settings.tenantID)
+        body["api_key"] = .string(settings.apiKey)
+        body["old_token"] = .string(old)
+        body["new_token"] = .string(new)
+        if let user = device.userID { body["app_user_id"] = .string(user) }
+        body["platform"] = .string(device.profile.os.rawValue)
+        let request = Request(
+            method: "POST", path: SmartAppPushMessages.Path.refreshToken, headers: SmartAppPushMessages.jsonHeaders,
+            body: JSONWriter.bytes(of: .object(body))
+        )
+        let key = SmartAppPushMessages.refreshKey(tenantID: settings.tenantID, oldToken: old, newToken: new)
+        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.refreshToken, request: request, ledgerKey: key), now: now)
+    }
+}

@@ -1,0 +1,264 @@
+public import PushSwarmCore
+import PushSwarmMetrics
+
+/// The SmartAppPush service as spec 002 describes it, in process.
+///
+/// - `POST /events`: every field of the field reference is checked; a bad request gets "`400`
+///   Validation error — missing required fields, invalid format, or unknown API key. Response
+///   contains `errors` array with details", one entry per bad field. An accepted event answers
+///   `{"fingerprint": …}`, and a repeat of a fingerprint "is silently ignored" (answered the same,
+///   counted as a duplicate in the ledger).
+/// - `POST /pushes/opened`: "`400` Missing required fields (tenant_id, api_key, tracking_token)",
+///   "`401` Invalid tenant_id or api_key".
+/// - `POST /devices/refresh-token` (FCM integrations, from the research notes): 400 missing or
+///   identical tokens, 401, 404 device not found, 409 token of another user.
+/// - "`POST /events` 10 requests/second per IP", "`POST /pushes/opened` 10 requests/second per
+///   IP": 429 with `Retry-After` beyond that.
+public struct SmartAppPushMock: MockService {
+    private struct DeviceRecord: Sendable {
+        var token: String
+        var userID: String?
+        var isPushPermissionGranted: Bool
+    }
+
+    private struct LimitKey: Hashable, Sendable {
+        var source: SourceAddress
+        var path: String
+    }
+
+    private let tenantsByKey: [String: SmartAppPushTenant]
+    private var limiter: SlidingWindowLimiter<LimitKey>
+    /// Devices in the order the service first saw them (campaigns walk this order).
+    private var devices: [DeviceRecord] = []
+    private var slotByToken: [String: Int] = [:]
+
+    public init(tenants: [SmartAppPushTenant], rateLimitPerSecond: Int) {
+        tenantsByKey = Dictionary(tenants.map { ($0.apiKey, $0) }, uniquingKeysWith: { first, _ in first })
+        limiter = SlidingWindowLimiter(limit: rateLimitPerSecond, window: .seconds(1))
+    }
+
+    /// Devices the service knows, for tests and reports.
+    public var knownDeviceCount: Int { slotByToken.count }
+
+    public mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
+        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let operation: String
+        switch path {
+        case SmartAppPushMessages.Path.events: operation = SmartAppPushMessages.Operation.events
+        case SmartAppPushMessages.Path.pushesOpened: operation = SmartAppPushMessages.Operation.pushesOpened
+        case SmartAppPushMessages.Path.refreshToken: operation = SmartAppPushMessages.Operation.refreshToken
+        default:
+            return MockReply(response: Self.error(404, "no such endpoint: \(request.method) \(path)"), operation: "smartapppush.unknown")
+        }
+        guard request.method == "POST" else {
+            var response = Self.error(405, "\(path) takes POST, not \(request.method)")
+            response.headers.append(Header("Allow", "POST"))
+            return MockReply(response: response, operation: operation)
+        }
+        if path != SmartAppPushMessages.Path.refreshToken {
+            if case .limited(let retryAfter) = limiter.admit(LimitKey(source: source, path: path), at: now) {
+                let seconds = max(1, Int((retryAfter.seconds).rounded(.up)))
+                var response = Self.error(429, "rate limit exceeded: \(limiter.limit) requests/second per IP on \(path)")
+                response.headers.append(Header("Retry-After", String(seconds)))
+                return MockReply(response: response, operation: operation)
+            }
+        }
+        let body: JSONObject
+        switch Self.parseObject(request.body) {
+        case .success(let object): body = object
+        case .failure(let error): return MockReply(response: Self.validationError([error.problem]), operation: operation)
+        }
+        switch path {
+        case SmartAppPushMessages.Path.events: return acceptEvent(body, operation: operation)
+        case SmartAppPushMessages.Path.pushesOpened: return acceptOpen(body, operation: operation)
+        default: return refreshToken(body, operation: operation)
+        }
+    }
+
+    public mutating func knowDevice(_ device: KnownDevice) {
+        register(token: device.pushToken, userID: device.userID, isPushPermissionGranted: device.pushPermissionGranted)
+    }
+
+    /// Targets `audience` of the devices whose latest event said `push_permission_granted: true`;
+    /// each push carries a fresh `tracking_token` (UUID), as "When SmartAppPush delivers a push
+    /// notification, it includes a `tracking_token` (UUID) in the push payload's additional data".
+    public mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] {
+        var messages: [PushMessage] = []
+        for device in devices where device.isPushPermissionGranted && slotByToken[device.token] != nil {
+            guard random.chance(campaign.audience) else { continue }
+            messages.append(PushMessage(pushToken: device.token, data: ["tracking_token": random.nextUUID(), "campaign_id": campaign.name]))
+        }
+        return messages
+    }
+
+    // MARK: - Endpoints
+
+    private mutating func acceptEvent(_ body: JSONObject, operation: String) -> MockReply {
+        var problems: [FieldProblem] = []
+        let tenantID = requireString(body, "tenant_id", &problems)
+        let apiKey = requireString(body, "api_key", &problems)
+        var appUserID: String?
+        if let value = body["app_user_id"], value != .null {
+            if case .string(let text) = value { appUserID = text } else { problems.append(FieldProblem("app_user_id", "must be a string")) }
+        }
+        let eventName = requireString(body, "event_name", &problems)
+        let eventTime = requireString(body, "event_time", &problems)
+        if let eventTime, RFC3339.parse(eventTime) == nil {
+            problems.append(FieldProblem("event_time", "must be an RFC 3339 timestamp with a timezone offset, such as 2026-03-29T14:30:00+03:00"))
+        }
+        let deviceToken = requireString(body, "device_token", &problems)
+        if let platform = requireString(body, "platform", &problems), !SmartAppPushMessages.platforms.contains(platform) {
+            problems.append(FieldProblem("platform", "must be one of: android, ios, web"))
+        }
+        var permission = false
+        switch body["push_permission_granted"] {
+        case .bool(let flag)?: permission = flag
+        case nil: problems.append(FieldProblem("push_permission_granted", "is required"))
+        default: problems.append(FieldProblem("push_permission_granted", "must be a boolean"))
+        }
+        if let zone = requireString(body, "timezone", &problems), !ZoneOffsets.isKnown(zone) {
+            problems.append(FieldProblem("timezone", "must be an IANA time zone such as Europe/Istanbul"))
+        }
+        if let language = requireString(body, "language", &problems), !ISOCodes.languages.contains(language) {
+            problems.append(FieldProblem("language", "must be an ISO 639-1 language code such as en"))
+        }
+        if let country = requireString(body, "country", &problems), !ISOCodes.countries.contains(country) {
+            problems.append(FieldProblem("country", "must be an ISO 3166-1 alpha-2 country code such as US"))
+        }
+        _ = requireString(body, "session_id", &problems)
+        for field in ["params", "context"] {
+            if let value = body[field], value != .null, value.objectValue == nil {
+                problems.append(FieldProblem(field, "must be an object"))
+            }
+        }
+        var tenant: SmartAppPushTenant?
+        if let apiKey {
+            tenant = tenantsByKey[apiKey]
+            if tenant == nil { problems.append(FieldProblem("api_key", "unknown API key")) }
+        }
+        if let tenant, let tenantID, tenant.tenantID != tenantID {
+            problems.append(FieldProblem("tenant_id", "does not match the API key's tenant"))
+        }
+        guard problems.isEmpty, let tenant, let eventName, let eventTime, let deviceToken else {
+            return MockReply(response: Self.validationError(problems), operation: operation)
+        }
+        let fingerprint = SmartAppPushMessages.fingerprint(
+            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: eventName,
+            eventTime: eventTime, deviceToken: deviceToken, context: body["context"].flatMap { $0 == .null ? nil : $0 },
+            params: body["params"].flatMap { $0 == .null ? nil : $0 }
+        )
+        // "Registers or updates the device (token + push permission status)".
+        register(token: deviceToken, userID: (appUserID?.isEmpty ?? true) ? nil : appUserID, isPushPermissionGranted: permission)
+        let response = Response(
+            status: 200, headers: SmartAppPushMessages.jsonHeaders,
+            body: JSONWriter.bytes(of: ["fingerprint": .string(fingerprint.hexString)])
+        )
+        return MockReply(response: response, accepted: fingerprint, operation: operation)
+    }
+
+    private func acceptOpen(_ body: JSONObject, operation: String) -> MockReply {
+        var problems: [FieldProblem] = []
+        let tenantID = requireString(body, "tenant_id", &problems)
+        let apiKey = requireString(body, "api_key", &problems)
+        let trackingToken = requireString(body, "tracking_token", &problems)
+        guard problems.isEmpty, let tenantID, let apiKey, let trackingToken else {
+            return MockReply(response: Self.validationError(problems), operation: operation)
+        }
+        guard let tenant = tenantsByKey[apiKey], tenant.tenantID == tenantID else {
+            return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
+        }
+        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
+        return MockReply(response: response, accepted: SmartAppPushMessages.openKey(tenantID: tenant.tenantID, trackingToken: trackingToken), operation: operation)
+    }
+
+    private mutating func refreshToken(_ body: JSONObject, operation: String) -> MockReply {
+        var problems: [FieldProblem] = []
+        let tenantID = requireString(body, "tenant_id", &problems)
+        let apiKey = requireString(body, "api_key", &problems)
+        let oldToken = requireString(body, "old_token", &problems)
+        let newToken = requireString(body, "new_token", &problems)
+        if let oldToken, oldToken == newToken { problems.append(FieldProblem("new_token", "is the same as old_token")) }
+        guard problems.isEmpty, let tenantID, let apiKey, let oldToken, let newToken else {
+            return MockReply(response: Self.validationError(problems), operation: operation)
+        }
+        guard let tenant = tenantsByKey[apiKey], tenant.tenantID == tenantID else {
+            return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
+        }
+        guard let slot = slotByToken[oldToken] else {
+            return MockReply(response: Self.error(404, "no device with old_token"), operation: operation)
+        }
+        if let other = slotByToken[newToken], devices[other].userID != devices[slot].userID {
+            return MockReply(response: Self.error(409, "new_token belongs to another user"), operation: operation)
+        }
+        slotByToken[oldToken] = nil
+        slotByToken[newToken] = slot
+        devices[slot].token = newToken
+        if case .string(let user)? = body["app_user_id"], !user.isEmpty { devices[slot].userID = user }
+        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
+        return MockReply(
+            response: response,
+            accepted: SmartAppPushMessages.refreshKey(tenantID: tenant.tenantID, oldToken: oldToken, newToken: newToken),
+            operation: operation
+        )
+    }
+
+    // MARK: - Helpers
+
+    private mutating func register(token: String, userID: String?, isPushPermissionGranted: Bool) {
+        if let slot = slotByToken[token] {
+            devices[slot].isPushPermissionGranted = isPushPermissionGranted
+            if let userID { devices[slot].userID = userID }
+        } else {
+            slotByToken[token] = devices.count
+            devices.append(DeviceRecord(token: token, userID: userID, isPushPermissionGranted: isPushPermissionGranted))
+        }
+    }
+
+    struct FieldProblem: Sendable, Equatable {
+        var field: String
+        var message: String
+
+        init(_ field: String, _ message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+
+    private func requireString(_ body: JSONObject, _ field: String, _ problems: inout [FieldProblem]) -> String? {
+        switch body[field] {
+        case .string(let text)? where !text.isEmpty:
+            return text
+        case .string?:
+            problems.append(FieldProblem(field, "must not be empty"))
+        case nil, .null?:
+            problems.append(FieldProblem(field, "is required"))
+        default:
+            problems.append(FieldProblem(field, "must be a string"))
+        }
+        return nil
+    }
+
+    private static func parseObject(_ bytes: [UInt8]) -> Result<JSONObject, FieldProblemError> {
+        do {
+            guard case .object(let object) = try JSONParser.parse(bytes) else {
+                return .failure(FieldProblemError(problem: FieldProblem("body", "must be a JSON object")))
+            }
+            return .success(object)
+        } catch {
+            return .failure(FieldProblemError(problem: FieldProblem("body", "is not valid JSON: \(error)")))
+        }
+    }
+
+    struct FieldProblemError: Error {
+        var problem: FieldProblem
+    }
+
+    private static func validationError(_ problems: [FieldProblem]) -> Response {
+        let errors = JSONValue.array(problems.map { ["field": .string($0.field), "message": .string($0.message)] })
+        return Response(status: 400, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["errors": errors]))
+    }
+
+    private static func error(_ status: Int, _ message: String) -> Response {
+        Response(status: status, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["error": .string(message)]))
+    }
+}

@@ -1,0 +1,104 @@
+public import PushSwarmCore
+
+/// SmartAppPush as a PushSwarm platform: reads its scenario section and makes clients and mocks.
+public struct SmartAppPushPlatform: Platform {
+    public init() {}
+
+    public var name: String { SmartAppPushMessages.platformName }
+
+    public func configure(_ section: JSONReader?) throws -> any PlatformConfiguration {
+        var settings = SmartAppPushSettings()
+        guard let section else { return SmartAppPushConfiguration(settings: settings) }
+        var object = try section.object()
+        if let value = try object.optional("tenantId", { try $0.nonEmptyString() }) { settings.tenantID = value }
+        if let value = try object.optional("apiKey", { try $0.nonEmptyString() }) { settings.apiKey = value }
+        if let value = try object.optional("appId", { try $0.nonEmptyString() }) { settings.appID = value }
+        if let value = try object.optional("requestTimeout", { reader -> TimeSpan in
+            let timeout = try reader.duration()
+            guard timeout > .zero else { throw reader.fail("must be longer than zero") }
+            return timeout
+        }) { settings.requestTimeout = value }
+        if let value = try object.optional("queueCapacity", { try $0.integer(minimum: 1, maximum: 1_000_000) }) { settings.queueCapacity = value }
+        if let value = try object.optional("sendPushReceived", { try $0.bool() }) { settings.sendsPushReceived = value }
+        if let value = try object.optional("retry", { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
+        if let value = try object.optional("mock", { try decodeMock($0) }) { settings.mock = value }
+        try object.finish()
+        return SmartAppPushConfiguration(settings: settings)
+    }
+
+    private func decodeMock(_ reader: JSONReader) throws -> SmartAppPushMockSettings {
+        var object = try reader.object()
+        var mock = SmartAppPushMockSettings()
+        mock.behaviour = try object.readMockBehaviour()
+        if let value = try object.optional("rateLimitPerSecond", { try $0.integer(minimum: 1, maximum: 10_000_000) }) { mock.rateLimitPerSecond = value }
+        mock.tenants = try object.optional("tenants") { reader in
+            try reader.array().map { element in
+                var tenant = try element.object()
+                let made = SmartAppPushTenant(
+                    tenantID: try tenant.required("tenantId") { try $0.nonEmptyString() },
+                    apiKey: try tenant.required("apiKey") { try $0.nonEmptyString() },
+                    appID: try tenant.required("appId") { try $0.nonEmptyString() }
+                )
+                try tenant.finish()
+                return made
+            }
+        }
+        try object.finish()
+        return mock
+    }
+}
+
+/// SmartAppPush as one scenario configured it.
+struct SmartAppPushConfiguration: PlatformConfiguration {
+    let settings: SmartAppPushSettings
+
+    var mockBehaviour: MockBehaviour { settings.mock.behaviour }
+
+    func makeMock() -> any MockService {
+        let tenants = settings.mock.tenants
+            ?? [SmartAppPushTenant(tenantID: settings.tenantID, apiKey: settings.apiKey, appID: settings.appID)]
+        return SmartAppPushMock(tenants: tenants, rateLimitPerSecond: settings.mock.rateLimitPerSecond)
+    }
+
+    /// A group's `client`: `profile` (`fcm` or `onesignal`), credential overrides, and `omitFields`
+    /// (event fields a faulty integration leaves out, to reproduce its errors).
+    func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
+        var profile = SmartAppPushClientProfile(settings: settings, variant: .oneSignal, omittedFields: [])
+        guard let options else { return profile }
+        var object = try options.object()
+        if let variant = try object.optional("profile", { try $0.choice(["onesignal", "fcm"]) }) {
+            profile.variant = variant == "fcm" ? .fcm : .oneSignal
+        }
+        if let value = try object.optional("tenantId", { try $0.nonEmptyString() }) { profile.settings.tenantID = value }
+        if let value = try object.optional("apiKey", { try $0.nonEmptyString() }) { profile.settings.apiKey = value }
+        if let fields = try object.optional("omitFields", { reader in
+            try reader.array().map { element -> SmartAppPushMessages.EventField in
+                let name = try element.choice(SmartAppPushMessages.EventField.allCases.map(\.rawValue))
+                return SmartAppPushMessages.EventField(rawValue: name) ?? .context
+            }
+        }) { profile.omittedFields = Set(fields) }
+        try object.finish()
+        return profile
+    }
+}
+
+/// How one group of devices integrates SmartAppPush.
+struct SmartAppPushClientProfile: ClientProfile {
+    enum Variant: Sendable {
+        /// The spec's integration: `device_token` is the OneSignal subscription ID, stable; "The
+        /// `POST /devices/refresh-token` endpoint is **not needed**".
+        case oneSignal
+        /// Direct FCM: the registration token rotates and the app reports it.
+        case fcm
+    }
+
+    var settings: SmartAppPushSettings
+    var variant: Variant
+    var omittedFields: Set<SmartAppPushMessages.EventField>
+
+    var pushToken: PushTokenStyle { variant == .fcm ? .fcm : .stableID }
+
+    func makeClient(for profile: DeviceProfile) -> any PlatformClient {
+        SmartAppPushClient(settings: settings, variant: variant, omittedFields: omittedFields)
+    }
+}

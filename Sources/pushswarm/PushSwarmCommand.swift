@@ -1,0 +1,76 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmPlatforms
+
+/// The `pushswarm` command line: parses words, wires modules, prints. No logic a test would want
+/// lives here; it is all in the libraries.
+@main
+struct PushSwarmCommand {
+    static let version = "0.1.0"
+
+    /// Exit codes, documented in the README.
+    enum ExitCode: Int32 {
+        case success = 0
+        /// The run could not be carried out (a report could not be written).
+        case failure = 1
+        /// Bad input: a scenario file, a flag, a command.
+        case badInput = 2
+    }
+
+    static let usage = """
+        pushswarm \(version): simulate fleets of app installs talking to push platforms.
+
+        Usage:
+          pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--out DIR]
+          pushswarm validate FILE
+          pushswarm help | --help | --version
+
+        Commands:
+          run        Run a scenario and write its report (see `pushswarm run --help`).
+          validate   Check a scenario file without running it.
+
+        Exit codes: 0 success, 1 run failed, 2 bad input (scenario file, flag or command).
+        """
+
+    static func main() async {
+        var words = Array(CommandLine.arguments.dropFirst())
+        let command = words.isEmpty ? "help" : words.removeFirst()
+        let code: ExitCode
+        switch command {
+        case "run": code = await RunCommand.main(words)
+        case "validate": code = ValidateCommand.main(words)
+        case "help", "--help", "-h":
+            print(usage)
+            code = .success
+        case "--version", "version":
+            print("pushswarm \(version)")
+            code = .success
+        default:
+            printError("unknown command \"\(command)\"\n\n\(usage)")
+            code = .badInput
+        }
+        exit(code.rawValue)
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data(("pushswarm: " + message + "\n").utf8))
+    }
+
+    /// Reads and validates a scenario file, printing what is wrong when it is not valid.
+    static func loadScenario(_ path: String) -> Scenario? {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let exists = FileManager.default.fileExists(atPath: path)
+            printError(exists ? "cannot read \(path)" : "no such file: \(path)")
+            return nil
+        }
+        do {
+            return try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(data))
+        } catch let error as ScenarioError {
+            printError("\(path): \(error)")
+        } catch {
+            printError("\(path): \(error)")
+        }
+        return nil
+    }
+}

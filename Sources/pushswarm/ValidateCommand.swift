@@ -1,0 +1,33 @@
+import PushSwarmCore
+
+enum ValidateCommand {
+    static let usage = """
+        Usage: pushswarm validate FILE
+
+        Checks a scenario file (JSON; see docs/scenario.md) without running it. Prints what the
+        scenario describes when it is valid; otherwise the JSON path of the first problem and what
+        is wrong with it, and exits 2.
+        """
+
+    static func main(_ words: [String]) -> PushSwarmCommand.ExitCode {
+        let arguments: Arguments
+        do {
+            arguments = try Arguments(words, valued: [], switches: ["--help"])
+        } catch {
+            PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
+            return .badInput
+        }
+        if arguments.flags.contains("--help") {
+            print(usage)
+            return .success
+        }
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            PushSwarmCommand.printError("validate takes one scenario file\n\n\(usage)")
+            return .badInput
+        }
+        guard let scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
+        let groups = scenario.groups.map { "\($0.name) (\($0.platform), \($0.os.rawValue))" }.joined(separator: ", ")
+        print("\(path): valid scenario \"\(scenario.name)\": \(scenario.devices) devices for \(scenario.duration), groups \(groups), \(scenario.campaigns.count) campaign(s), \(scenario.clock.rawValue) clock")
+        return .success
+    }
+}
