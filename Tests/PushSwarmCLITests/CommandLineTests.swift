@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import PushSwarmMetrics
+
+/// Runs the built `pushswarm` binary as a user does, checking exit codes, messages and files.
+@Suite struct CommandLineTests {
+    struct Outcome {
+        var status: Int32
+        var output: String
+        var error: String
+    }
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var binary: URL {
+        // The test bundle sits in the build products directory, next to the executable.
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("pushswarm")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return root.appendingPathComponent(".build/debug/pushswarm")
+    }
+
+    func run(_ arguments: [String]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = Self.root
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self), error: String(decoding: errData, as: UTF8.self))
+    }
+
+    @Test(arguments: [
+        ("missing-devices.json", "$.devices: is required but missing"),
+        ("devices-wrong-type.json", "$.devices: expected a number, found a string"),
+        ("devices-negative.json", "$.devices: must be at least 1, found -5"),
+        ("unknown-platform.json", "$.groups[0].platform: unknown platform \"onesignal\""),
+        ("unknown-key.json", "$.devcies: unknown key"),
+        ("nested-out-of-range.json", "$.groups[0].behaviour.tapRate.ios: 1.5 is out of range"),
+        ("unknown-client-key.json", "$.groups[0].client.profil: unknown key"),
+        ("bad-duration.json", "$.duration: \"an hour\" is not a duration"),
+        ("campaign-after-end.json", "$.campaigns[0].at: is after the end of the run"),
+        ("not-json.json", "$: not valid JSON: line 3, column"),
+    ])
+    func aBadScenarioExitsTwoNamingThePath(file: String, expected: String) throws {
+        let path = "Tests/Fixtures/bad-scenarios/\(file)"
+        for command in ["validate", "run"] {
+            let outcome = try run([command, path])
+            #expect(outcome.status == 2, "\(command) \(file)")
+            #expect(outcome.error.contains(expected), "\(command) \(file): \(outcome.error)")
+            #expect(!outcome.error.contains("Fatal error"), "no stack trace")
+            #expect(outcome.output.isEmpty)
+        }
+    }
+
+    @Test(arguments: [
+        (["run", "Scenarios/quickstart.json", "--devices", "0"], "--devices: expected a whole number from 1"),
+        (["run", "Scenarios/quickstart.json", "--seed", "-1"], "--seed: expected a whole number"),
+        (["run", "Scenarios/quickstart.json", "--duration", "forever"], "--duration: expected a duration"),
+        (["run", "Scenarios/quickstart.json", "--clock", "sundial"], "--clock: expected simulated or wall"),
+        (["run", "Scenarios/quickstart.json", "--frobnicate"], "unknown option --frobnicate"),
+        (["run"], "run takes one scenario file"),
+        (["run", "Scenarios/nope.json"], "no such file: Scenarios/nope.json"),
+        (["explode"], "unknown command \"explode\""),
+    ])
+    func badFlagsAndCommandsExitTwoWithAMessage(arguments: [String], expected: String) throws {
+        let outcome = try run(arguments)
+        #expect(outcome.status == 2)
+        #expect(outcome.error.contains(expected), "\(outcome.error)")
+    }
+
+    @Test func validateAcceptsTheShippedScenarios() throws {
+        for file in ["Scenarios/quickstart.json", "Scenarios/smartapppush-nat-burst.json"] {
+            let outcome = try run(["validate", file])
+            #expect(outcome.status == 0, "\(file): \(outcome.error)")
+            #expect(outcome.output.contains("valid scenario"))
+        }
+    }
+
+    @Test func helpIsThereForEveryCommand() throws {
+        for arguments in [["--help"], ["run", "--help"], ["validate", "--help"]] {
+            let outcome = try run(arguments)
+            #expect(outcome.status == 0)
+            #expect(outcome.output.contains("Usage"))
+        }
+    }
+
+    @Test func runWritesASummaryWhoseAccountsBalance() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outcome = try run(["run", "Scenarios/quickstart.json", "--devices", "300", "--duration", "6h", "--seed", "5", "--out", directory.path])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        #expect(outcome.output.contains("Requests by operation"))
+        #expect(outcome.output.contains("Ledger"))
+        let summary = try JSONParser.parse(Array(try Data(contentsOf: directory.appendingPathComponent("summary.json"))))
+        #expect(summary["schema"] == 1)
+        #expect(summary["scenario"] == "quickstart")
+        #expect(summary["seed"] == 5)
+        #expect(summary["devices"] == 300)
+        #expect(summary["simulatedSeconds"] == 21_600)
+        let requests = summary["requests"]
+        let byStatus = requests?["byStatus"]?.objectValue?.members.reduce(0.0) { $0 + ($1.value.numberValue ?? 0) } ?? -1
+        let sent = requests?["sent"]?.numberValue ?? 0
+        #expect(sent > 0)
+        #expect(sent == byStatus + (requests?["transportErrors"]?.numberValue ?? -1) + (requests?["timeouts"]?.numberValue ?? -1))
+        #expect(summary["ledger"]?["lost"] == 0)
+        for key in ["p50", "p90", "p99", "p999", "max"] {
+            #expect(summary["operations"]?["smartapppush.events"]?["latencyMs"]?[key]?.numberValue != nil, "\(key)")
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+@testable import PushSwarmCore
+import PushSwarmMetrics
+
+/// A stand-in platform, so Core's decoder is tested without a real one.
+struct FakePlatform: Platform {
+    struct Configuration: PlatformConfiguration {
+        var mockBehaviour: MockBehaviour { MockBehaviour() }
+        func makeMock() -> any MockService { fatalError("not used") }
+        func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
+            if let options { try options.object().finish() }
+            return Profile()
+        }
+    }
+
+    struct Profile: ClientProfile {
+        var pushToken: PushTokenStyle { .stableID }
+        func makeClient(for profile: DeviceProfile) -> any PlatformClient { fatalError("not used") }
+    }
+
+    var name: String { "fake" }
+    func configure(_ settings: JSONReader?) throws -> any PlatformConfiguration {
+        if let settings { try settings.object().finish() }
+        return Configuration()
+    }
+}
+
+@Suite struct ScenarioDecoderTests {
+    let decoder = ScenarioDecoder(platforms: [FakePlatform()])
+
+    func decode(_ text: String) throws -> Scenario {
+        try decoder.decode(text: Array(text.utf8))
+    }
+
+    func error(_ text: String) -> ScenarioError? {
+        do {
+            _ = try decode(text)
+            return nil
+        } catch let error as ScenarioError {
+            return error
+        } catch {
+            return nil
+        }
+    }
+
+    let valid = #"{"name": "s", "duration": "2h", "devices": 100, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#
+
+    @Test func aMinimalScenarioGetsTheDocumentedDefaults() throws {
+        let scenario = try decode(valid)
+        #expect(scenario.seed == 1)
+        #expect(scenario.clock == .simulated)
+        #expect(scenario.duration == .hours(2))
+        #expect(scenario.network.devicesPerSourceAddress == 1)
+        #expect(scenario.groups[0].behaviour == Behaviour())
+        #expect(scenario.locales == LocaleShare.defaultMix)
+    }
+
+    @Test func groupBehaviourOverridesTheTopLevelWhichOverridesTheDefaults() throws {
+        let scenario = try decode(#"""
+            {"name": "s", "duration": 60, "devices": 1, "behaviour": {"eventsPerSession": 3, "tapRate": 0.5},
+             "groups": [{"name": "g", "platform": "fake", "os": "ios", "behaviour": {"tapRate": {"android": 0.1, "ios": 0.2}}}]}
+            """#)
+        let behaviour = scenario.groups[0].behaviour
+        #expect(behaviour.eventsPerSession == 3)
+        #expect(behaviour.tapRate == PerOS(android: 0.1, ios: 0.2))
+        #expect(behaviour.sessionLength == Behaviour().sessionLength)
+    }
+
+    @Test(arguments: [
+        (#"{"name": "s", "duration": "1h", "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.devices", "is required but missing"),
+        (#"{"name": "s", "duration": "1h", "devices": "many", "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.devices", "expected a number, found a string"),
+        (#"{"name": "s", "duration": "1h", "devices": -5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.devices", "must be at least 1, found -5"),
+        (#"{"name": "s", "duration": "1h", "devices": 2.5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.devices", "expected a whole number, found 2.5"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "smartapppush", "os": "ios"}]}"#, "$.groups[0].platform", #"unknown platform "smartapppush"; known: fake"#),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "devcies": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.devcies", "unknown key"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "windows"}]}"#, "$.groups[0].os", #""windows" is not one of: android, ios"#),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "behaviour": {"tapRate": {"android": 0.1, "ios": 1.5}}}]}"#, "$.groups[0].behaviour.tapRate.ios", "1.5 is out of range; expected 0 to 1"),
+        (#"{"name": "s", "duration": "soon", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.duration", "is not a duration"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "campaigns": [{"name": "c", "at": "2h"}]}"#, "$.campaigns[0].at", "after the end of the run"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": []}"#, "$.groups", "at least one device group"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "locales": [{"country": "XX", "language": "en", "timezone": "UTC"}]}"#, "$.locales[0].country", "not an ISO 3166-1"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "behaviour": {"sessionLength": {"lognormal": {"median": "5m"}}}}"#, "$.behaviour.sessionLength.lognormal.sigma", "is required"),
+        (#"{"name": "s", "name": "t", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.name", "appears twice"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "client": {"x": 1}}]}"#, "$.groups[0].client.x", "unknown key"),
+    ])
+    func aBadScenarioNamesThePathAndWhatIsWrong(text: String, path: String, message: String) {
+        let error = error(text)
+        #expect(error?.path == path)
+        #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+
+    @Test func anUnknownKeyListsTheKeysThatAreAllowed() {
+        let error = error(#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": {"devicesPerIP": 3}}"#)
+        #expect(error?.path == "$.network.devicesPerIP")
+        #expect(error?.message == "unknown key; expected one of: devicesPerSourceIP, errorRate")
+    }
+
+    @Test func invalidJSONSaysWhere() {
+        let error = error("{\"name\": \"s\",\n \"devices\": ,}")
+        #expect(error?.path == "$")
+        #expect(error?.message.contains("line 2, column 13") == true, "\(String(describing: error))")
+    }
+
+    @Test func everyBadFixtureIsRejected() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/bad-scenarios")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }
+        #expect(files.count >= 10)
+        let realDecoder = ScenarioDecoder(platforms: [FakePlatform()])
+        for file in files {
+            let text = try Data(contentsOf: directory.appendingPathComponent(file))
+            let fixed = String(decoding: text, as: UTF8.self).replacingOccurrences(of: "\"smartapppush\"", with: "\"fake\"")
+            #expect(throws: ScenarioError.self, "\(file)") { try realDecoder.decode(text: Array(fixed.utf8)) }
+        }
+    }
+}

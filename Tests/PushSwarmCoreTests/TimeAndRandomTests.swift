@@ -1,0 +1,165 @@
+import Testing
+@testable import PushSwarmCore
+
+@Suite struct EventQueueTests {
+    @Test func itemsComeOutInTimeOrderAndTiesInSchedulingOrder() {
+        var queue = EventQueue<String>()
+        queue.schedule("c", at: Instant(microseconds: 30))
+        queue.schedule("a1", at: Instant(microseconds: 10))
+        queue.schedule("b", at: Instant(microseconds: 20))
+        queue.schedule("a2", at: Instant(microseconds: 10))
+        queue.schedule("a3", at: Instant(microseconds: 10))
+        var order: [String] = []
+        while let (_, item) = queue.popNext() { order.append(item) }
+        #expect(order == ["a1", "a2", "a3", "b", "c"])
+    }
+
+    @Test func manyRandomTimesComeOutSortedWhilePopsAndPushesInterleave() {
+        var queue = EventQueue<Int>()
+        var random = SeededRandom(seed: 5, stream: .device)
+        var popped = 0
+        for index in 0..<10_000 {
+            queue.schedule(index, at: Instant(microseconds: Int64(random.nextIndex(below: 1_000))))
+            if index % 3 == 0, queue.popNext() != nil { popped += 1 }
+        }
+        var last = Int64.min
+        while let (time, _) = queue.popNext() {
+            #expect(time.microseconds >= last)
+            last = time.microseconds
+            popped += 1
+        }
+        #expect(popped == 10_000, "every item comes out once")
+    }
+}
+
+@Suite struct SHA256Tests {
+    // FIPS 180-4 examples.
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+    ])
+    func matchesTheStandardsTestVectors(message: String, digest: String) {
+        #expect(SHA256.hash(message).hexString == digest)
+    }
+
+    @Test func hashesAMillionAs() {
+        let message = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        #expect(SHA256.hash(message).hexString == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
+
+@Suite struct RFC3339Tests {
+    @Test func formatsLocalTimeWithMillisecondsAndOffset() {
+        // 2026-03-02T00:00:00Z plus 123 ms.
+        let micros: Int64 = 1_772_409_600_123_000
+        #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 10_800) == "2026-03-02T03:00:00.123+03:00")
+        #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: -18_000) == "2026-03-01T19:00:00.123-05:00")
+        #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 19_800) == "2026-03-02T05:30:00.123+05:30")
+        #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 0, utcAsZ: true) == "2026-03-02T00:00:00.123Z")
+    }
+
+    @Test(arguments: ["2026-03-29T14:30:00+03:00", "2026-03-29T11:30:00Z", "2026-03-29T11:30:00.5z", "2024-02-29T00:00:00-00:30"])
+    func acceptsValidTimestamps(text: String) {
+        #expect(RFC3339.parse(text) != nil)
+    }
+
+    @Test(arguments: ["2026-03-29T14:30:00", "2026-03-29 14:30:00Z", "2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+                      "2026-03-29T24:00:00Z", "2026-03-29T14:30:00+3:00", "2026-03-29T14:30:00.Z", "29/03/2026", ""])
+    func rejectsInvalidTimestamps(text: String) {
+        #expect(RFC3339.parse(text) == nil)
+    }
+
+    @Test func parsingInvertsFormatting() {
+        for micros: Int64 in [0, 951_782_400_000_000, 1_772_409_600_123_000, 4_102_444_799_999_000] {
+            for offset in [-36_000, -18_000, 0, 19_800, 50_400] {
+                #expect(RFC3339.parse(RFC3339.format(unixMicroseconds: micros, offsetSeconds: offset)) == micros)
+            }
+        }
+    }
+
+    @Test func zoneOffsetsFollowDaylightSavingTransitions() {
+        // New York moves to EDT on 2026-03-08 at 07:00 UTC.
+        let zones = ZoneOffsets(zones: ["America/New_York", "Asia/Kolkata"], from: 1_772_409_600, through: 1_773_619_200)
+        #expect(zones.offsetSeconds(zone: "America/New_York", atUnixSeconds: 1_772_409_600) == -18_000)
+        #expect(zones.offsetSeconds(zone: "America/New_York", atUnixSeconds: 1_773_000_000) == -14_400)
+        #expect(zones.offsetSeconds(zone: "Asia/Kolkata", atUnixSeconds: 1_773_000_000) == 19_800)
+        #expect(ZoneOffsets.isKnown("Asia/Kolkata"), "a tz link name Foundation does not list on Linux")
+        #expect(!ZoneOffsets.isKnown("Mars/Olympus_Mons"))
+    }
+}
+
+@Suite struct TimeSpanTests {
+    @Test(arguments: [("250ms", 250_000), ("90s", 90_000_000), ("7m", 420_000_000), ("24h", 86_400_000_000),
+                      ("1h30m", 5_400_000_000), ("1.5s", 1_500_000), ("2d", 172_800_000_000), ("3600", 3_600_000_000)])
+    func parsesDurationsWithUnits(text: String, microseconds: Int64) {
+        #expect(TimeSpan(parsing: text)?.microseconds == microseconds)
+    }
+
+    @Test(arguments: ["", "ms", "5 minutes", "-3s", "5x", "1h-2m", "nan"])
+    func rejectsWhatIsNotADuration(text: String) {
+        #expect(TimeSpan(parsing: text) == nil)
+    }
+}
+
+@Suite struct SeededRandomTests {
+    @Test func aStreamIsTheSameForTheSameSeedAndIndexAndDiffersOtherwise() {
+        var first = SeededRandom(seed: 9, stream: .device, index: 42)
+        var again = SeededRandom(seed: 9, stream: .device, index: 42)
+        var otherIndex = SeededRandom(seed: 9, stream: .device, index: 43)
+        var otherStream = SeededRandom(seed: 9, stream: .mock, index: 42)
+        let a = (0..<8).map { _ in first.next() }
+        #expect(a == (0..<8).map { _ in again.next() })
+        #expect(a != (0..<8).map { _ in otherIndex.next() })
+        #expect(a != (0..<8).map { _ in otherStream.next() })
+    }
+
+    @Test func distributionsHaveTheirMeans() {
+        var random = SeededRandom(seed: 3, stream: .device)
+        let count = 200_000
+        for distribution in [Distribution.exponential(mean: 5), .logNormal(median: 2, sigma: 0.8), .uniform(minimum: 1, maximum: 3)] {
+            var sum = 0.0
+            for _ in 0..<count { sum += distribution.sample(using: &random) }
+            let mean = sum / Double(count)
+            #expect(abs(mean - distribution.mean) / distribution.mean < 0.02, "\(distribution): \(mean)")
+        }
+    }
+
+    @Test func uuidsAreVersionFour() {
+        var random = SeededRandom(seed: 1, stream: .device)
+        let uuid = random.nextUUID()
+        #expect(uuid.count == 36)
+        let parts = uuid.split(separator: "-")
+        #expect(parts.map(\.count) == [8, 4, 4, 4, 12])
+        #expect(parts[2].first == "4")
+        #expect("89ab".contains(parts[3].first ?? "x"))
+    }
+}
+
+@Suite struct SlidingWindowLimiterTests {
+    @Test func noWindowOfOneSecondAdmitsMoreThanTheLimit() {
+        var limiter = SlidingWindowLimiter<Int>(limit: 10, window: .seconds(1))
+        var admitted: [Int64] = []
+        var random = SeededRandom(seed: 2, stream: .mock)
+        var now: Int64 = 0
+        for _ in 0..<5_000 {
+            now += Int64(random.nextExponential(mean: 20_000))
+            if limiter.admit(0, at: Instant(microseconds: now)) == .admitted { admitted.append(now) }
+        }
+        for (index, time) in admitted.enumerated() where index >= 10 {
+            #expect(time - admitted[index - 10] > 1_000_000)
+        }
+        // At about 50 requests/s offered, the limit is what gets through: 10 per second.
+        let seconds = Double(now) / 1_000_000
+        #expect(abs(Double(admitted.count) / seconds - 10) < 0.5)
+    }
+
+    @Test func retryAfterSaysWhenTheOldestAdmissionLeavesTheWindow() {
+        var limiter = SlidingWindowLimiter<String>(limit: 2, window: .seconds(1))
+        #expect(limiter.admit("ip", at: Instant(microseconds: 0)) == .admitted)
+        #expect(limiter.admit("ip", at: Instant(microseconds: 300_000)) == .admitted)
+        #expect(limiter.admit("ip", at: Instant(microseconds: 400_000)) == .limited(retryAfter: TimeSpan(microseconds: 600_000)))
+        #expect(limiter.admit("other", at: Instant(microseconds: 400_000)) == .admitted, "keys are limited separately")
+        #expect(limiter.admit("ip", at: Instant(microseconds: 1_000_001)) == .admitted)
+    }
+}
