@@ -4,7 +4,7 @@ public enum TerminalReport {
         let metrics = summary.metrics
         var lines: [String] = []
         let simulated = formatDuration(summary.simulatedSeconds)
-        lines.append("PushSwarm · \(summary.scenario) · seed \(summary.seed) · \(summary.clock) clock · \(group(UInt64(summary.devices))) devices · \(simulated) run in \(String(format2(summary.wallSeconds))) s wall time")
+        lines.append("PushSwarm · \(summary.scenario) · seed \(summary.seed) · \(summary.clock) clock · \(group(UInt64(summary.devices))) devices · \(simulated) run in \(format2(summary.wallSeconds)) s wall time")
         lines.append("")
 
         var table: [[String]] = [["operation", "sent", "2xx", "4xx", "429", "5xx", "net err", "timeout", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]]

@@ -15,6 +15,7 @@ public final class SimulatedRun {
 
     private let scenario: Scenario
     private let fleet: Fleet
+    private let clock = SimulatedClock()
     private var queue = EventQueue<Item>()
     private var devices: [VirtualDevice] = []
     private var sources: [SourceAddress] = []
@@ -66,7 +67,9 @@ public final class SimulatedRun {
             queue.schedule(.campaign(index), at: Instant.start + campaign.at)
         }
 
-        while let (now, item) = queue.popNext() {
+        while let next = queue.nextTime {
+            await clock.wait(until: next)
+            guard let (now, item) = queue.popNext() else { break }
             let isDraining = now > end
             if isDraining && inFlight == 0 { break }
             switch item {

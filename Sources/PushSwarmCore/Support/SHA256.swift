@@ -45,57 +45,68 @@ public enum SHA256 {
     }
 
     public static func hash(_ message: [UInt8]) -> SHA256Digest {
-        var h: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+        var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
             0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
         )
-        var padded = message
+        // Whole blocks straight from the message; only the tail is copied, padded and
+        // followed by the length (FIPS 180-4, 5.1.1).
+        let wholeBlocks = message.count / 64
+        var tail = [UInt8](message[(wholeBlocks * 64)...])
+        tail.append(0x80)
+        while tail.count % 64 != 56 { tail.append(0) }
         let bitLength = UInt64(message.count) &* 8
-        padded.append(0x80)
-        while padded.count % 64 != 56 { padded.append(0) }
         for shift in stride(from: 56, through: 0, by: -8) {
-            padded.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+            tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
-        var schedule = [UInt32](repeating: 0, count: 64)
-        roundConstants.withUnsafeBufferPointer { k in
-            padded.withUnsafeBufferPointer { data in
-                schedule.withUnsafeMutableBufferPointer { w in
-                    var blockStart = 0
-                    while blockStart < data.count {
-                        for t in 0..<16 {
-                            let base = blockStart + 4 * t
-                            w[t] = UInt32(data[base]) << 24 | UInt32(data[base + 1]) << 16
-                                | UInt32(data[base + 2]) << 8 | UInt32(data[base + 3])
-                        }
-                        for t in 16..<64 {
-                            let s0 = w[t - 15].rotatedRight(7) ^ w[t - 15].rotatedRight(18) ^ (w[t - 15] >> 3)
-                            let s1 = w[t - 2].rotatedRight(17) ^ w[t - 2].rotatedRight(19) ^ (w[t - 2] >> 10)
-                            w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
-                        }
-                        var (a, b, c, d, e, f, g, hh) = h
-                        for t in 0..<64 {
-                            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-                            let choice = (e & f) ^ (~e & g)
-                            let temp1 = hh &+ s1 &+ choice &+ k[t] &+ w[t]
-                            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-                            let majority = (a & b) ^ (a & c) ^ (b & c)
-                            let temp2 = s0 &+ majority
-                            hh = g
-                            g = f
-                            f = e
-                            e = d &+ temp1
-                            d = c
-                            c = b
-                            b = a
-                            a = temp1 &+ temp2
-                        }
-                        h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e, h.5 &+ f, h.6 &+ g, h.7 &+ hh)
-                        blockStart += 64
-                    }
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
+            message.withUnsafeBufferPointer { data in
+                for block in 0..<wholeBlocks {
+                    compress(&state, data.baseAddress.map { $0 + block * 64 }, schedule)
+                }
+            }
+            tail.withUnsafeBufferPointer { data in
+                for block in 0..<(data.count / 64) {
+                    compress(&state, data.baseAddress.map { $0 + block * 64 }, schedule)
                 }
             }
         }
         func join(_ high: UInt32, _ low: UInt32) -> UInt64 { UInt64(high) << 32 | UInt64(low) }
-        return SHA256Digest(words: (join(h.0, h.1), join(h.2, h.3), join(h.4, h.5), join(h.6, h.7)))
+        return SHA256Digest(words: (join(state.0, state.1), join(state.2, state.3), join(state.4, state.5), join(state.6, state.7)))
+    }
+
+    private static func compress(
+        _ h: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32),
+        _ block: UnsafePointer<UInt8>?, _ w: UnsafeMutableBufferPointer<UInt32>
+    ) {
+        guard let block else { return }
+        for t in 0..<16 {
+            let base = 4 * t
+            w[t] = UInt32(block[base]) << 24 | UInt32(block[base + 1]) << 16 | UInt32(block[base + 2]) << 8 | UInt32(block[base + 3])
+        }
+        for t in 16..<64 {
+            let s0 = w[t - 15].rotatedRight(7) ^ w[t - 15].rotatedRight(18) ^ (w[t - 15] >> 3)
+            let s1 = w[t - 2].rotatedRight(17) ^ w[t - 2].rotatedRight(19) ^ (w[t - 2] >> 10)
+            w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
+        }
+        var (a, b, c, d, e, f, g, hh) = h
+        roundConstants.withUnsafeBufferPointer { k in
+            for t in 0..<64 {
+                let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                let choice = (e & f) ^ (~e & g)
+                let temp1 = hh &+ s1 &+ choice &+ k[t] &+ w[t]
+                let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                hh = g
+                g = f
+                f = e
+                e = d &+ temp1
+                d = c
+                c = b
+                b = a
+                a = temp1 &+ s0 &+ majority
+            }
+        }
+        h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e, h.5 &+ f, h.6 &+ g, h.7 &+ hh)
     }
 }
 
