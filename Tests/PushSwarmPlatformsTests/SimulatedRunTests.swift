@@ -129,8 +129,6 @@ import PushSwarmMetrics
     }
 
     static var repositoryRoot: String {
-        var url = #filePath.split(separator: "/").dropLast(3)
-        if url.isEmpty { url = [] }
-        return "/" + url.joined(separator: "/")
+        "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/")
     }
 }

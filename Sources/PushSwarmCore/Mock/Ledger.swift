@@ -32,13 +32,11 @@ public struct Ledger: Sendable {
 
     public func contains(_ key: LedgerKey) -> Bool { keys.contains(key) }
 
-    /// The most requests of `operation` one source had accepted within one calendar second of the run.
-    public func peakAcceptedPerSecond(operation: String) -> UInt32 {
-        perSecond.reduce(0) { $1.key.operation == operation ? max($0, $1.value) : $0 }
-    }
-
-    /// The operations that had requests accepted, sorted.
-    public var operations: [String] {
-        Array(Set(perSecond.keys.map(\.operation))).sorted()
+    /// For each operation with accepted requests (duplicates included), the most one source had
+    /// accepted within one calendar second of the run.
+    public var peakAcceptedPerSecondByOperation: [String: UInt32] {
+        perSecond.reduce(into: [:]) { peaks, entry in
+            peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value)
+        }
     }
 }

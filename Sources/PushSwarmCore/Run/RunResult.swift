@@ -33,11 +33,12 @@ extension RunResult {
         if !ledgers.isEmpty {
             var operations: [String: Summary.LedgerOperation] = [:]
             for ledger in ledgers.values {
-                for operation in Set(ledger.acceptedByOperation.keys).union(ledger.duplicatesByOperation.keys).union(ledger.operations) {
+                // Every accepted request, duplicate or not, is in the per-second peaks.
+                for (operation, peak) in ledger.peakAcceptedPerSecondByOperation {
                     operations[operation] = Summary.LedgerOperation(
                         accepted: ledger.acceptedByOperation[operation] ?? 0,
                         duplicates: ledger.duplicatesByOperation[operation] ?? 0,
-                        peakAcceptedPerSecondPerSource: ledger.peakAcceptedPerSecond(operation: operation)
+                        peakAcceptedPerSecondPerSource: peak
                     )
                 }
             }

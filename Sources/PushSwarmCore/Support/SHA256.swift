@@ -60,14 +60,12 @@ public enum SHA256 {
         }
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
             message.withUnsafeBufferPointer { data in
-                for block in 0..<wholeBlocks {
-                    compress(&state, data.baseAddress.map { $0 + block * 64 }, schedule)
-                }
+                guard let base = data.baseAddress else { return }  // empty: no whole block
+                for block in 0..<wholeBlocks { compress(&state, base + block * 64, schedule) }
             }
             tail.withUnsafeBufferPointer { data in
-                for block in 0..<(data.count / 64) {
-                    compress(&state, data.baseAddress.map { $0 + block * 64 }, schedule)
-                }
+                guard let base = data.baseAddress else { return }  // never empty: it holds the padding
+                for block in 0..<(data.count / 64) { compress(&state, base + block * 64, schedule) }
             }
         }
         func join(_ high: UInt32, _ low: UInt32) -> UInt64 { UInt64(high) << 32 | UInt64(low) }
@@ -76,9 +74,8 @@ public enum SHA256 {
 
     private static func compress(
         _ h: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32),
-        _ block: UnsafePointer<UInt8>?, _ w: UnsafeMutableBufferPointer<UInt32>
+        _ block: UnsafePointer<UInt8>, _ w: UnsafeMutableBufferPointer<UInt32>
     ) {
-        guard let block else { return }
         for t in 0..<16 {
             let base = 4 * t
             w[t] = UInt32(block[base]) << 24 | UInt32(block[base + 1]) << 16 | UInt32(block[base + 2]) << 8 | UInt32(block[base + 3])

@@ -64,9 +64,10 @@ public struct SmartAppPushMock: MockService {
             }
         }
         let body: JSONObject
-        switch Self.parseObject(request.body) {
-        case .success(let object): body = object
-        case .failure(let error): return MockReply(response: Self.validationError([error.problem]), operation: operation)
+        do {
+            body = try Self.parseObject(request.body)
+        } catch {
+            return MockReply(response: Self.validationError([error]), operation: operation)
         }
         switch path {
         case SmartAppPushMessages.Path.events: return acceptEvent(body, operation: operation)
@@ -214,7 +215,7 @@ public struct SmartAppPushMock: MockService {
         }
     }
 
-    struct FieldProblem: Sendable, Equatable {
+    struct FieldProblem: Error, Sendable, Equatable {
         var field: String
         var message: String
 
@@ -238,19 +239,15 @@ public struct SmartAppPushMock: MockService {
         return nil
     }
 
-    private static func parseObject(_ bytes: [UInt8]) -> Result<JSONObject, FieldProblemError> {
+    private static func parseObject(_ bytes: [UInt8]) throws(FieldProblem) -> JSONObject {
+        let value: JSONValue
         do {
-            guard case .object(let object) = try JSONParser.parse(bytes) else {
-                return .failure(FieldProblemError(problem: FieldProblem("body", "must be a JSON object")))
-            }
-            return .success(object)
+            value = try JSONParser.parse(bytes)
         } catch {
-            return .failure(FieldProblemError(problem: FieldProblem("body", "is not valid JSON: \(error)")))
+            throw FieldProblem("body", "is not valid JSON: \(error)")
         }
-    }
-
-    struct FieldProblemError: Error {
-        var problem: FieldProblem
+        guard case .object(let object) = value else { throw FieldProblem("body", "must be a JSON object") }
+        return object
     }
 
     private static func validationError(_ problems: [FieldProblem]) -> Response {
