@@ -15,12 +15,24 @@ let package = Package(
         .target(name: "PushSwarmCore", dependencies: ["PushSwarmMetrics"]),
         // One folder per platform: wire messages, device-side client, mock service.
         .target(name: "PushSwarmPlatforms", dependencies: ["PushSwarmCore", "PushSwarmMetrics"]),
+        // epoll, accept4, eventfd and OpenSSL's libssl, wrapped for Swift (C; no logic).
+        .target(
+            name: "CPushSwarmShim",
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+        ),
+        // Sockets: event loops, HTTP/1.1 client and server, WebSocket, TLS, source-address pools,
+        // the loopback mock server and the wall-clock transport.
+        .target(name: "PushSwarmNet", dependencies: ["CPushSwarmShim", "PushSwarmCore", "PushSwarmMetrics"]),
         .executableTarget(
             name: "pushswarm",
-            dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms"]
+            dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmNet"]
         ),
         .testTarget(name: "PushSwarmMetricsTests", dependencies: ["PushSwarmMetrics"]),
         .testTarget(name: "PushSwarmCoreTests", dependencies: ["PushSwarmCore", "PushSwarmMetrics"]),
+        .testTarget(
+            name: "PushSwarmNetTests",
+            dependencies: ["PushSwarmNet", "PushSwarmCore", "PushSwarmMetrics"]
+        ),
         .testTarget(
             name: "PushSwarmPlatformsTests",
             dependencies: ["PushSwarmPlatforms", "PushSwarmCore", "PushSwarmMetrics"]
@@ -33,7 +45,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets {
+for target in package.targets where target.name != "CPushSwarmShim" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

@@ -7,8 +7,13 @@ public struct OperationMetrics: Sendable, Equatable {
     public var byStatus: [Int: UInt64] = [:]
     public var transportErrors: UInt64 = 0
     public var timeouts: UInt64 = 0
-    /// Time from sending to the response, in microseconds, for requests that got a response.
+    /// Time from the request's intended start (when the device wanted it sent) to the response,
+    /// in microseconds, for requests that got a response. Queueing in PushSwarm or the network
+    /// counts: no coordinated omission.
     public var latency = LatencyHistogram()
+    /// Time from the request's first byte on the wire to the response: what the service took.
+    /// Equal to `latency` in simulated time, where nothing waits to be sent.
+    public var serviceTime = LatencyHistogram()
 
     public init() {}
 
@@ -21,5 +26,6 @@ public struct OperationMetrics: Sendable, Equatable {
         transportErrors += other.transportErrors
         timeouts += other.timeouts
         latency.merge(other.latency)
+        serviceTime.merge(other.serviceTime)
     }
 }

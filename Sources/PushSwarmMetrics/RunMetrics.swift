@@ -28,9 +28,11 @@ public struct RunMetrics: Sendable, Equatable {
         if retryNumber > 0 { retriesByAttempt[retryNumber, default: 0] += 1 }
     }
 
-    public mutating func recordResponse(operation: String, status: Int, latencyMicroseconds: UInt64) {
+    /// A response; `serviceMicroseconds` nil means the same as the latency.
+    public mutating func recordResponse(operation: String, status: Int, latencyMicroseconds: UInt64, serviceMicroseconds: UInt64? = nil) {
         operations[operation, default: OperationMetrics()].byStatus[status, default: 0] += 1
         operations[operation, default: OperationMetrics()].latency.record(latencyMicroseconds)
+        operations[operation, default: OperationMetrics()].serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
     }
 
     public mutating func recordTransportError(operation: String, reason: String) {

@@ -95,6 +95,7 @@ public struct Summary: Sendable {
             entry["transportErrors"] = count(operation.transportErrors)
             entry["timeouts"] = count(operation.timeouts)
             entry["latencyMs"] = percentiles(operation.latency)
+            entry["serviceTimeMs"] = percentiles(operation.serviceTime)
             operations[name] = .object(entry)
         }
         root["operations"] = .object(operations)

@@ -48,7 +48,7 @@ enum RunCommand {
             return .badInput
         }
 
-        let result = await SimulatedRun(scenario: scenario).run()
+        let result = await Run.simulated(scenario).run()
         let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
         let summary = result.summary(runID: runID, version: PushSwarmCommand.version)

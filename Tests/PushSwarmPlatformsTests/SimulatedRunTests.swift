@@ -24,7 +24,7 @@ import PushSwarmMetrics
     static func run(_ text: String, seed: UInt64? = nil) async throws -> Summary {
         var scenario = try scenario(text)
         if let seed { scenario.seed = seed }
-        return await SimulatedRun(scenario: scenario).run().summary(runID: "test", version: "test")
+        return await Run.simulated(scenario).run().summary(runID: "test", version: "test")
     }
 
     static func comparable(_ summary: Summary) -> String {

@@ -14,18 +14,27 @@ public struct MockHost: Sendable {
         self.random = random
     }
 
+    /// A mock's answer to one request, and when it arrives.
+    public struct Answer: Sendable {
+        public var response: Response
+        public var latency: TimeSpan
+        /// The operation the service classified the request as (for its metrics).
+        public var operation: String
+    }
+
     /// Answers `request` and says how long the answer takes to arrive.
-    public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant) -> (response: Response, latency: TimeSpan) {
+    public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant) -> Answer {
         let latency = behaviour.latency.sampleSpan(using: &random)
         if random.chance(behaviour.http503Rate) {
             let body = JSONWriter.bytes(of: ["error": "service overloaded (injected fault)"])
-            return (Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body), latency)
+            let response = Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body)
+            return Answer(response: response, latency: latency, operation: "injected503")
         }
         let reply = service.handle(request, from: source, at: now)
         if let key = reply.accepted, !random.chance(behaviour.loseAcceptedRate) {
             ledger.record(key, operation: reply.operation, source: source, at: now)
         }
-        return (reply.response, latency)
+        return Answer(response: reply.response, latency: latency, operation: reply.operation)
     }
 
     public mutating func knowDevice(_ device: KnownDevice) {

@@ -31,14 +31,18 @@ public enum ExchangeOutcome: Sendable {
 public struct ExchangeCompletion: Sendable {
     public var requestID: UInt64
     public var operation: String
+    /// When the device asked for the request to be sent (its intended start).
     public var sentAt: Instant
     public var outcome: ExchangeOutcome
+    /// From the first byte on the wire to the answer, when a real transport measured it.
+    public var serviceTime: TimeSpan?
 
-    public init(requestID: UInt64, operation: String, sentAt: Instant, outcome: ExchangeOutcome) {
+    public init(requestID: UInt64, operation: String, sentAt: Instant, outcome: ExchangeOutcome, serviceTime: TimeSpan? = nil) {
         self.requestID = requestID
         self.operation = operation
         self.sentAt = sentAt
         self.outcome = outcome
+        self.serviceTime = serviceTime
     }
 }
 

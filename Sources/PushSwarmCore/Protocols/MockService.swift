@@ -7,6 +7,10 @@ public protocol MockService: Sendable {
     /// Answers one request from `source` at `now`.
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply
 
+    /// Whether `path` (without a query) is one of this service's endpoints; the loopback server
+    /// routes requests by it when several platforms share one address.
+    func serves(path: String) -> Bool
+
     /// Learns about an install that existed before the run started, as the real service would have.
     mutating func knowDevice(_ device: KnownDevice)
 

@@ -40,6 +40,10 @@ public struct SmartAppPushMock: MockService {
     /// Devices the service knows, for tests and reports.
     public var knownDeviceCount: Int { slotByToken.count }
 
+    public func serves(path: String) -> Bool {
+        [SmartAppPushMessages.Path.events, SmartAppPushMessages.Path.pushesOpened, SmartAppPushMessages.Path.refreshToken].contains(path)
+    }
+
     public mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         let operation: String

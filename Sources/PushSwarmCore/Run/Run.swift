@@ -1,13 +1,16 @@
 import Foundation
 import PushSwarmMetrics
 
-/// Runs a scenario in simulated time: a discrete-event loop over one scheduler, devices answered
-/// by in-process mock services, no real waiting. The same scenario and seed give the same result.
+/// Runs a scenario: one discrete-event loop over one scheduler, the same in both clocks. Devices
+/// are the same actors; only the transport differs (in-process mock in simulated time, sockets
+/// in wall time). In simulated time the same scenario and seed give the same result.
 ///
 /// Events are handled one at a time in (time, scheduling order), which is what makes the mock's
-/// decisions (a rate limiter's, a fault's) reproducible; a day of a 10,000-device fleet takes
-/// seconds.
-public final class SimulatedRun {
+/// decisions (a rate limiter's, a fault's) reproducible in simulated time; a day of a
+/// 10,000-device fleet takes seconds. In wall time an event is handed to its device with its
+/// scheduled time as `now`, so a request's latency counts from when the device wanted it sent,
+/// however late the loop got to it.
+public final class Run {
     private enum Item {
         case device(Int, VirtualDevice.Event)
         case campaign(Int)
@@ -15,85 +18,98 @@ public final class SimulatedRun {
 
     private let scenario: Scenario
     private let fleet: Fleet
-    private let clock = SimulatedClock()
+    private let transport: any RunTransport
+    /// The built-in mocks (nil against a real target: no ledgers, no campaigns).
+    private let mocks: MockFleet?
     private var queue = EventQueue<Item>()
     private var devices: [VirtualDevice] = []
     private var sources: [SourceAddress] = []
-    /// Each device's index into `hosts`.
-    private var hostOfDevice: [Int] = []
-    /// One mock per platform, in an array so that each is mutated in place: copying one out of a
-    /// dictionary and back would copy its whole ledger on every request.
-    private var hosts: [MockHost] = []
-    private var hostIndex: [String: Int] = [:]
+    private var platforms: [String] = []
     private var pushGateway: [String: Int] = [:]
     private var metrics = RunMetrics()
     private var confirmed = Set<LedgerKey>()
-    private var networkRandom: SeededRandom
     private var deliveryRandom: SeededRandom
     private var nextNotificationID: UInt64 = 0
     private var inFlight = 0
 
-    public init(scenario: Scenario) {
+    public init(scenario: Scenario, transport: any RunTransport, mocks: MockFleet?) {
         self.scenario = scenario
+        self.transport = transport
+        self.mocks = mocks
         fleet = Fleet(scenario: scenario)
-        networkRandom = SeededRandom(seed: scenario.seed, stream: .network)
         deliveryRandom = SeededRandom(seed: scenario.seed, stream: .delivery)
-        for name in scenario.platforms.keys.sorted() {
-            guard let configuration = scenario.platforms[name] else { continue }
-            hostIndex[name] = hosts.count
-            hosts.append(MockHost(
-                service: configuration.makeMock(), behaviour: configuration.mockBehaviour,
-                random: SeededRandom(seed: scenario.seed, stream: .mock, index: UInt64(hosts.count))
-            ))
-        }
+    }
+
+    /// A simulated-time run against the built-in mocks.
+    public static func simulated(_ scenario: Scenario) -> Run {
+        let mocks = MockFleet(scenario: scenario)
+        return Run(scenario: scenario, transport: SimulatedTransport(scenario: scenario, mocks: mocks), mocks: mocks)
     }
 
     public func run() async -> RunResult {
         let wallStart = Date()
-        let end = Instant.start + scenario.duration
+        var end = Instant.start + scenario.duration
         devices.reserveCapacity(scenario.devices)
         for index in 0..<scenario.devices {
             let profile = fleet.profile(at: index)
             let device = fleet.makeDevice(profile)
             devices.append(device)
             sources.append(profile.source)
-            let host = hostIndex[profile.platform] ?? -1
-            hostOfDevice.append(host)
+            platforms.append(profile.platform)
             let (actions, known) = await device.start(now: .start)
-            if let known, hosts.indices.contains(host) { hosts[host].knowDevice(known) }
+            if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
             execute(actions, device: index, now: .start, isDraining: false)
         }
         for (index, campaign) in scenario.campaigns.enumerated() {
             queue.schedule(.campaign(index), at: Instant.start + campaign.at)
         }
 
-        while let next = queue.nextTime {
-            await clock.wait(until: next)
-            guard let (now, item) = queue.popNext() else { break }
-            let isDraining = now > end
+        var now = Instant.start
+        var interrupted = false
+        while true {
+            for arrival in transport.takeArrived() {
+                queue.schedule(.device(arrival.device, .completion(arrival.completion)), at: max(arrival.at, now))
+            }
+            if !interrupted && transport.isInterrupted {
+                interrupted = true
+                end = min(end, now)
+            }
+            guard let next = queue.nextTime else {
+                if inFlight == 0 { break }
+                now = max(now, await transport.wait(until: nil))
+                continue
+            }
+            if next > now {
+                now = max(now, await transport.wait(until: next))
+                // Woken early by an arrival: take it first.
+                if now < next { continue }
+            }
+            guard let (time, item) = queue.popNext() else { break }
+            let isDraining = time > end
             if isDraining && inFlight == 0 { break }
             switch item {
             case .device(let index, let event):
                 if case .completion(let completion) = event {
                     inFlight -= 1
-                    record(completion, now: now)
+                    record(completion, at: time)
                 } else if isDraining {
                     continue
                 }
-                let actions = await devices[index].handle(event, now: now)
-                execute(actions, device: index, now: now, isDraining: isDraining)
+                let actions = await devices[index].handle(event, now: time)
+                execute(actions, device: index, now: time, isDraining: isDraining)
             case .campaign(let index):
                 guard !isDraining else { continue }
-                launch(scenario.campaigns[index], now: now)
+                launch(scenario.campaigns[index], now: time)
             }
         }
 
         var pending = 0
         for device in devices { pending += await device.pendingRequests }
+        if interrupted { metrics.increment("run.interrupted") }
         return RunResult(
-            scenario: scenario.name, seed: scenario.seed, clock: .simulated, devices: scenario.devices,
-            duration: scenario.duration, wallSeconds: Date().timeIntervalSince(wallStart), metrics: metrics,
-            ledgers: hostIndex.mapValues { hosts[$0].ledger }, confirmedKeys: confirmed, pendingAtEnd: pending
+            scenario: scenario.name, seed: scenario.seed, clock: scenario.clock, devices: scenario.devices,
+            duration: end - .start, wallSeconds: Date().timeIntervalSince(wallStart), metrics: metrics,
+            ledgers: mocks?.ledgers ?? [:], confirmedKeys: confirmed, pendingAtEnd: pending
         )
     }
 
@@ -126,35 +142,18 @@ public final class SimulatedRun {
     private func send(_ outgoing: OutgoingRequest, device index: Int, now: Instant) {
         metrics.recordSent(operation: outgoing.operation, retryNumber: outgoing.retryNumber)
         inFlight += 1
-        let outcome: ExchangeOutcome
-        let completedAt: Instant
-        if networkRandom.chance(scenario.network.errorRate) {
-            // No route or a dropped connection: the client learns quickly, the service sees nothing.
-            outcome = .transportError(reason: "networkError")
-            completedAt = now + .milliseconds(200)
-        } else if hosts.indices.contains(hostOfDevice[index]) {
-            let (response, latency) = hosts[hostOfDevice[index]].exchange(outgoing.request, from: sources[index], at: now)
-            if latency > outgoing.timeout {
-                outcome = .timeout
-                completedAt = now + outgoing.timeout
-            } else {
-                outcome = .response(response)
-                completedAt = now + latency
-            }
-        } else {
-            outcome = .transportError(reason: "noService")
-            completedAt = now
+        if let (completion, at) = transport.send(outgoing, device: index, platform: platforms[index], source: sources[index], at: now) {
+            queue.schedule(.device(index, .completion(completion)), at: at)
         }
-        let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: outcome)
-        queue.schedule(.device(index, .completion(completion)), at: completedAt)
     }
 
-    private func record(_ completion: ExchangeCompletion, now: Instant) {
+    private func record(_ completion: ExchangeCompletion, at now: Instant) {
         switch completion.outcome {
         case .response(let response):
             metrics.recordResponse(
                 operation: completion.operation, status: response.status,
-                latencyMicroseconds: UInt64(max(0, (now - completion.sentAt).microseconds))
+                latencyMicroseconds: UInt64(max(0, (now - completion.sentAt).microseconds)),
+                serviceMicroseconds: completion.serviceTime.map { UInt64(max(0, $0.microseconds)) }
             )
         case .transportError(let reason):
             metrics.recordTransportError(operation: completion.operation, reason: reason)
@@ -164,8 +163,12 @@ public final class SimulatedRun {
     }
 
     private func launch(_ campaign: Campaign, now: Instant) {
-        guard let host = hostIndex[campaign.platform] else { return }
-        let messages = hosts[host].launchCampaign(campaign, at: now)
+        guard let mocks, let host = mocks.index(of: campaign.platform) else {
+            // Against a real target the platform, not PushSwarm, sends campaigns.
+            metrics.increment("campaigns.notLaunchedExternalTarget")
+            return
+        }
+        let messages = mocks.launchCampaign(platform: host, campaign, at: now)
         metrics.increment("campaigns.launched")
         for message in messages {
             metrics.increment("notifications.sent")

@@ -1,0 +1,76 @@
+// The few system calls and libssl entry points Swift's Glibc module does not export cleanly:
+// epoll (whose event struct is packed on x86_64), accept4, eventfd, and OpenSSL, whose useful
+// calls are often macros. Thin wrappers only; all logic lives in Swift (PushSwarmNet).
+#ifndef CPUSHSWARM_SHIM_H
+#define CPUSHSWARM_SHIM_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+typedef struct ps_event {
+    uint32_t events;
+    uint64_t data;
+} ps_event;
+
+enum {
+    PS_EPOLLIN = 0x001,
+    PS_EPOLLOUT = 0x004,
+    PS_EPOLLERR = 0x008,
+    PS_EPOLLHUP = 0x010,
+    PS_EPOLLRDHUP = 0x2000,
+};
+
+int ps_epoll_create(void);
+/// op: 1 add, 2 delete, 3 modify (EPOLL_CTL_*).
+int ps_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+/// Waits up to timeout_ms (-1: forever); returns the number of events or -1 (errno set).
+int ps_epoll_wait(int epfd, ps_event *events, int max, int timeout_ms);
+
+int ps_eventfd(void);
+int ps_eventfd_signal(int fd);
+void ps_eventfd_drain(int fd);
+
+/// A non-blocking, close-on-exec socket.
+int ps_socket(int family, int type);
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC; writes the peer's IPv4 address (host order) or 0.
+int ps_accept(int fd, uint32_t *peer_ipv4);
+/// Binds an IPv4 address and port (host order; port 0: any).
+int ps_bind_ipv4(int fd, uint32_t address, uint16_t port);
+int ps_connect_ipv4(int fd, uint32_t address, uint16_t port);
+int ps_bind_ipv6_loopback(int fd, uint16_t port);
+int ps_connect_ipv6(int fd, const uint8_t address[16], uint16_t port);
+/// The locally bound port of a socket, or -1.
+int ps_local_port(int fd);
+/// SO_ERROR of a socket (the outcome of a non-blocking connect).
+int ps_socket_error(int fd);
+int ps_set_int_option(int fd, int level, int name, int value);
+int ps_reuse_address(int fd);
+int ps_reuse_port(int fd);
+int ps_no_delay(int fd);
+/// Sends with MSG_NOSIGNAL: a peer that went away is an error, never a SIGPIPE.
+long ps_send(int fd, const void *buffer, size_t length);
+/// Closes with SO_LINGER 0: the peer sees a reset (used by fault injection and tests).
+int ps_reset(int fd);
+void ps_ignore_sigpipe(void);
+/// Raises the soft open-files limit to the hard one; returns the soft limit now in force.
+long ps_raise_open_files_limit(void);
+
+// TLS (libssl). Opaque pointers on the Swift side.
+/// A client context: verify 1 checks the peer's chain and name; ca_file (may be NULL) adds
+/// trusted roots to the system's.
+void *ps_tls_client_context(int verify, const char *ca_file, char *error, size_t error_length);
+void ps_tls_context_free(void *context);
+/// A session over fd with SNI and host-name verification set for host_name.
+void *ps_tls_session(void *context, int fd, const char *host_name, int verify);
+void ps_tls_session_free(void *session);
+/// Results: > 0 bytes / done; 0 closed cleanly; -1 want read; -2 want write; -3 error.
+int ps_tls_handshake(void *session);
+int ps_tls_read(void *session, void *buffer, int length);
+int ps_tls_write(void *session, const void *buffer, int length);
+/// The reason for the last failure on this session (certificate verification first).
+void ps_tls_error(void *session, char *error, size_t error_length);
+
+/// SHA-1 (the WebSocket handshake's Sec-WebSocket-Accept needs it) from libcrypto.
+void ps_sha1(const void *data, size_t length, uint8_t out[20]);
+
+#endif

@@ -1,0 +1,236 @@
+#define _GNU_SOURCE
+#include "CPushSwarmShim.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+int ps_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int ps_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = events;
+    event.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &event);
+}
+
+int ps_epoll_wait(int epfd, ps_event *events, int max, int timeout_ms) {
+    struct epoll_event raw[256];
+    if (max > 256) max = 256;
+    int count = epoll_wait(epfd, raw, max, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        events[i].events = raw[i].events;
+        events[i].data = raw[i].data.u64;
+    }
+    return count;
+}
+
+int ps_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int ps_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    return (int)write(fd, &one, sizeof one);
+}
+
+void ps_eventfd_drain(int fd) {
+    uint64_t value;
+    while (read(fd, &value, sizeof value) > 0) {}
+}
+
+int ps_socket(int family, int type) { return socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
+
+int ps_accept(int fd, uint32_t *peer_ipv4) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    int accepted = accept4(fd, (struct sockaddr *)&address, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (accepted >= 0 && peer_ipv4) {
+        *peer_ipv4 = address.ss_family == AF_INET ? ntohl(((struct sockaddr_in *)&address)->sin_addr.s_addr) : 0;
+    }
+    return accepted;
+}
+
+static struct sockaddr_in ipv4(uint32_t address, uint16_t port) {
+    struct sockaddr_in socket_address;
+    memset(&socket_address, 0, sizeof socket_address);
+    socket_address.sin_family = AF_INET;
+    socket_address.sin_addr.s_addr = htonl(address);
+    socket_address.sin_port = htons(port);
+    return socket_address;
+}
+
+int ps_bind_ipv4(int fd, uint32_t address, uint16_t port) {
+    struct sockaddr_in socket_address = ipv4(address, port);
+    return bind(fd, (struct sockaddr *)&socket_address, sizeof socket_address);
+}
+
+int ps_connect_ipv4(int fd, uint32_t address, uint16_t port) {
+    struct sockaddr_in socket_address = ipv4(address, port);
+    return connect(fd, (struct sockaddr *)&socket_address, sizeof socket_address);
+}
+
+int ps_bind_ipv6_loopback(int fd, uint16_t port) {
+    struct sockaddr_in6 socket_address;
+    memset(&socket_address, 0, sizeof socket_address);
+    socket_address.sin6_family = AF_INET6;
+    socket_address.sin6_addr = in6addr_loopback;
+    socket_address.sin6_port = htons(port);
+    return bind(fd, (struct sockaddr *)&socket_address, sizeof socket_address);
+}
+
+int ps_connect_ipv6(int fd, const uint8_t address[16], uint16_t port) {
+    struct sockaddr_in6 socket_address;
+    memset(&socket_address, 0, sizeof socket_address);
+    socket_address.sin6_family = AF_INET6;
+    memcpy(&socket_address.sin6_addr, address, 16);
+    socket_address.sin6_port = htons(port);
+    return connect(fd, (struct sockaddr *)&socket_address, sizeof socket_address);
+}
+
+int ps_local_port(int fd) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    if (getsockname(fd, (struct sockaddr *)&address, &length) != 0) return -1;
+    if (address.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&address)->sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&address)->sin6_port);
+    return -1;
+}
+
+int ps_socket_error(int fd) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errno;
+    return error;
+}
+
+int ps_set_int_option(int fd, int level, int name, int value) {
+    return setsockopt(fd, level, name, &value, sizeof value);
+}
+
+int ps_reuse_address(int fd) { return ps_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1); }
+int ps_reuse_port(int fd) { return ps_set_int_option(fd, SOL_SOCKET, SO_REUSEPORT, 1); }
+int ps_no_delay(int fd) { return ps_set_int_option(fd, IPPROTO_TCP, TCP_NODELAY, 1); }
+
+long ps_send(int fd, const void *buffer, size_t length) { return send(fd, buffer, length, MSG_NOSIGNAL); }
+
+int ps_reset(int fd) {
+    struct linger linger = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, sizeof linger);
+    return close(fd);
+}
+
+void ps_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+
+long ps_raise_open_files_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+        getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    return (long)limit.rlim_cur;
+}
+
+static void last_ssl_error(char *error, size_t error_length) {
+    unsigned long code = ERR_get_error();
+    if (code == 0) {
+        snprintf(error, error_length, "%s", errno ? strerror(errno) : "unknown TLS error");
+    } else {
+        ERR_error_string_n(code, error, error_length);
+    }
+    ERR_clear_error();
+}
+
+void *ps_tls_client_context(int verify, const char *ca_file, char *error, size_t error_length) {
+    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
+    if (!context) {
+        last_ssl_error(error, error_length);
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (verify) {
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
+        SSL_CTX_set_default_verify_paths(context);
+        if (ca_file && SSL_CTX_load_verify_locations(context, ca_file, NULL) != 1) {
+            last_ssl_error(error, error_length);
+            SSL_CTX_free(context);
+            return NULL;
+        }
+    } else {
+        SSL_CTX_set_verify(context, SSL_VERIFY_NONE, NULL);
+    }
+    return context;
+}
+
+void ps_tls_context_free(void *context) { SSL_CTX_free((SSL_CTX *)context); }
+
+void *ps_tls_session(void *context, int fd, const char *host_name, int verify) {
+    SSL *ssl = SSL_new((SSL_CTX *)context);
+    if (!ssl) return NULL;
+    SSL_set_fd(ssl, fd);
+    SSL_set_connect_state(ssl);
+    if (host_name && host_name[0]) {
+        SSL_set_tlsext_host_name(ssl, host_name);
+        if (verify) SSL_set1_host(ssl, host_name);
+    }
+    return ssl;
+}
+
+void ps_tls_session_free(void *session) { SSL_free((SSL *)session); }
+
+static int outcome(SSL *ssl, int result) {
+    if (result > 0) return result;
+    switch (SSL_get_error(ssl, result)) {
+    case SSL_ERROR_WANT_READ: return -1;
+    case SSL_ERROR_WANT_WRITE: return -2;
+    case SSL_ERROR_ZERO_RETURN: return 0;
+    default: return -3;
+    }
+}
+
+int ps_tls_handshake(void *session) {
+    SSL *ssl = (SSL *)session;
+    int result = SSL_do_handshake(ssl);
+    return result == 1 ? 1 : outcome(ssl, result);
+}
+
+int ps_tls_read(void *session, void *buffer, int length) {
+    SSL *ssl = (SSL *)session;
+    return outcome(ssl, SSL_read(ssl, buffer, length));
+}
+
+int ps_tls_write(void *session, const void *buffer, int length) {
+    SSL *ssl = (SSL *)session;
+    return outcome(ssl, SSL_write(ssl, buffer, length));
+}
+
+void ps_tls_error(void *session, char *error, size_t error_length) {
+    SSL *ssl = (SSL *)session;
+    long verify = SSL_get_verify_result(ssl);
+    if (verify != X509_V_OK) {
+        snprintf(error, error_length, "certificate verification failed: %s", X509_verify_cert_error_string(verify));
+        ERR_clear_error();
+        return;
+    }
+    last_ssl_error(error, error_length);
+}
+
+void ps_sha1(const void *data, size_t length, uint8_t out[20]) {
+    unsigned int written = 20;
+    EVP_Digest(data, length, out, &written, EVP_sha1(), NULL);
+}

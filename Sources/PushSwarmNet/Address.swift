@@ -1,0 +1,144 @@
+import CPushSwarmShim
+import Foundation
+
+/// An IP address, v4 or v6.
+public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
+    /// Host byte order.
+    case v4(UInt32)
+    case v6([UInt8])
+
+    /// Parses a literal IPv4 or IPv6 address (brackets allowed around v6).
+    public init?(_ text: String) {
+        var literal = text
+        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            self = .v4(UInt32(bigEndian: v4.s_addr))
+            return
+        }
+        var v6 = [UInt8](repeating: 0, count: 16)
+        if inet_pton(AF_INET6, literal, &v6) == 1 {
+            self = .v6(v6)
+            return
+        }
+        return nil
+    }
+
+    public static let loopback = IPAddress.v4(0x7F00_0001)
+
+    /// 127.0.0.0/8 or ::1: where PushSwarm may send traffic in tests and benchmarks, and where a
+    /// device's NAT source address can be bound.
+    public var isLoopback: Bool {
+        switch self {
+        case .v4(let value): value >> 24 == 127
+        case .v6(let bytes): bytes == [UInt8](repeating: 0, count: 15) + [1]
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .v4(let value):
+            return "\(value >> 24).\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
+        case .v6(let bytes):
+            var text = [CChar](repeating: 0, count: 64)
+            var raw = bytes
+            _ = inet_ntop(AF_INET6, &raw, &text, 64)
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+    }
+}
+
+/// An IP address and port.
+public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
+    public var ip: IPAddress
+    public var port: UInt16
+
+    public init(ip: IPAddress, port: UInt16) {
+        self.ip = ip
+        self.port = port
+    }
+
+    /// Parses `host:port` with a literal address (`127.0.0.1:8080`, `[::1]:8080`).
+    public init?(parsing text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]),
+              let ip = IPAddress(String(text[..<colon]))
+        else { return nil }
+        self.init(ip: ip, port: port)
+    }
+
+    public var description: String {
+        if case .v6 = ip { return "[\(ip)]:\(port)" }
+        return "\(ip):\(port)"
+    }
+}
+
+public enum Resolver {
+    /// The addresses of `host` (a literal, or a name through the system resolver), IPv4 first.
+    public static func resolve(_ host: String) throws(NetError) -> [IPAddress] {
+        if let literal = IPAddress(host) { return [literal] }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &result)
+        guard status == 0, let first = result else {
+            throw NetError(.dnsFailure, detail: "\(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var v4: [IPAddress] = []
+        var v6: [IPAddress] = []
+        var node: UnsafeMutablePointer<addrinfo>? = first
+        while let current = node {
+            if let address = current.pointee.ai_addr {
+                if current.pointee.ai_family == AF_INET {
+                    let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
+                    let ip = IPAddress.v4(UInt32(bigEndian: value))
+                    if !v4.contains(ip) { v4.append(ip) }
+                } else if current.pointee.ai_family == AF_INET6 {
+                    let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
+                    }
+                    let ip = IPAddress.v6(bytes)
+                    if !v6.contains(ip) { v6.append(ip) }
+                }
+            }
+            node = current.pointee.ai_next
+        }
+        return v4 + v6
+    }
+}
+
+/// Why a socket operation failed, as a short stable reason (a metrics key) and a detail for people.
+public struct NetError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable {
+        case connectionRefused, connectionReset, connectTimeout, closedBeforeResponse, malformedResponse
+        case dnsFailure, addressUnavailable, tooManyOpenFiles, tlsHandshake, tlsVerification, socketError
+        case bodyTooLarge, tooManyRedirects, webSocketHandshake, webSocketProtocol
+    }
+
+    public var reason: Reason
+    public var detail: String
+
+    public init(_ reason: Reason, detail: String = "") {
+        self.reason = reason
+        self.detail = detail
+    }
+
+    /// The error an errno from socket calls means.
+    static func errno(_ code: Int32, during action: String) -> NetError {
+        let text = String(cString: strerror(code)!)
+        switch code {
+        case ECONNREFUSED: return NetError(.connectionRefused, detail: "\(action): \(text)")
+        case ECONNRESET, EPIPE: return NetError(.connectionReset, detail: "\(action): \(text)")
+        case EADDRNOTAVAIL, EADDRINUSE: return NetError(.addressUnavailable, detail: "\(action): \(text)")
+        case EMFILE, ENFILE: return NetError(.tooManyOpenFiles, detail: "\(action): \(text)")
+        default: return NetError(.socketError, detail: "\(action): \(text) (errno \(code))")
+        }
+    }
+
+    public var description: String { detail.isEmpty ? reason.rawValue : "\(reason.rawValue): \(detail)" }
+}
+
+/// The process's limit on open files, raised to the hard limit first.
+public enum FileLimit {
+    public static func raiseAndRead() -> Int { ps_raise_open_files_limit() }
+}

@@ -1,0 +1,280 @@
+import CPushSwarmShim
+import Foundation
+import Synchronization
+
+/// Something registered with an event loop for readiness on one file descriptor.
+///
+/// - Important: called on the loop's thread only.
+protocol Selectable: AnyObject {
+    func ready(_ events: UInt32)
+}
+
+/// Nanoseconds on the monotonic clock: the time base of every timer and measurement in
+/// PushSwarmNet.
+public enum Monotonic {
+    public static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}
+
+/// A timer scheduled on an event loop; `cancel()` from the loop's thread.
+public final class LoopTimer: @unchecked Sendable {
+    fileprivate let deadline: UInt64
+    fileprivate var action: (() -> Void)?
+
+    fileprivate init(deadline: UInt64, action: @escaping () -> Void) {
+        self.deadline = deadline
+        self.action = action
+    }
+
+    public func cancel() { action = nil }
+}
+
+/// One thread running epoll: sockets, timers, and closures handed to it from other threads.
+///
+/// Everything registered with a loop (connections, listeners, timers) is touched only on its
+/// thread, which is why those types need no locks. Work from elsewhere arrives through
+/// `execute`, which wakes the loop through an eventfd.
+public final class EventLoop: @unchecked Sendable {
+    public let index: Int
+    private let epoll: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex<[() -> Void]>([])
+    private var thread: Thread?
+    private var threadID: pthread_t?
+    private let stopped = Atomic<Bool>(false)
+    private var registrations: [(any Selectable)?] = []
+    private var freeSlots: [Int] = []
+    private var timers = TimerHeap()
+    /// Where connections on this loop read into; valid during one delegate call.
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+
+    init(index: Int) {
+        self.index = index
+        ps_ignore_sigpipe()
+        epoll = ps_epoll_create()
+        wakeFD = ps_eventfd()
+        precondition(epoll >= 0 && wakeFD >= 0, "epoll or eventfd unavailable: errno \(errno)")
+        _ = ps_epoll_ctl(epoll, 1, wakeFD, UInt32(PS_EPOLLIN), UInt64.max)
+    }
+
+    deinit {
+        close(epoll)
+        close(wakeFD)
+        readBuffer.deallocate()
+    }
+
+    func start(name: String) {
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            threadID = pthread_self()
+            ready.signal()
+            run()
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+        ready.wait()
+    }
+
+    /// True on this loop's own thread.
+    public var inLoop: Bool {
+        guard let threadID else { return false }
+        return pthread_equal(threadID, pthread_self()) != 0
+    }
+
+    /// Runs `work` on the loop's thread (now, if already on it).
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        if inLoop {
+            work()
+        } else {
+            enqueue(work)
+        }
+    }
+
+    /// Runs `work` on the loop's thread after the current event, even when called on it.
+    public func enqueue(_ work: @escaping @Sendable () -> Void) {
+        let wasEmpty = inbox.withLock { queue in
+            queue.append(work)
+            return queue.count == 1
+        }
+        if wasEmpty { _ = ps_eventfd_signal(wakeFD) }
+    }
+
+    /// Runs `action` on the loop after `nanoseconds`. Call on the loop's thread.
+    @discardableResult
+    public func schedule(afterNanoseconds nanoseconds: UInt64, _ action: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(deadline: Monotonic.now() &+ nanoseconds, action: action)
+        timers.push(timer)
+        return timer
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        _ = ps_eventfd_signal(wakeFD)
+    }
+
+    // MARK: registration (loop thread only)
+
+    func register(_ fd: Int32, _ object: any Selectable, events: UInt32) -> Int {
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            registrations[slot] = object
+        } else {
+            slot = registrations.count
+            registrations.append(object)
+        }
+        if ps_epoll_ctl(epoll, 1, fd, events, UInt64(slot)) != 0 {
+            registrations[slot] = nil
+            freeSlots.append(slot)
+            return -1
+        }
+        return slot
+    }
+
+    func modify(_ fd: Int32, slot: Int, events: UInt32) {
+        _ = ps_epoll_ctl(epoll, 3, fd, events, UInt64(slot))
+    }
+
+    /// Forgets `fd`; the caller closes it afterwards.
+    func deregister(_ fd: Int32, slot: Int) {
+        guard slot >= 0, slot < registrations.count else { return }
+        _ = ps_epoll_ctl(epoll, 2, fd, 0, 0)
+        registrations[slot] = nil
+        freeSlots.append(slot)
+    }
+
+    // MARK: the loop
+
+    private func run() {
+        var events = [ps_event](repeating: ps_event(), count: 256)
+        while !stopped.load(ordering: .acquiring) {
+            let timeout = timers.millisecondsUntilNext(now: Monotonic.now())
+            let count = events.withUnsafeMutableBufferPointer { ps_epoll_wait(epoll, $0.baseAddress, 256, timeout) }
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    let event = events[index]
+                    if event.data == UInt64.max {
+                        ps_eventfd_drain(wakeFD)
+                        continue
+                    }
+                    let slot = Int(event.data)
+                    // A handler earlier in this batch may have closed this one.
+                    if slot < registrations.count, let object = registrations[slot] {
+                        object.ready(event.events)
+                    }
+                }
+            }
+            runDueTimers()
+            runInbox()
+        }
+        // Run whatever was handed over before the stop, so that no completion is lost.
+        runInbox()
+    }
+
+    private func runDueTimers() {
+        let now = Monotonic.now()
+        while let timer = timers.popDue(now: now) {
+            if let action = timer.action {
+                timer.action = nil
+                action()
+            }
+        }
+    }
+
+    private func runInbox() {
+        let work = inbox.withLock { queue -> [() -> Void] in
+            let taken = queue
+            queue.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for item in work { item() }
+    }
+}
+
+/// A binary min-heap of timers by deadline; cancelled ones are skipped when they surface.
+private struct TimerHeap {
+    private var heap: [LoopTimer] = []
+
+    mutating func push(_ timer: LoopTimer) {
+        heap.append(timer)
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].deadline < heap[parent].deadline else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func popDue(now: UInt64) -> LoopTimer? {
+        while let first = heap.first {
+            if first.action == nil {
+                removeFirst()
+                continue
+            }
+            guard first.deadline <= now else { return nil }
+            removeFirst()
+            return first
+        }
+        return nil
+    }
+
+    mutating func millisecondsUntilNext(now: UInt64) -> Int32 {
+        while let first = heap.first, first.action == nil { removeFirst() }
+        guard let first = heap.first else { return 1000 }
+        if first.deadline <= now { return 0 }
+        // Round up so that a timer is never woken for early.
+        return Int32(min(1000, (first.deadline - now + 999_999) / 1_000_000))
+    }
+
+    private mutating func removeFirst() {
+        let last = heap.removeLast()
+        guard !heap.isEmpty else { return }
+        heap[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < heap.count, heap[left].deadline < heap[smallest].deadline { smallest = left }
+            if right < heap.count, heap[right].deadline < heap[smallest].deadline { smallest = right }
+            if smallest == parent { return }
+            heap.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}
+
+/// A fixed set of event loops, one per core by default; connections are spread across them.
+public final class EventLoopGroup: Sendable {
+    public let loops: [EventLoop]
+    private let next = Atomic<Int>(0)
+
+    /// `threads` nil: one loop per core.
+    public init(threads: Int? = nil, name: String = "pushswarm-loop") {
+        let count = threads ?? ProcessInfo.processInfo.activeProcessorCount
+        loops = (0..<max(1, count)).map { EventLoop(index: $0) }
+        for loop in loops { loop.start(name: "\(name)-\(loop.index)") }
+    }
+
+    /// The next loop, round robin.
+    public func any() -> EventLoop {
+        let value = next.add(1, ordering: .relaxed).newValue
+        return loops[value % loops.count]
+    }
+
+    /// The loop a key always maps to (a connection pool lives on one loop).
+    public func loop(for key: Int) -> EventLoop {
+        loops[abs(key % loops.count)]
+    }
+
+    /// Stops every loop after the work already handed to it.
+    public func shutdown() {
+        for loop in loops { loop.stop() }
+    }
+}

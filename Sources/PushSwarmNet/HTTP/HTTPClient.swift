@@ -1,0 +1,526 @@
+public import PushSwarmCore
+import Synchronization
+
+/// One request for `HTTPClient`.
+public struct HTTPClientRequest: Sendable {
+    public var method: String
+    public var url: TargetURL
+    public var headers: [Header]
+    public var body: [UInt8]
+    /// The address the connection is bound to (a NAT group's loopback address), nil for any.
+    public var source: IPAddress?
+    /// The whole exchange, redirects included, from `execute` to the last byte.
+    public var timeoutNanoseconds: UInt64
+    /// Redirects followed before the 3xx is returned as the answer.
+    public var maxRedirects: Int
+    /// The device's cookies: sent, and updated from every response (redirects included).
+    public var cookies: CookieJar?
+
+    public init(
+        method: String, url: TargetURL, headers: [Header] = [], body: [UInt8] = [], source: IPAddress? = nil,
+        timeoutNanoseconds: UInt64 = 30_000_000_000, maxRedirects: Int = 0, cookies: CookieJar? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.source = source
+        self.timeoutNanoseconds = timeoutNanoseconds
+        self.maxRedirects = maxRedirects
+        self.cookies = cookies
+    }
+}
+
+/// Where one exchange's time went, in nanoseconds.
+public struct HTTPTimings: Sendable, Equatable {
+    /// Waiting for a free connection in the pool (the client's own queueing).
+    public var queued: UInt64 = 0
+    /// Opening the connection (TCP and TLS), 0 when a kept-alive one was reused.
+    public var connect: UInt64 = 0
+    /// From the request's first byte written to the response's first byte read.
+    public var firstByte: UInt64 = 0
+    /// From the request written to the response complete: the service time.
+    public var service: UInt64 = 0
+    /// From `execute` to the end, redirects included.
+    public var total: UInt64 = 0
+    public var redirects = 0
+
+    public init() {}
+}
+
+/// How an exchange ended.
+public enum HTTPResult: Sendable {
+    case response(Response, HTTPTimings)
+    case failure(NetError, HTTPTimings)
+    case timeout(HTTPTimings)
+
+    public var timings: HTTPTimings {
+        switch self {
+        case .response(_, let timings), .failure(_, let timings), .timeout(let timings): timings
+        }
+    }
+}
+
+/// An HTTP/1.1 client on PushSwarm's event loops: keep-alive pools per (source address, origin),
+/// Content-Length and chunked bodies, redirects, cookies, connect and request timeouts.
+///
+/// A pool lives on one loop, so its connections and queue need no lock; `execute` hops there.
+/// Completions run on that loop's thread: keep them short.
+public final class HTTPClient: Sendable {
+    public struct Configuration: Sendable {
+        /// Connections open at once per (source address, origin); more requests wait in the pool.
+        public var maxConnectionsPerPool: Int
+        public var connectTimeoutNanoseconds: UInt64
+        public var tls: TLSContext?
+        public var limits: HTTPParser.Limits
+
+        public init(
+            maxConnectionsPerPool: Int = 64, connectTimeoutNanoseconds: UInt64 = 10_000_000_000, tls: TLSContext? = nil,
+            limits: HTTPParser.Limits = HTTPParser.Limits(maxHeaderBytes: 65_536, maxBodyBytes: 16 << 20)
+        ) {
+            self.maxConnectionsPerPool = maxConnectionsPerPool
+            self.connectTimeoutNanoseconds = connectTimeoutNanoseconds
+            self.tls = tls
+            self.limits = limits
+        }
+    }
+
+    let group: EventLoopGroup
+    let configuration: Configuration
+    private let states: [LoopState]
+    private let resolved = ResolverCache()
+
+    public init(group: EventLoopGroup, configuration: Configuration = Configuration()) {
+        self.group = group
+        self.configuration = configuration
+        states = group.loops.map { LoopState(loop: $0) }
+    }
+
+    /// Sends `request`; `completion` runs exactly once, on an event loop thread.
+    public func execute(_ request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void) {
+        let exchange = Exchange(request: request, completion: completion, startedAt: Monotonic.now())
+        start(exchange)
+    }
+
+    /// Closes idle connections; call when no request is in flight.
+    public func shutdown() {
+        for state in states {
+            state.loop.execute { state.closeAll() }
+        }
+    }
+
+    func start(_ exchange: Exchange) {
+        let key = PoolKey(source: exchange.request.source, origin: exchange.request.url.origin)
+        let state = states[abs(key.hashValue % states.count)]
+        state.loop.execute { [self] in
+            let pool = state.pool(for: key, client: self)
+            pool.submit(exchange)
+        }
+    }
+
+    func address(of origin: Origin) -> Result<SocketAddress, NetError> {
+        resolved.address(of: origin)
+    }
+}
+
+struct PoolKey: Hashable {
+    var source: IPAddress?
+    var origin: Origin
+}
+
+/// Addresses of origins, resolved once per run.
+private final class ResolverCache: Sendable {
+    private let cache = Mutex<[String: IPAddress]>([:])
+
+    func address(of origin: Origin) -> Result<SocketAddress, NetError> {
+        if let ip = cache.withLock({ $0[origin.host] }) { return .success(SocketAddress(ip: ip, port: origin.port)) }
+        do {
+            guard let ip = try Resolver.resolve(origin.host).first else {
+                return .failure(NetError(.dnsFailure, detail: "\(origin.host): no address"))
+            }
+            cache.withLock { $0[origin.host] = ip }
+            return .success(SocketAddress(ip: ip, port: origin.port))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// The pools of one loop (touched on that loop only).
+final class LoopState: @unchecked Sendable {
+    let loop: EventLoop
+    private var pools: [PoolKey: ConnectionPool] = [:]
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    func pool(for key: PoolKey, client: HTTPClient) -> ConnectionPool {
+        if let pool = pools[key] { return pool }
+        let pool = ConnectionPool(key: key, loop: loop, client: client)
+        pools[key] = pool
+        return pool
+    }
+
+    func closeAll() {
+        for pool in pools.values { pool.closeIdle() }
+    }
+}
+
+/// One request on its way: its timer, its timings, and where it is.
+final class Exchange: @unchecked Sendable {
+    var request: HTTPClientRequest
+    private var completion: (@Sendable (HTTPResult) -> Void)?
+    let startedAt: UInt64
+    var timings = HTTPTimings()
+    var enqueuedAt: UInt64 = 0
+    var writtenAt: UInt64 = 0
+    var firstByteAt: UInt64 = 0
+    var timer: LoopTimer?
+    /// The connection carrying it, once assigned.
+    weak var connection: HTTPConnection?
+    /// A kept-alive connection the server had closed: retried once on a fresh one.
+    var retriedStale = false
+
+    init(request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void, startedAt: UInt64) {
+        self.request = request
+        self.completion = completion
+        self.startedAt = startedAt
+    }
+
+    var isFinished: Bool { completion == nil }
+
+    func finish(_ result: (HTTPTimings) -> HTTPResult) {
+        guard let completion else { return }
+        self.completion = nil
+        timer?.cancel()
+        timer = nil
+        timings.total = Monotonic.now() - startedAt
+        completion(result(timings))
+    }
+
+    /// The request's bytes on the wire.
+    func serialized() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + request.body.count)
+        bytes.append(contentsOf: request.method.utf8)
+        bytes.append(32)
+        bytes.append(contentsOf: request.url.path.utf8)
+        bytes.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        bytes.append(contentsOf: request.url.origin.hostHeader.utf8)
+        bytes.append(contentsOf: "\r\n".utf8)
+        var hasLength = false
+        for header in request.headers {
+            let name = header.name.lowercased()
+            if name == "host" { continue }
+            if name == "content-length" { hasLength = true }
+            bytes.append(contentsOf: header.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: header.value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        if let cookie = request.cookies?.header(for: request.url) {
+            bytes.append(contentsOf: "Cookie: \(cookie)\r\n".utf8)
+        }
+        if !hasLength && (!request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method)) {
+            bytes.append(contentsOf: "Content-Length: \(request.body.count)\r\n".utf8)
+        }
+        bytes.append(contentsOf: "\r\n".utf8)
+        bytes.append(contentsOf: request.body)
+        return bytes
+    }
+}
+
+/// The connections to one origin from one source address, on one loop.
+final class ConnectionPool: @unchecked Sendable {
+    let key: PoolKey
+    let loop: EventLoop
+    let client: HTTPClient
+    private var idle: [HTTPConnection] = []
+    private var waiting: [Exchange] = []
+    private var waitingStart = 0
+    private var open = 0
+    private var connecting = 0
+
+    init(key: PoolKey, loop: EventLoop, client: HTTPClient) {
+        self.key = key
+        self.loop = loop
+        self.client = client
+    }
+
+    func submit(_ exchange: Exchange, atFront: Bool = false) {
+        if exchange.timer == nil {
+            let elapsed = Monotonic.now() - exchange.startedAt
+            let remaining = exchange.request.timeoutNanoseconds > elapsed ? exchange.request.timeoutNanoseconds - elapsed : 0
+            exchange.timer = loop.schedule(afterNanoseconds: remaining) { [weak self, weak exchange] in
+                guard let exchange else { return }
+                self?.timedOut(exchange)
+            }
+        }
+        exchange.enqueuedAt = Monotonic.now()
+        while let connection = idle.popLast() {
+            if connection.isUsable {
+                connection.send(exchange)
+                return
+            }
+            connectionGone(connection)
+        }
+        if atFront && waitingStart > 0 {
+            waitingStart -= 1
+            waiting[waitingStart] = exchange
+        } else {
+            waiting.append(exchange)
+        }
+        openIfNeeded()
+    }
+
+    /// A connection finished its exchange (or opened) and can take the next.
+    func connectionReady(_ connection: HTTPConnection) {
+        if let next = takeWaiting() {
+            connection.send(next)
+        } else {
+            idle.append(connection)
+        }
+    }
+
+    /// A connection closed; its exchange, if any, was already dealt with.
+    func connectionGone(_ connection: HTTPConnection) {
+        idle.removeAll { $0 === connection }
+        open -= 1
+        openIfNeeded()
+    }
+
+    /// A connection could not be opened: the request that asked for it fails with the reason.
+    func connectFailed(_ connection: HTTPConnection, error: NetError) {
+        connecting -= 1
+        open -= 1
+        if let exchange = takeWaiting() {
+            exchange.finish { .failure(error, $0) }
+        }
+        openIfNeeded()
+    }
+
+    func connectSucceeded(_ connection: HTTPConnection) {
+        connecting -= 1
+    }
+
+    func closeIdle() {
+        for connection in idle { connection.close() }
+        open -= idle.count
+        idle.removeAll()
+    }
+
+    private func takeWaiting() -> Exchange? {
+        while waitingStart < waiting.count {
+            let exchange = waiting[waitingStart]
+            waitingStart += 1
+            if waitingStart == waiting.count {
+                waiting.removeAll(keepingCapacity: true)
+                waitingStart = 0
+            }
+            if !exchange.isFinished {
+                exchange.timings.queued += Monotonic.now() - exchange.enqueuedAt
+                return exchange
+            }
+        }
+        return nil
+    }
+
+    private var waitingCount: Int { waiting.count - waitingStart }
+
+    private func openIfNeeded() {
+        while connecting < waitingCount && open < client.configuration.maxConnectionsPerPool {
+            let address: SocketAddress
+            switch client.address(of: key.origin) {
+            case .success(let value): address = value
+            case .failure(let error):
+                takeWaiting()?.finish { .failure(error, $0) }
+                continue
+            }
+            open += 1
+            connecting += 1
+            let connection = HTTPConnection(pool: self, limits: client.configuration.limits)
+            connection.connect(to: address, tls: key.origin.isTLS ? (client.configuration.tls ?? DefaultTLS.context) : nil)
+        }
+    }
+
+    private func timedOut(_ exchange: Exchange) {
+        guard !exchange.isFinished else { return }
+        if let connection = exchange.connection {
+            // The answer may still come; the connection cannot be reused for the next request.
+            connection.abandon()
+        }
+        exchange.finish { .timeout($0) }
+    }
+}
+
+/// The TLS context used when a client was made without one: system roots, verification on.
+enum DefaultTLS {
+    static let context: TLSContext? = try? TLSContext()
+}
+
+/// One HTTP/1.1 connection of a pool, carrying one exchange at a time.
+final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
+    private let pool: ConnectionPool
+    private var connection: Connection?
+    private var parser: HTTPParser
+    private var current: Exchange?
+    private var connectTimer: LoopTimer?
+    private var connectStartedAt: UInt64 = 0
+    private var exchangesCarried = 0
+    private var receivedForCurrent = false
+    private var isOpened = false
+
+    init(pool: ConnectionPool, limits: HTTPParser.Limits) {
+        self.pool = pool
+        parser = HTTPParser(kind: .response, limits: limits)
+    }
+
+    var isUsable: Bool { connection?.isOpen ?? false }
+
+    func connect(to address: SocketAddress, tls: TLSContext?) {
+        connectStartedAt = Monotonic.now()
+        let result = Connection.connect(
+            on: pool.loop, to: address, from: pool.key.source, tls: tls, hostName: pool.key.origin.host, delegate: self
+        )
+        switch result {
+        case .success(let connection):
+            self.connection = connection
+            connectTimer = pool.loop.schedule(afterNanoseconds: pool.client.configuration.connectTimeoutNanoseconds) { [weak self] in
+                guard let self, let connection = self.connection, !self.isOpened else { return }
+                connection.close()
+                self.connection = nil
+                self.pool.connectFailed(self, error: NetError(.connectTimeout, detail: "no connection to \(address) within the connect timeout"))
+            }
+        case .failure(let error):
+            // Report on the next turn so that the pool is not re-entered while it opens.
+            pool.loop.enqueue { [self] in pool.connectFailed(self, error: error) }
+        }
+    }
+
+    func send(_ exchange: Exchange) {
+        current = exchange
+        exchange.connection = self
+        receivedForCurrent = false
+        parser.expectingHeadResponse = exchange.request.method == "HEAD"
+        exchange.writtenAt = Monotonic.now()
+        connection?.write(exchange.serialized())
+    }
+
+    /// Gives up the current exchange (timed out): the connection is closed, not reused.
+    func abandon() {
+        current = nil
+        close()
+        pool.connectionGone(self)
+    }
+
+    func close() {
+        connectTimer?.cancel()
+        connection?.close()
+        connection = nil
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connectionOpened(_ connection: Connection) {
+        isOpened = true
+        connectTimer?.cancel()
+        connectTimer = nil
+        pool.connectSucceeded(self)
+        let connectTime = Monotonic.now() - connectStartedAt
+        pool.connectionReady(self)
+        current?.timings.connect += connectTime
+    }
+
+    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
+        guard let exchange = current else {
+            // Bytes with no request outstanding: the server is confused; do not reuse.
+            close()
+            pool.connectionGone(self)
+            return
+        }
+        if !receivedForCurrent {
+            receivedForCurrent = true
+            exchange.firstByteAt = Monotonic.now()
+        }
+        parser.append(bytes)
+        do {
+            guard let message = try parser.next() else { return }
+            complete(exchange, with: message)
+        } catch {
+            current = nil
+            close()
+            pool.connectionGone(self)
+            exchange.finish { .failure(NetError(.malformedResponse, detail: error.reason), $0) }
+        }
+    }
+
+    func connectionClosed(_ connection: Connection, error: NetError?) {
+        self.connection = nil
+        connectTimer?.cancel()
+        guard isOpened else {
+            pool.connectFailed(self, error: error ?? NetError(.connectionRefused, detail: "closed while connecting"))
+            return
+        }
+        let exchange = current
+        current = nil
+        pool.connectionGone(self)
+        guard let exchange, !exchange.isFinished else { return }
+        if error == nil, let message = parser.finishAtEOF() {
+            finishExchange(exchange, with: message)
+            return
+        }
+        if exchangesCarried > 0 && !receivedForCurrent && !exchange.retriedStale {
+            // The server closed a kept-alive connection as the request went out (RFC 9112
+            // section 9.3.1): the request never reached it, so it is sent once more.
+            exchange.retriedStale = true
+            exchange.connection = nil
+            pool.submit(exchange, atFront: true)
+            return
+        }
+        let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
+        exchange.finish { .failure(failure, $0) }
+    }
+
+    private func complete(_ exchange: Exchange, with message: HTTPMessage) {
+        current = nil
+        exchangesCarried += 1
+        if message.keepAlive && parser.isIdle, connection?.isOpen == true {
+            pool.connectionReady(self)
+        } else {
+            close()
+            pool.connectionGone(self)
+        }
+        finishExchange(exchange, with: message)
+    }
+
+    private func finishExchange(_ exchange: Exchange, with message: HTTPMessage) {
+        let now = Monotonic.now()
+        exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
+        exchange.timings.service += now - exchange.writtenAt
+        let status = Int(message.startLine.1) ?? 0
+        let response = Response(status: status, headers: message.headers, body: message.body)
+        exchange.request.cookies?.store(message.headers, from: exchange.request.url)
+        if [301, 302, 303, 307, 308].contains(status), let location = response.header("Location") {
+            if exchange.timings.redirects < exchange.request.maxRedirects, let next = exchange.request.url.resolving(location) {
+                exchange.timings.redirects += 1
+                exchange.request.url = next
+                // 303, and 301/302 after a POST as user agents do, become GET without a body.
+                if status == 303 || ((status == 301 || status == 302) && exchange.request.method == "POST") {
+                    exchange.request.method = "GET"
+                    exchange.request.body = []
+                    exchange.request.headers.removeAll { ["content-length", "content-type"].contains($0.name.lowercased()) }
+                }
+                exchange.connection = nil
+                // The next pool may be on another loop: it sets its own timer for what is left.
+                exchange.timer?.cancel()
+                exchange.timer = nil
+                pool.client.start(exchange)
+                return
+            }
+            if exchange.request.maxRedirects > 0 {
+                exchange.finish { .failure(NetError(.tooManyRedirects, detail: "more than \(exchange.request.maxRedirects) redirects"), $0) }
+                return
+            }
+        }
+        exchange.finish { .response(response, $0) }
+    }
+}

@@ -1,0 +1,334 @@
+public import PushSwarmCore
+
+/// One parsed HTTP/1.x message head and body.
+public struct HTTPMessage: Sendable {
+    /// Request: method, target, version. Response: version, status code, reason phrase.
+    public var startLine: (String, String, String)
+    public var headers: [Header]
+    public var body: [UInt8]
+    /// Whether the connection may carry another message after this one.
+    public var keepAlive: Bool
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name }?.value
+    }
+}
+
+/// Why input is not HTTP this side can accept, with the status a server answers.
+public struct HTTPParseError: Error, Sendable, Equatable {
+    public var status: Int
+    public var reason: String
+}
+
+/// An incremental HTTP/1.1 parser for one connection's byte stream: requests (servers) or
+/// responses (clients). Content-Length and chunked bodies; responses without either end at EOF.
+///
+/// RFC 9112 rules it follows: a message with both Transfer-Encoding and Content-Length is refused
+/// (section 6.3, request smuggling); differing Content-Length values are refused; header names
+/// must be tokens with no space before the colon (section 5.1); obsolete line folding is refused.
+public struct HTTPParser: Sendable {
+    public enum Kind: Sendable { case request, response }
+
+    public struct Limits: Sendable {
+        public var maxHeaderBytes: Int
+        public var maxBodyBytes: Int
+
+        public init(maxHeaderBytes: Int = 16_384, maxBodyBytes: Int = 1 << 20) {
+            self.maxHeaderBytes = maxHeaderBytes
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    private enum BodyMode { case none, length(Int), chunked, untilClose }
+    private enum State {
+        case head
+        case body(HTTPMessage, BodyMode)
+        /// Chunked: waiting for a size line; `remaining` > 0: inside a chunk.
+        case chunk(HTTPMessage, remaining: Int)
+        case chunkEnd(HTTPMessage)
+        case trailers(HTTPMessage)
+    }
+
+    public let kind: Kind
+    public let limits: Limits
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var scanFrom = 0
+    private var state = State.head
+    /// Responses to HEAD carry no body; the client sets this before each response.
+    public var expectingHeadResponse = false
+
+    public init(kind: Kind, limits: Limits = Limits()) {
+        self.kind = kind
+        self.limits = limits
+    }
+
+    /// Bytes received but not yet part of a returned message.
+    public var bufferedCount: Int { buffer.count - start }
+    /// True between messages with nothing buffered.
+    public var isIdle: Bool {
+        if case .head = state { return bufferedCount == 0 }
+        return false
+    }
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            scanFrom = 0
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Takes bytes left after the last message (a WebSocket's first frames after its handshake).
+    public mutating func takeRemainder() -> [UInt8] {
+        let rest = Array(buffer[start...])
+        buffer.removeAll()
+        start = 0
+        scanFrom = 0
+        return rest
+    }
+
+    /// The next complete message, nil when more bytes are needed.
+    public mutating func next() throws(HTTPParseError) -> HTTPMessage? {
+        while true {
+            switch state {
+            case .head:
+                guard let message = try parseHead() else { return nil }
+                let mode = try bodyMode(of: message)
+                switch mode {
+                case .none: return message
+                default: state = .body(message, mode)
+                }
+            case .body(var message, let mode):
+                switch mode {
+                case .none:
+                    state = .head
+                    return message
+                case .length(let length):
+                    guard bufferedCount >= length else { return nil }
+                    message.body = Array(buffer[start..<start + length])
+                    consume(length)
+                    state = .head
+                    return message
+                case .chunked:
+                    state = .chunk(message, remaining: 0)
+                case .untilClose:
+                    guard bufferedCount <= limits.maxBodyBytes else {
+                        throw HTTPParseError(status: 413, reason: "body over \(limits.maxBodyBytes) bytes")
+                    }
+                    return nil
+                }
+            case .chunk(var message, let remaining):
+                if remaining > 0 {
+                    let take = min(remaining, bufferedCount)
+                    guard take > 0 else { return nil }
+                    message.body.append(contentsOf: buffer[start..<start + take])
+                    consume(take)
+                    state = remaining - take == 0 ? .chunkEnd(message) : .chunk(message, remaining: remaining - take)
+                    if remaining - take > 0 { return nil }
+                    continue
+                }
+                guard let line = try takeLine(limit: 1024) else { return nil }
+                let sizeText = line.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces() } ?? ""
+                guard !sizeText.isEmpty, sizeText.count <= 16, let size = Int(sizeText, radix: 16) else {
+                    throw HTTPParseError(status: 400, reason: "bad chunk size line")
+                }
+                guard message.body.count + size <= limits.maxBodyBytes else {
+                    throw HTTPParseError(status: 413, reason: "body over \(limits.maxBodyBytes) bytes")
+                }
+                state = size == 0 ? .trailers(message) : .chunk(message, remaining: size)
+            case .chunkEnd(let message):
+                guard let line = try takeLine(limit: 2) else { return nil }
+                guard line.isEmpty else { throw HTTPParseError(status: 400, reason: "chunk not followed by CRLF") }
+                state = .chunk(message, remaining: 0)
+            case .trailers(let message):
+                guard let line = try takeLine(limit: limits.maxHeaderBytes) else { return nil }
+                if line.isEmpty {
+                    state = .head
+                    return message
+                }
+            }
+        }
+    }
+
+    /// The message whose body ends with the connection (a response without a length), if any.
+    public mutating func finishAtEOF() -> HTTPMessage? {
+        guard case .body(var message, .untilClose) = state else { return nil }
+        message.body = Array(buffer[start...])
+        consume(bufferedCount)
+        state = .head
+        message.keepAlive = false
+        return message
+    }
+
+    // MARK: head
+
+    private mutating func parseHead() throws(HTTPParseError) -> HTTPMessage? {
+        // Tolerate blank lines before a request (RFC 9112 section 2.2).
+        while kind == .request, bufferedCount >= 2, buffer[start] == 13, buffer[start + 1] == 10 { consume(2) }
+        guard let end = findHeadEnd() else {
+            if bufferedCount > limits.maxHeaderBytes {
+                throw HTTPParseError(status: 431, reason: "header section over \(limits.maxHeaderBytes) bytes")
+            }
+            return nil
+        }
+        guard end - start <= limits.maxHeaderBytes else {
+            throw HTTPParseError(status: 431, reason: "header section over \(limits.maxHeaderBytes) bytes")
+        }
+        let head = buffer[start..<end]
+        consume(end + 4 - start)
+        var lines = head.split(separator: 10, omittingEmptySubsequences: false).map { line -> ArraySlice<UInt8> in
+            line.last == 13 ? line.dropLast() : line
+        }
+        guard !lines.isEmpty else { throw HTTPParseError(status: 400, reason: "empty message head") }
+        let first = lines.removeFirst()
+        guard first.allSatisfy({ $0 >= 32 && $0 < 127 }) else {
+            throw HTTPParseError(status: 400, reason: "control or non-ASCII bytes in the start line")
+        }
+        let parts = first.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        let startLine: (String, String, String)
+        switch kind {
+        case .request:
+            guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(\.isTokenCharacter), !parts[1].isEmpty,
+                  parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0"
+            else { throw HTTPParseError(status: 400, reason: "malformed request line") }
+            startLine = (parts[0], parts[1], parts[2])
+        case .response:
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let _ = Int(parts[1]) else {
+                throw HTTPParseError(status: 502, reason: "malformed status line")
+            }
+            startLine = (parts[0], parts[1], parts.count == 3 ? parts[2] : "")
+        }
+        var headers: [Header] = []
+        headers.reserveCapacity(lines.count)
+        for line in lines {
+            guard let colon = line.firstIndex(of: 58) else { throw HTTPParseError(status: 400, reason: "header line without a colon") }
+            let name = line[line.startIndex..<colon]
+            guard !name.isEmpty, name.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isTokenCharacter }) else {
+                throw HTTPParseError(status: 400, reason: "invalid header name")
+            }
+            let value = line[(colon + 1)...]
+            guard !value.contains(where: { ($0 < 32 && $0 != 9) || $0 == 127 }) else {
+                throw HTTPParseError(status: 400, reason: "control bytes in a header value")
+            }
+            headers.append(Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self).trimmingSpaces()))
+        }
+        let version = kind == .request ? startLine.2 : startLine.0
+        let connection = headers.first { $0.name.lowercased() == "connection" }?.value.lowercased() ?? ""
+        let keepAlive = version == "HTTP/1.0" ? connection.contains("keep-alive") : !connection.contains("close")
+        return HTTPMessage(startLine: startLine, headers: headers, body: [], keepAlive: keepAlive)
+    }
+
+    private func bodyMode(of message: HTTPMessage) throws(HTTPParseError) -> BodyMode {
+        if kind == .response {
+            let status = Int(message.startLine.1) ?? 0
+            if expectingHeadResponse || status / 100 == 1 || status == 204 || status == 304 { return .none }
+        }
+        var length: Int?
+        var chunked = false
+        for header in message.headers {
+            switch header.name.lowercased() {
+            case "content-length":
+                for piece in header.value.split(separator: ",") {
+                    let text = piece.trimmingSpaces()
+                    guard !text.isEmpty, text.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int(text) else {
+                        throw HTTPParseError(status: 400, reason: "invalid Content-Length")
+                    }
+                    if let length, length != value { throw HTTPParseError(status: 400, reason: "conflicting Content-Length values") }
+                    length = value
+                }
+            case "transfer-encoding":
+                let codings = header.value.lowercased().split(separator: ",").map { $0.trimmingSpaces() }
+                guard codings.last == "chunked" else {
+                    throw HTTPParseError(status: kind == .request ? 501 : 502, reason: "unsupported Transfer-Encoding \(header.value)")
+                }
+                chunked = true
+            default:
+                break
+            }
+        }
+        if chunked && length != nil {
+            throw HTTPParseError(status: 400, reason: "both Transfer-Encoding and Content-Length")
+        }
+        if chunked { return .chunked }
+        if let length {
+            guard length <= limits.maxBodyBytes else { throw HTTPParseError(status: 413, reason: "body of \(length) bytes is over \(limits.maxBodyBytes)") }
+            return length == 0 ? .none : .length(length)
+        }
+        return kind == .request ? .none : .untilClose
+    }
+
+    // MARK: buffer
+
+    private mutating func findHeadEnd() -> Int? {
+        let count = buffer.count
+        var index = max(start, scanFrom)
+        while index + 3 < count {
+            if buffer[index + 3] != 10 {
+                index += buffer[index + 3] == 13 ? 1 : 4
+                continue
+            }
+            if buffer[index] == 13 && buffer[index + 1] == 10 && buffer[index + 2] == 13 {
+                scanFrom = 0
+                return index
+            }
+            index += 1
+        }
+        scanFrom = max(start, count - 3)
+        return nil
+    }
+
+    private mutating func takeLine(limit: Int) throws(HTTPParseError) -> String? {
+        var index = start
+        while index < buffer.count {
+            if buffer[index] == 10 {
+                var end = index
+                if end > start && buffer[end - 1] == 13 { end -= 1 }
+                let line = String(decoding: buffer[start..<end], as: UTF8.self)
+                consume(index + 1 - start)
+                return line
+            }
+            index += 1
+            if index - start > limit { throw HTTPParseError(status: 400, reason: "line over \(limit) bytes") }
+        }
+        if bufferedCount > limit { throw HTTPParseError(status: 400, reason: "line over \(limit) bytes") }
+        return nil
+    }
+
+    private mutating func consume(_ count: Int) {
+        start += count
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+            scanFrom = 0
+        } else if start > 65_536 && start > buffer.count / 2 {
+            buffer.removeFirst(start)
+            scanFrom = max(0, scanFrom - start)
+            start = 0
+        }
+    }
+}
+
+extension Character {
+    /// RFC 9110 `tchar`.
+    var isTokenCharacter: Bool {
+        guard let ascii = asciiValue, ascii > 32, ascii < 127 else { return false }
+        return !"\"(),/:;<=>?@[\\]{}".contains(self)
+    }
+
+    var isASCIIDigit: Bool { asciiValue.map { $0 >= 48 && $0 <= 57 } ?? false }
+}
+
+extension StringProtocol {
+    func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
+        return String(slice)
+    }
+}

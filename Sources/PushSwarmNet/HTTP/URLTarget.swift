@@ -1,0 +1,83 @@
+import Foundation
+
+/// Where requests go: scheme, host and port (an origin, RFC 6454).
+public struct Origin: Hashable, Sendable, CustomStringConvertible {
+    public var scheme: String
+    public var host: String
+    public var port: UInt16
+
+    public init(scheme: String, host: String, port: UInt16) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    public var isTLS: Bool { scheme == "https" || scheme == "wss" }
+
+    /// The Host header: the port only when it is not the scheme's default.
+    public var hostHeader: String {
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        return port == (isTLS ? 443 : 80) ? host : "\(host):\(port)"
+    }
+
+    public var description: String { "\(scheme)://\(hostHeader)" }
+}
+
+/// An absolute http(s) or ws(s) URL split into origin and path-with-query.
+public struct TargetURL: Hashable, Sendable, CustomStringConvertible {
+    public var origin: Origin
+    /// Starts with `/`.
+    public var path: String
+
+    public init(origin: Origin, path: String) {
+        self.origin = origin
+        self.path = path
+    }
+
+    /// Parses `scheme://host[:port][/path][?query]`; nil when it is not such a URL.
+    public init?(_ text: String) {
+        guard let schemeEnd = text.range(of: "://") else { return nil }
+        let scheme = text[..<schemeEnd.lowerBound].lowercased()
+        guard ["http", "https", "ws", "wss"].contains(scheme) else { return nil }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var path = String(rest[authorityEnd...])
+        if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
+        if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
+        let isTLS = scheme == "https" || scheme == "wss"
+        var host = String(authority)
+        var port: UInt16 = isTLS ? 443 : 80
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return nil }
+            let after = host[host.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let value = UInt16(after.dropFirst()) else { return nil }
+                port = value
+            } else if !after.isEmpty {
+                return nil
+            }
+            host = String(host[host.index(after: host.startIndex)..<close])
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let value = UInt16(host[host.index(after: colon)...]) else { return nil }
+            port = value
+            host = String(host[..<colon])
+        }
+        guard !host.isEmpty, !host.contains(" ") else { return nil }
+        self.init(origin: Origin(scheme: scheme, host: host.lowercased(), port: port), path: path)
+    }
+
+    /// Resolves a Location header against this URL (absolute, scheme-relative, absolute-path, or
+    /// relative reference, RFC 3986 section 5.2 without dot-segment removal).
+    public func resolving(_ location: String) -> TargetURL? {
+        if let absolute = TargetURL(location) { return absolute }
+        if location.hasPrefix("//") { return TargetURL("\(origin.scheme):\(location)") }
+        if location.hasPrefix("/") { return TargetURL(origin: origin, path: location) }
+        let base = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/"
+        let directory = base.lastIndex(of: "/").map { String(base[...$0]) } ?? "/"
+        return TargetURL(origin: origin, path: directory + location)
+    }
+
+    public var description: String { origin.description + path }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import PushSwarmCore
+@testable import PushSwarmNet
+
+/// Shared loops for the network tests (two, as on the machines here).
+let testGroup = EventLoopGroup(threads: 2, name: "test-loop")
+
+extension HTTPClient {
+    /// `execute` for tests that await.
+    func send(_ request: HTTPClientRequest) async -> HTTPResult {
+        await withCheckedContinuation { continuation in
+            execute(request) { continuation.resume(returning: $0) }
+        }
+    }
+}
+
+extension HTTPResult {
+    var response: Response? {
+        if case .response(let response, _) = self { return response }
+        return nil
+    }
+
+    var error: NetError? {
+        if case .failure(let error, _) = self { return error }
+        return nil
+    }
+}
+
+/// A loopback server with `handler`, on an ephemeral port.
+func startServer(_ configuration: HTTPServer.Configuration = HTTPServer.Configuration(), handler: @escaping HTTPHandler) throws -> HTTPServer {
+    let server = HTTPServer(group: testGroup, configuration: configuration, handler: handler)
+    try server.start(at: SocketAddress(ip: .loopback, port: 0))
+    return server
+}
+
+func url(_ server: HTTPServer, _ path: String = "/") -> TargetURL {
+    TargetURL("http://127.0.0.1:\(server.port)\(path)")!
+}
+
+/// Raw bytes over a blocking socket, for input no well-behaved client would send.
+func rawExchange(port: UInt16, send chunks: [[UInt8]], pause: TimeInterval = 0, readTimeout: TimeInterval = 3) -> [UInt8] {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return [] }
+    var timeout = timeval(tv_sec: Int(readTimeout), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    for chunk in chunks {
+        _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+    }
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count <= 0 { break }
+        received.append(contentsOf: buffer[0..<count])
+    }
+    return received
+}
+
+/// Starts a program (a real peer: nginx, openssl, python) and stops it at the end of the test.
+final class Peer {
+    let process = Process()
+    let output = Pipe()
+
+    init(_ executable: String, _ arguments: [String], directory: URL? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = output
+        if let directory { process.currentDirectoryURL = directory }
+        try process.run()
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
+
+/// Finds a program on PATH, nil when it is not installed.
+func which(_ name: String) -> String? {
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/sbin").split(separator: ":") + ["/usr/sbin"] {
+        let path = "\(directory)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
+
+/// Waits until something accepts TCP connections on `port` (a peer starting up).
+func waitForPort(_ port: UInt16, timeout: TimeInterval = 10) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        close(fd)
+        if connected == 0 { return true }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return false
+}
+
+/// A free loopback port (bound and released; a peer binds it next).
+func freePort() -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return UInt16(bigEndian: address.sin_port)
+}
