@@ -1,7 +1,7 @@
 /// The words after a subcommand: positionals and `--flag value` options, each read once.
 struct Arguments {
     private(set) var positionals: [String] = []
-    private var options: [String: String] = [:]
+    private var options: [String: [String]] = [:]
     private(set) var flags: Set<String> = []
 
     /// - Parameters:
@@ -27,10 +27,10 @@ struct Arguments {
                 flags.insert(name)
             } else if valued.contains(name) {
                 if let inline {
-                    options[name] = inline
+                    options[name, default: []].append(inline)
                 } else {
                     guard index < words.count else { throw UsageError("\(name) needs a value") }
-                    options[name] = words[index]
+                    options[name, default: []].append(words[index])
                     index += 1
                 }
             } else {
@@ -39,7 +39,11 @@ struct Arguments {
         }
     }
 
-    func value(_ name: String) -> String? { options[name] }
+    /// The option's value (the last, if given more than once).
+    func value(_ name: String) -> String? { options[name]?.last }
+
+    /// Every value given for a repeatable option, in order.
+    func values(_ name: String) -> [String] { options[name] ?? [] }
 }
 
 /// A command line that cannot be understood; exit code 2.

@@ -22,12 +22,14 @@ struct PushSwarmCommand {
         pushswarm \(version): simulate fleets of app installs talking to push platforms.
 
         Usage:
-          pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--out DIR]
+          pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--target URL] [--out DIR]
+          pushswarm mock [FILE] [--listen ADDRESS:PORT]
           pushswarm validate FILE
           pushswarm help | --help | --version
 
         Commands:
           run        Run a scenario and write its report (see `pushswarm run --help`).
+          mock       Serve the built-in mock services on real sockets until Ctrl-C.
           validate   Check a scenario file without running it.
 
         Exit codes: 0 success, 1 run failed, 2 bad input (scenario file, flag or command).
@@ -39,6 +41,7 @@ struct PushSwarmCommand {
         let code: ExitCode
         switch command {
         case "run": code = await RunCommand.main(words)
+        case "mock": code = await MockCommand.main(words)
         case "validate": code = ValidateCommand.main(words)
         case "help", "--help", "-h":
             print(usage)

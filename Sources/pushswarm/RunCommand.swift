@@ -1,6 +1,7 @@
 import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmNet
 
 enum RunCommand {
     static let usage = """
@@ -14,7 +15,13 @@ enum RunCommand {
           --devices N         Number of devices, overriding the scenario.
           --duration D        Run length: seconds, or with units (90s, 30m, 24h).
           --clock KIND        simulated (default): discrete-event time, no waiting.
-                              wall: real time over sockets (not in this build yet).
+                              wall: real time over real sockets.
+          --target URL        Wall clock: send to URL (http:// or https://) instead of
+                              starting the built-in mocks on loopback. Request paths are
+                              appended to URL's path. PLATFORM=URL sets one platform's target;
+                              repeat for several.
+          --insecure          Wall clock: accept any TLS certificate (self-signed staging).
+          --ca-file FILE      Wall clock: trust the certificates in FILE (PEM) as well.
           --out DIR           Write the report into DIR instead of Reports/<run-id>.
           --quiet             Print only the path of the summary.
           -h, --help          Show this help.
@@ -23,7 +30,10 @@ enum RunCommand {
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
         do {
-            arguments = try Arguments(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out"], switches: ["--help", "--quiet"])
+            arguments = try Arguments(
+                words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file"],
+                switches: ["--help", "--quiet", "--insecure"]
+            )
         } catch {
             PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
             return .badInput
@@ -43,12 +53,18 @@ enum RunCommand {
             PushSwarmCommand.printError(error.description)
             return .badInput
         }
-        guard scenario.clock == .simulated else {
-            PushSwarmCommand.printError("--clock wall: wall-clock runs over real sockets are not in this build yet; use --clock simulated")
+        let targetWords = arguments.values("--target")
+        if !targetWords.isEmpty && scenario.clock != .wall {
+            PushSwarmCommand.printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
             return .badInput
         }
-
-        let result = await Run.simulated(scenario).run()
+        let result: RunResult
+        if scenario.clock == .wall {
+            guard let outcome = await runWall(scenario, arguments: arguments, targetWords: targetWords) else { return .badInput }
+            result = outcome
+        } else {
+            result = await Run.simulated(scenario).run()
+        }
         let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
         let summary = result.summary(runID: runID, version: PushSwarmCommand.version)
@@ -67,6 +83,55 @@ enum RunCommand {
             print(TerminalReport.render(summary, reportPath: summaryPath))
         }
         return .success
+    }
+
+    /// A wall-clock run: targets parsed, the socket plan checked, Ctrl-C wired to a clean stop.
+    static func runWall(_ scenario: Scenario, arguments: Arguments, targetWords: [String]) async -> RunResult? {
+        var targets: [String: TargetURL] = [:]
+        for word in targetWords {
+            var platform: String?
+            var text = word
+            if let equals = word.firstIndex(of: "="), !word[..<equals].contains(":") {
+                platform = String(word[..<equals])
+                text = String(word[word.index(after: equals)...])
+            }
+            guard let url = TargetURL(text), url.origin.scheme == "http" || url.origin.scheme == "https" else {
+                PushSwarmCommand.printError("--target: expected an http:// or https:// URL, optionally as PLATFORM=URL; found \"\(word)\"")
+                return nil
+            }
+            if let platform {
+                guard scenario.platforms[platform] != nil else {
+                    PushSwarmCommand.printError("--target: the scenario has no platform \"\(platform)\"; it has \(scenario.platforms.keys.sorted().joined(separator: ", "))")
+                    return nil
+                }
+                targets[platform] = url
+            } else {
+                for name in scenario.platforms.keys where targets[name] == nil { targets[name] = url }
+            }
+        }
+        let wall: WallRun
+        do {
+            wall = try WallRun(scenario: scenario, options: WallRun.Options(
+                targets: targets, insecure: arguments.flags.contains("--insecure"), caFile: arguments.value("--ca-file")
+            ))
+        } catch {
+            PushSwarmCommand.printError(error.description)
+            return nil
+        }
+        if !wall.plan.fits { PushSwarmCommand.printError("note: \(wall.plan.explanation)") }
+        if !arguments.flags.contains("--quiet") {
+            let where_ = wall.mockServer.map { "the built-in mocks on 127.0.0.1:\($0.port)" } ?? targets.values.map(\.description).sorted().joined(separator: ", ")
+            print("wall-clock run for \(scenario.duration) against \(where_); Ctrl-C stops early and still writes the report")
+        }
+        let transport = wall.transport
+        Signals.onInterrupt { transport.interrupt() }
+        let result = await wall.run()
+        for (reason, detail) in wall.transport.errorDetails.sorted(by: { $0.key < $1.key }) {
+            var hint = ""
+            if reason == "tlsVerification" { hint = " (for a self-signed staging host: --insecure, or --ca-file with its certificate)" }
+            PushSwarmCommand.printError("transport error \(reason): \(detail)\(hint)")
+        }
+        return result
     }
 
     static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) throws(ScenarioError) {

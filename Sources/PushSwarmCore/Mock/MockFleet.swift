@@ -17,14 +17,19 @@ public final class MockFleet: Sendable {
     public let platforms: [String]
     private let state: Mutex<State>
 
-    public init(scenario: Scenario) {
-        platforms = scenario.platforms.keys.sorted()
+    public convenience init(scenario: Scenario) {
+        self.init(platforms: scenario.platforms, seed: scenario.seed)
+    }
+
+    /// Mocks for `platforms` as configured, with randomness from `seed`.
+    public init(platforms configurations: [String: any PlatformConfiguration], seed: UInt64) {
+        platforms = configurations.keys.sorted()
         var hosts: [MockHost] = []
         for (index, name) in platforms.enumerated() {
-            guard let configuration = scenario.platforms[name] else { continue }
+            guard let configuration = configurations[name] else { continue }
             hosts.append(MockHost(
                 service: configuration.makeMock(), behaviour: configuration.mockBehaviour,
-                random: SeededRandom(seed: scenario.seed, stream: .mock, index: UInt64(index))
+                random: SeededRandom(seed: seed, stream: .mock, index: UInt64(index))
             ))
         }
         state = Mutex(State(hosts: hosts))

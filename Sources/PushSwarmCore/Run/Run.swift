@@ -74,8 +74,12 @@ public final class Run {
                 interrupted = true
                 end = min(end, now)
             }
+            if inFlight == 0 && (queue.nextTime.map { $0 > end } ?? true) {
+                // Nothing more to do in the run: wall time still runs to its end.
+                if now < end && !interrupted { now = max(now, await transport.wait(until: end)) }
+                break
+            }
             guard let next = queue.nextTime else {
-                if inFlight == 0 { break }
                 now = max(now, await transport.wait(until: nil))
                 continue
             }

@@ -73,15 +73,23 @@ public final class HTTPClient: Sendable {
         public var connectTimeoutNanoseconds: UInt64
         public var tls: TLSContext?
         public var limits: HTTPParser.Limits
+        /// A kept-alive connection unused this long is closed (OkHttp's default is 5 minutes).
+        public var idleTimeoutNanoseconds: UInt64
+        /// Connections open at once across all pools (the process's file limit); a pool over it
+        /// waits until another connection closes.
+        public var maxOpenConnections: Int
 
         public init(
             maxConnectionsPerPool: Int = 64, connectTimeoutNanoseconds: UInt64 = 10_000_000_000, tls: TLSContext? = nil,
-            limits: HTTPParser.Limits = HTTPParser.Limits(maxHeaderBytes: 65_536, maxBodyBytes: 16 << 20)
+            limits: HTTPParser.Limits = HTTPParser.Limits(maxHeaderBytes: 65_536, maxBodyBytes: 16 << 20),
+            idleTimeoutNanoseconds: UInt64 = 300_000_000_000, maxOpenConnections: Int = Int.max
         ) {
             self.maxConnectionsPerPool = maxConnectionsPerPool
             self.connectTimeoutNanoseconds = connectTimeoutNanoseconds
             self.tls = tls
             self.limits = limits
+            self.idleTimeoutNanoseconds = idleTimeoutNanoseconds
+            self.maxOpenConnections = maxOpenConnections
         }
     }
 
@@ -89,11 +97,25 @@ public final class HTTPClient: Sendable {
     let configuration: Configuration
     private let states: [LoopState]
     private let resolved = ResolverCache()
+    private let budget: ConnectionBudget
 
     public init(group: EventLoopGroup, configuration: Configuration = Configuration()) {
         self.group = group
         self.configuration = configuration
         states = group.loops.map { LoopState(loop: $0) }
+        budget = ConnectionBudget(limit: configuration.maxOpenConnections)
+    }
+
+    /// Connections open now, across all pools.
+    public var openConnections: Int { budget.open }
+
+    /// Takes one connection from the budget, or registers `pool` to hear when one is free.
+    func reserveConnection(for pool: ConnectionPool) -> Bool { budget.reserve(waiter: pool) }
+
+    func releaseConnection() {
+        if let pool = budget.release() {
+            pool.loop.execute { pool.budgetAvailable() }
+        }
     }
 
     /// Sends `request`; `completion` runs exactly once, on an event loop thread.
@@ -126,6 +148,40 @@ public final class HTTPClient: Sendable {
 struct PoolKey: Hashable {
     var source: IPAddress?
     var origin: Origin
+}
+
+/// Connections open across all pools, and the pools waiting for one to close.
+private final class ConnectionBudget: Sendable {
+    private struct State {
+        var open = 0
+        var waiting: [ConnectionPool] = []
+    }
+
+    private let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) { self.limit = limit }
+
+    var open: Int { state.withLock { $0.open } }
+
+    func reserve(waiter: ConnectionPool) -> Bool {
+        state.withLock { state in
+            if state.open < limit {
+                state.open += 1
+                return true
+            }
+            if !state.waiting.contains(where: { $0 === waiter }) { state.waiting.append(waiter) }
+            return false
+        }
+    }
+
+    /// Frees one; returns a pool that was waiting, if any.
+    func release() -> ConnectionPool? {
+        state.withLock { state in
+            state.open -= 1
+            return state.waiting.isEmpty ? nil : state.waiting.removeFirst()
+        }
+    }
 }
 
 /// Addresses of origins, resolved once per run.
@@ -257,6 +313,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
         exchange.enqueuedAt = Monotonic.now()
         while let connection = idle.popLast() {
+            connection.disarmIdleTimer()
             if connection.isUsable {
                 connection.send(exchange)
                 return
@@ -278,6 +335,7 @@ final class ConnectionPool: @unchecked Sendable {
             connection.send(next)
         } else {
             idle.append(connection)
+            connection.armIdleTimer(client.configuration.idleTimeoutNanoseconds)
         }
     }
 
@@ -285,6 +343,7 @@ final class ConnectionPool: @unchecked Sendable {
     func connectionGone(_ connection: HTTPConnection) {
         idle.removeAll { $0 === connection }
         open -= 1
+        client.releaseConnection()
         openIfNeeded()
     }
 
@@ -292,10 +351,23 @@ final class ConnectionPool: @unchecked Sendable {
     func connectFailed(_ connection: HTTPConnection, error: NetError) {
         connecting -= 1
         open -= 1
+        client.releaseConnection()
         if let exchange = takeWaiting() {
             exchange.finish { .failure(error, $0) }
         }
         openIfNeeded()
+    }
+
+    /// The process-wide budget has room again.
+    func budgetAvailable() {
+        openIfNeeded()
+    }
+
+    /// An idle connection unused for the idle timeout is closed.
+    func idleExpired(_ connection: HTTPConnection) {
+        guard idle.contains(where: { $0 === connection }) else { return }
+        connection.close()
+        connectionGone(connection)
     }
 
     func connectSucceeded(_ connection: HTTPConnection) {
@@ -303,9 +375,13 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func closeIdle() {
-        for connection in idle { connection.close() }
-        open -= idle.count
+        let closing = idle
         idle.removeAll()
+        for connection in closing {
+            connection.close()
+            open -= 1
+            client.releaseConnection()
+        }
     }
 
     private func takeWaiting() -> Exchange? {
@@ -335,6 +411,7 @@ final class ConnectionPool: @unchecked Sendable {
                 takeWaiting()?.finish { .failure(error, $0) }
                 continue
             }
+            guard client.reserveConnection(for: self) else { return }
             open += 1
             connecting += 1
             let connection = HTTPConnection(pool: self, limits: client.configuration.limits)
@@ -405,6 +482,21 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connection?.write(exchange.serialized())
     }
 
+    private var idleTimer: LoopTimer?
+
+    func armIdleTimer(_ nanoseconds: UInt64) {
+        idleTimer?.cancel()
+        idleTimer = pool.loop.schedule(afterNanoseconds: nanoseconds) { [weak self] in
+            guard let self else { return }
+            self.pool.idleExpired(self)
+        }
+    }
+
+    func disarmIdleTimer() {
+        idleTimer?.cancel()
+        idleTimer = nil
+    }
+
     /// Gives up the current exchange (timed out): the connection is closed, not reused.
     func abandon() {
         current = nil
@@ -414,6 +506,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
 
     func close() {
         connectTimer?.cancel()
+        idleTimer?.cancel()
         connection?.close()
         connection = nil
     }

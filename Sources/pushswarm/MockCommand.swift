@@ -1,0 +1,99 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmNet
+import PushSwarmPlatforms
+
+enum MockCommand {
+    static let usage = """
+        Usage: pushswarm mock [FILE] [--listen ADDRESS:PORT] [--seed N]
+
+        Serves every built-in mock service on real sockets until Ctrl-C: the same services that
+        answer in simulated time, validating requests against each platform's spec, rate-limiting,
+        injecting the configured faults, and keeping a ledger of what they accepted. With FILE, the
+        mocks are configured as that scenario configures them; without, with each platform's
+        defaults.
+
+        Paths: each platform's own endpoints (POST /events, …), or any of them under
+        /<platform>/ when several platforms are served. Also:
+          GET /metrics          Prometheus text: requests by operation and status, ledger counts,
+                                connections.
+          GET /ledger           JSON: what each mock accepted (?keys=1 lists the items' keys).
+          /_pushswarm/echo      WebSocket echo, for checking a client or a proxy.
+
+        Options:
+          --listen ADDRESS:PORT Where to listen (default 127.0.0.1:8080; [::1]:8080 for IPv6).
+          --seed N              Seed of the mocks' randomness (latency, faults).
+          -h, --help            Show this help.
+        """
+
+    static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
+        let arguments: Arguments
+        do {
+            arguments = try Arguments(words, valued: ["--listen", "--seed"], switches: ["--help"])
+        } catch {
+            PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
+            return .badInput
+        }
+        if arguments.flags.contains("--help") {
+            print(usage)
+            return .success
+        }
+        guard arguments.positionals.count <= 1 else {
+            PushSwarmCommand.printError("mock takes at most one scenario file\n\n\(usage)")
+            return .badInput
+        }
+        let listenText = arguments.value("--listen") ?? "127.0.0.1:8080"
+        guard let address = SocketAddress(parsing: listenText) else {
+            PushSwarmCommand.printError("--listen: expected ADDRESS:PORT with a literal IP address, such as 127.0.0.1:8080 or [::1]:8080; found \"\(listenText)\"")
+            return .badInput
+        }
+        var seed: UInt64 = 1
+        var configurations: [String: any PlatformConfiguration] = [:]
+        if let path = arguments.positionals.first {
+            guard let scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
+            configurations = scenario.platforms
+            seed = scenario.seed
+        } else {
+            for platform in PlatformRegistry.all {
+                do {
+                    configurations[platform.name] = try platform.configure(nil)
+                } catch {
+                    PushSwarmCommand.printError("\(platform.name): \(error)")
+                    return .failure
+                }
+            }
+        }
+        if let text = arguments.value("--seed") {
+            guard let value = UInt64(text) else {
+                PushSwarmCommand.printError("--seed: expected a whole number from 0, found \"\(text)\"")
+                return .badInput
+            }
+            seed = value
+        }
+
+        let group = EventLoopGroup()
+        let server = MockServer(mocks: MockFleet(platforms: configurations, seed: seed), group: group, clock: WallClock())
+        do {
+            try server.start(at: address)
+        } catch {
+            PushSwarmCommand.printError("cannot listen on \(address): \(error.detail)")
+            return .failure
+        }
+        let base = "http://\(address)"
+        print("PushSwarm mock services on \(base) (\(configurations.keys.sorted().joined(separator: ", ")))")
+        print("  \(base)/metrics  \(base)/ledger  ws://\(address)/_pushswarm/echo")
+        print("Ctrl-C stops.")
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Signals.onInterrupt { continuation.resume() }
+        }
+        server.stop()
+        group.shutdown()
+        let ledgers = server.mocks.ledgers
+        for (name, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+            print("\(name): accepted \(ledger.accepted), duplicates \(ledger.duplicates)")
+        }
+        print("stopped")
+        return .success
+    }
+}
