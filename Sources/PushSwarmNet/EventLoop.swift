@@ -23,13 +23,21 @@ public enum Monotonic {
 public final class LoopTimer: @unchecked Sendable {
     fileprivate let deadline: UInt64
     fileprivate var action: (() -> Void)?
+    /// Where the timer sits in its loop's heap; -1 once it has left it.
+    fileprivate var heapIndex = -1
+    fileprivate weak var loop: EventLoop?
 
     fileprivate init(deadline: UInt64, action: @escaping () -> Void) {
         self.deadline = deadline
         self.action = action
     }
 
-    public func cancel() { action = nil }
+    /// Cancels the timer and takes it out of the heap at once, so that a heap of request
+    /// timeouts holds only the live ones.
+    public func cancel() {
+        action = nil
+        if heapIndex >= 0 { loop?.removeTimer(self) }
+    }
 }
 
 /// One thread running epoll: sockets, timers, and closures handed to it from other threads.
@@ -108,8 +116,13 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func schedule(afterNanoseconds nanoseconds: UInt64, _ action: @escaping () -> Void) -> LoopTimer {
         let timer = LoopTimer(deadline: Monotonic.now() &+ nanoseconds, action: action)
+        timer.loop = self
         timers.push(timer)
         return timer
+    }
+
+    fileprivate func removeTimer(_ timer: LoopTimer) {
+        timers.remove(timer)
     }
 
     func stop() {
@@ -196,47 +209,65 @@ public final class EventLoop: @unchecked Sendable {
     }
 }
 
-/// A binary min-heap of timers by deadline; cancelled ones are skipped when they surface.
+/// A binary min-heap of timers by deadline; each timer knows its index, so a cancelled one is
+/// removed at once.
 private struct TimerHeap {
     private var heap: [LoopTimer] = []
 
     mutating func push(_ timer: LoopTimer) {
         heap.append(timer)
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].deadline < heap[parent].deadline else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
+        timer.heapIndex = heap.count - 1
+        siftUp(heap.count - 1)
     }
 
     mutating func popDue(now: UInt64) -> LoopTimer? {
-        while let first = heap.first {
-            if first.action == nil {
-                removeFirst()
-                continue
-            }
-            guard first.deadline <= now else { return nil }
-            removeFirst()
-            return first
-        }
-        return nil
+        guard let first = heap.first, first.deadline <= now else { return nil }
+        removeAt(0)
+        return first
     }
 
-    mutating func millisecondsUntilNext(now: UInt64) -> Int32 {
-        while let first = heap.first, first.action == nil { removeFirst() }
+    mutating func remove(_ timer: LoopTimer) {
+        let index = timer.heapIndex
+        guard index >= 0, index < heap.count, heap[index] === timer else { return }
+        removeAt(index)
+    }
+
+    func millisecondsUntilNext(now: UInt64) -> Int32 {
         guard let first = heap.first else { return 1000 }
         if first.deadline <= now { return 0 }
         // Round up so that a timer is never woken for early.
         return Int32(min(1000, (first.deadline - now + 999_999) / 1_000_000))
     }
 
-    private mutating func removeFirst() {
+    private mutating func removeAt(_ index: Int) {
+        let removed = heap[index]
+        removed.heapIndex = -1
         let last = heap.removeLast()
-        guard !heap.isEmpty else { return }
-        heap[0] = last
-        var parent = 0
+        guard index < heap.count else { return }
+        heap[index] = last
+        last.heapIndex = index
+        siftDown(index)
+        siftUp(index)
+    }
+
+    private mutating func swap(_ a: Int, _ b: Int) {
+        heap.swapAt(a, b)
+        heap[a].heapIndex = a
+        heap[b].heapIndex = b
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].deadline < heap[parent].deadline else { break }
+            swap(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1
@@ -244,7 +275,7 @@ private struct TimerHeap {
             if left < heap.count, heap[left].deadline < heap[smallest].deadline { smallest = left }
             if right < heap.count, heap[right].deadline < heap[smallest].deadline { smallest = right }
             if smallest == parent { return }
-            heap.swapAt(parent, smallest)
+            swap(parent, smallest)
             parent = smallest
         }
     }

@@ -24,12 +24,14 @@ struct PushSwarmCommand {
         Usage:
           pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--target URL] [--out DIR]
           pushswarm mock [FILE] [--listen ADDRESS:PORT]
+          pushswarm bench URL [--connections N] [--duration D]
           pushswarm validate FILE
           pushswarm help | --help | --version
 
         Commands:
           run        Run a scenario and write its report (see `pushswarm run --help`).
           mock       Serve the built-in mock services on real sockets until Ctrl-C.
+          bench      Closed-loop HTTP load like wrk, with each device's own requests.
           validate   Check a scenario file without running it.
 
         Exit codes: 0 success, 1 run failed, 2 bad input (scenario file, flag or command).
@@ -42,6 +44,7 @@ struct PushSwarmCommand {
         switch command {
         case "run": code = await RunCommand.main(words)
         case "mock": code = await MockCommand.main(words)
+        case "bench": code = await BenchCommand.main(words)
         case "validate": code = ValidateCommand.main(words)
         case "help", "--help", "-h":
             print(usage)

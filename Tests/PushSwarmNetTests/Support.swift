@@ -55,6 +55,7 @@ func rawExchange(port: UInt16, send chunks: [[UInt8]], pause: TimeInterval = 0, 
         _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         if pause > 0 { Thread.sleep(forTimeInterval: pause) }
     }
+    guard readTimeout > 0 else { return [] }
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while true {
@@ -66,24 +67,60 @@ func rawExchange(port: UInt16, send chunks: [[UInt8]], pause: TimeInterval = 0, 
 }
 
 /// Starts a program (a real peer: nginx, openssl, python) and stops it at the end of the test.
-final class Peer {
-    let process = Process()
-    let output = Pipe()
+/// Spawned directly (not through Foundation's Process) so that stopping it is one signal and one
+/// waitpid, whatever the test's threads are doing.
+final class Peer: @unchecked Sendable {
+    let pid: pid_t
+    private var exited = false
 
-    init(_ executable: String, _ arguments: [String], directory: URL? = nil) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = output
-        if let directory { process.currentDirectoryURL = directory }
-        try process.run()
+    init(_ executable: String, _ arguments: [String]) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Default signal handling in the child: ignored signals (SIGPIPE here) survive exec.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        guard status == 0 else { throw NetError(.socketError, detail: "cannot start \(executable): errno \(status)") }
+        pid = child
     }
 
+    /// Waits for the program to end by itself (a one-shot command).
+    @discardableResult
+    func wait() -> Int32 {
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        exited = true
+        return status
+    }
+
+    /// SIGTERM, then SIGKILL if it has not ended within 5 s.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        guard !exited else { return }
+        exited = true
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<500 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(10_000)
         }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
     }
 
     deinit { stop() }
@@ -91,8 +128,11 @@ final class Peer {
 
 /// Finds a program on PATH, nil when it is not installed.
 func which(_ name: String) -> String? {
-    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/sbin").split(separator: ":") + ["/usr/sbin"] {
-        let path = "\(directory)/\(name)"
+    let searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
+    var directories: [String] = searchPath.components(separatedBy: ":")
+    directories.append("/usr/sbin")
+    for directory in directories where !directory.isEmpty {
+        let path = directory + "/" + name
         if FileManager.default.isExecutableFile(atPath: path) { return path }
     }
     return nil

@@ -15,11 +15,15 @@ public struct HTTPClientRequest: Sendable {
     public var maxRedirects: Int
     /// The device's cookies: sent, and updated from every response (redirects included).
     public var cookies: CookieJar?
+    /// Pins the request's pool to event loop number `loop` (benchmarks spread connections evenly
+    /// this way); nil: the pool's key picks the loop.
+    public var loop: Int?
 
     public init(
         method: String, url: TargetURL, headers: [Header] = [], body: [UInt8] = [], source: IPAddress? = nil,
-        timeoutNanoseconds: UInt64 = 30_000_000_000, maxRedirects: Int = 0, cookies: CookieJar? = nil
+        timeoutNanoseconds: UInt64 = 30_000_000_000, maxRedirects: Int = 0, cookies: CookieJar? = nil, loop: Int? = nil
     ) {
+        self.loop = loop
         self.method = method
         self.url = url
         self.headers = headers
@@ -133,7 +137,7 @@ public final class HTTPClient: Sendable {
 
     func start(_ exchange: Exchange) {
         let key = PoolKey(source: exchange.request.source, origin: exchange.request.url.origin)
-        let state = states[abs(key.hashValue % states.count)]
+        let state = states[exchange.request.loop.map { $0 % states.count } ?? abs(key.hashValue % states.count)]
         state.loop.execute { [self] in
             let pool = state.pool(for: key, client: self)
             pool.submit(exchange)
@@ -146,8 +150,26 @@ public final class HTTPClient: Sendable {
 }
 
 struct PoolKey: Hashable {
-    var source: IPAddress?
-    var origin: Origin
+    let source: IPAddress?
+    let origin: Origin
+    /// Computed once: a pool is looked up on every request.
+    private let hash: Int
+
+    init(source: IPAddress?, origin: Origin) {
+        self.source = source
+        self.origin = origin
+        var hasher = Hasher()
+        hasher.combine(source)
+        hasher.combine(origin)
+        hash = hasher.finalize()
+    }
+
+    static func == (lhs: PoolKey, rhs: PoolKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.source == rhs.source && lhs.origin == rhs.origin
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    var hashValue: Int { hash }
 }
 
 /// Connections open across all pools, and the pools waiting for one to close.

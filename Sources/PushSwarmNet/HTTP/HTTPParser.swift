@@ -180,48 +180,86 @@ public struct HTTPParser: Sendable {
         guard end - start <= limits.maxHeaderBytes else {
             throw HTTPParseError(status: 431, reason: "header section over \(limits.maxHeaderBytes) bytes")
         }
-        let head = buffer[start..<end]
-        consume(end + 4 - start)
-        var lines = head.split(separator: 10, omittingEmptySubsequences: false).map { line -> ArraySlice<UInt8> in
-            line.last == 13 ? line.dropLast() : line
+        let headStart = start
+        // Lines end in CRLF (a bare LF is tolerated, RFC 9112 section 2.2).
+        var lineStart = headStart
+        var lines: [Range<Int>] = []
+        var index = headStart
+        while index < end {
+            if buffer[index] == 10 {
+                lines.append(lineStart..<(index > lineStart && buffer[index - 1] == 13 ? index - 1 : index))
+                lineStart = index + 1
+            }
+            index += 1
         }
-        guard !lines.isEmpty else { throw HTTPParseError(status: 400, reason: "empty message head") }
-        let first = lines.removeFirst()
-        guard first.allSatisfy({ $0 >= 32 && $0 < 127 }) else {
-            throw HTTPParseError(status: 400, reason: "control or non-ASCII bytes in the start line")
+        lines.append(lineStart..<end)
+        let first = lines[0]
+        guard !first.isEmpty, buffer[first].allSatisfy({ $0 >= 32 && $0 < 127 }) else {
+            throw HTTPParseError(status: kind == .request ? 400 : 502, reason: "empty, control or non-ASCII bytes in the start line")
         }
-        let parts = first.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        let parts = buffer[first].split(separator: 32, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         let startLine: (String, String, String)
         switch kind {
         case .request:
-            guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(\.isTokenCharacter), !parts[1].isEmpty,
+            guard parts.count == 3, !parts[0].isEmpty, parts[0].utf8.allSatisfy({ Self.isToken[Int($0)] }), !parts[1].isEmpty,
                   parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0"
             else { throw HTTPParseError(status: 400, reason: "malformed request line") }
             startLine = (parts[0], parts[1], parts[2])
         case .response:
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let _ = Int(parts[1]) else {
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].utf8.count == 3, let _ = Int(parts[1]) else {
                 throw HTTPParseError(status: 502, reason: "malformed status line")
             }
             startLine = (parts[0], parts[1], parts.count == 3 ? parts[2] : "")
         }
         var headers: [Header] = []
-        headers.reserveCapacity(lines.count)
-        for line in lines {
-            guard let colon = line.firstIndex(of: 58) else { throw HTTPParseError(status: 400, reason: "header line without a colon") }
-            let name = line[line.startIndex..<colon]
-            guard !name.isEmpty, name.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isTokenCharacter }) else {
-                throw HTTPParseError(status: 400, reason: "invalid header name")
+        headers.reserveCapacity(lines.count - 1)
+        var connection = ""
+        for line in lines.dropFirst() {
+            var colon = -1
+            for position in line where buffer[position] == 58 {
+                colon = position
+                break
             }
-            let value = line[(colon + 1)...]
-            guard !value.contains(where: { ($0 < 32 && $0 != 9) || $0 == 127 }) else {
-                throw HTTPParseError(status: 400, reason: "control bytes in a header value")
+            guard colon > line.lowerBound else {
+                throw HTTPParseError(status: kind == .request ? 400 : 502, reason: colon < 0 ? "header line without a colon" : "empty header name")
             }
-            headers.append(Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self).trimmingSpaces()))
+            for position in line.lowerBound..<colon where !Self.isToken[Int(buffer[position])] {
+                throw HTTPParseError(status: kind == .request ? 400 : 502, reason: "invalid header name")
+            }
+            var valueStart = colon + 1
+            var valueEnd = line.upperBound
+            while valueStart < valueEnd && (buffer[valueStart] == 32 || buffer[valueStart] == 9) { valueStart += 1 }
+            while valueEnd > valueStart && (buffer[valueEnd - 1] == 32 || buffer[valueEnd - 1] == 9) { valueEnd -= 1 }
+            for position in valueStart..<valueEnd {
+                let byte = buffer[position]
+                if (byte < 32 && byte != 9) || byte == 127 {
+                    throw HTTPParseError(status: kind == .request ? 400 : 502, reason: "control bytes in a header value")
+                }
+            }
+            let header = Header(
+                String(decoding: buffer[line.lowerBound..<colon], as: UTF8.self),
+                String(decoding: buffer[valueStart..<valueEnd], as: UTF8.self)
+            )
+            if colon - line.lowerBound == 10 && header.name.lowercased() == "connection" { connection = header.value.lowercased() }
+            headers.append(header)
         }
+        // Only now: consuming may reset the buffer the lines above point into.
+        consume(end + 4 - start)
         let version = kind == .request ? startLine.2 : startLine.0
-        let connection = headers.first { $0.name.lowercased() == "connection" }?.value.lowercased() ?? ""
-        let keepAlive = version == "HTTP/1.0" ? connection.contains("keep-alive") : !connection.contains("close")
+        let keepAlive: Bool
+        if connection.isEmpty {
+            keepAlive = version != "HTTP/1.0"
+        } else {
+            let options = connection.split(separator: ",").map { $0.trimmingSpaces() }
+            keepAlive = version == "HTTP/1.0" ? options.contains("keep-alive") : !options.contains("close")
+        }
         return HTTPMessage(startLine: startLine, headers: headers, body: [], keepAlive: keepAlive)
+    }
+
+    /// RFC 9110 `tchar`, by byte.
+    static let isToken: [Bool] = (0..<256).map { byte in
+        guard byte > 32 && byte < 127 else { return false }
+        return !"\"(),/:;<=>?@[\\]{}".utf8.contains(UInt8(byte))
     }
 
     private func bodyMode(of message: HTTPMessage) throws(HTTPParseError) -> BodyMode {
@@ -232,6 +270,9 @@ public struct HTTPParser: Sendable {
         var length: Int?
         var chunked = false
         for header in message.headers {
+            // Only two names matter here; skip the lowercasing for the rest.
+            let count = header.name.utf8.count
+            guard count == 14 || count == 17 else { continue }
             switch header.name.lowercased() {
             case "content-length":
                 for piece in header.value.split(separator: ",") {
@@ -315,12 +356,6 @@ public struct HTTPParser: Sendable {
 }
 
 extension Character {
-    /// RFC 9110 `tchar`.
-    var isTokenCharacter: Bool {
-        guard let ascii = asciiValue, ascii > 32, ascii < 127 else { return false }
-        return !"\"(),/:;<=>?@[\\]{}".contains(self)
-    }
-
     var isASCIIDigit: Bool { asciiValue.map { $0 >= 48 && $0 <= 57 } ?? false }
 }
 

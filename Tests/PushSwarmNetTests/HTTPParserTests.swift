@@ -1,0 +1,109 @@
+import PushSwarmCore
+@testable import PushSwarmNet
+import Testing
+
+@Suite struct HTTPParserTests {
+    private func parse(_ text: String, kind: HTTPParser.Kind = .request, limits: HTTPParser.Limits = HTTPParser.Limits()) throws(HTTPParseError) -> HTTPMessage? {
+        var parser = HTTPParser(kind: kind, limits: limits)
+        parser.append(Array(text.utf8))
+        return try parser.next()
+    }
+
+    @Test func chunkedBodyIsReassembled() throws {
+        let message = try #require(try parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n", kind: .response))
+        #expect(String(decoding: message.body, as: UTF8.self) == "hello world")
+    }
+
+    @Test func messagesArriveByteByByte() throws {
+        var parser = HTTPParser(kind: .request)
+        let text = "POST /events HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\nHost: a\r\n\r\n"
+        var messages: [HTTPMessage] = []
+        for byte in text.utf8 {
+            parser.append([byte])
+            while let message = try parser.next() { messages.append(message) }
+        }
+        #expect(messages.map(\.startLine.0) == ["POST", "GET"])
+        #expect(messages[0].body == Array("abc".utf8))
+    }
+
+    @Test func bothTransferEncodingAndContentLengthIsRefused() {
+        // RFC 9112 section 6.3: such a message is how requests get smuggled.
+        #expect(throws: HTTPParseError.self) {
+            try parse("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        }
+    }
+
+    @Test func conflictingContentLengthsAreRefused() {
+        #expect(throws: HTTPParseError(status: 400, reason: "conflicting Content-Length values")) {
+            try parse("POST / HTTP/1.1\r\nContent-Length: 3, 4\r\n\r\nabcd")
+        }
+    }
+
+    @Test func oversizedHeadersGet431AndOversizedBodies413() {
+        let limits = HTTPParser.Limits(maxHeaderBytes: 64, maxBodyBytes: 10)
+        #expect(throws: HTTPParseError.self) { try parse("GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 100))\r\n\r\n", limits: limits) }
+        do {
+            _ = try parse("GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 100))\r\n\r\n", limits: limits)
+        } catch {
+            #expect(error.status == 431)
+        }
+        do {
+            _ = try parse("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", limits: limits)
+            Issue.record("an 11-byte body passed a 10-byte limit")
+        } catch {
+            #expect(error.status == 413)
+        }
+    }
+
+    @Test func headerNamesMustBeTokensWithNoSpaceBeforeTheColon() {
+        // RFC 9112 section 5.1: "No whitespace is allowed between the field name and colon."
+        #expect(throws: HTTPParseError.self) { try parse("GET / HTTP/1.1\r\nHost : a\r\n\r\n") }
+        #expect(throws: HTTPParseError.self) { try parse("GET / HTTP/1.1\r\nno colon here\r\n\r\n") }
+        #expect(throws: HTTPParseError.self) { try parse("GET / HTTP/9.9\r\n\r\n") }
+    }
+
+    @Test func keepAliveFollowsVersionAndConnectionHeader() throws {
+        #expect(try parse("GET / HTTP/1.1\r\n\r\n")?.keepAlive == true)
+        #expect(try parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")?.keepAlive == false)
+        #expect(try parse("GET / HTTP/1.0\r\n\r\n")?.keepAlive == false)
+        #expect(try parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")?.keepAlive == true)
+    }
+
+    @Test func responseWithoutLengthEndsAtEOF() throws {
+        var parser = HTTPParser(kind: .response)
+        parser.append(Array("HTTP/1.0 200 ok\r\nContent-type: text/html\r\n\r\n<HTML>hi".utf8))
+        #expect(try parser.next() == nil)
+        let finished = parser.finishAtEOF()
+        let message = try #require(finished)
+        #expect(String(decoding: message.body, as: UTF8.self) == "<HTML>hi")
+    }
+}
+
+@Suite struct URLAndCookieTests {
+    @Test func targetURLsParseAndResolveRedirects() throws {
+        let url = try #require(TargetURL("https://Example.com:8443/a/b?x=1#frag"))
+        #expect(url.origin == Origin(scheme: "https", host: "example.com", port: 8443))
+        #expect(url.path == "/a/b?x=1")
+        #expect(url.resolving("/c")?.description == "https://example.com:8443/c")
+        #expect(url.resolving("d")?.path == "/a/d")
+        #expect(url.resolving("http://other/")?.origin.host == "other")
+        #expect(TargetURL("http://[::1]:8080/")?.origin.host == "::1")
+        #expect(TargetURL("ftp://x/") == nil)
+    }
+
+    @Test func cookiesFollowDomainPathAndExpiry() throws {
+        let jar = CookieJar()
+        let site = try #require(TargetURL("http://shop.example.com/u_shaman/setup-api.js"))
+        jar.store([
+            Header("Set-Cookie", "__flocktory_web_session2=abc; Path=/; Domain=example.com"),
+            Header("Set-Cookie", "hostonly=1"),
+            Header("Set-Cookie", "gone=1; Max-Age=0"),
+            Header("Set-Cookie", "foreign=1; Domain=other.com"),
+        ], from: site)
+        #expect(jar.header(for: TargetURL("http://api.example.com/x")!) == "__flocktory_web_session2=abc")
+        #expect(jar.header(for: TargetURL("http://shop.example.com/u_shaman/page")!)?.contains("hostonly=1") == true)
+        #expect(jar.header(for: TargetURL("http://shop.example.com/other")!)?.contains("hostonly") == false)
+        #expect(jar.value(of: "gone") == nil)
+        #expect(jar.value(of: "foreign") == nil)
+    }
+}

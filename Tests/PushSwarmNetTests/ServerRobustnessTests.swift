@@ -1,0 +1,84 @@
+import Foundation
+import PushSwarmCore
+@testable import PushSwarmNet
+import Testing
+
+/// The server must answer bad input with the status RFC 9112 gives and keep serving others.
+@Suite struct ServerRobustnessTests {
+    private func start() throws -> HTTPServer {
+        let configuration = HTTPServer.Configuration(
+            limits: HTTPParser.Limits(maxHeaderBytes: 4096, maxBodyBytes: 65_536), requestReadTimeoutNanoseconds: 300_000_000
+        )
+        return try startServer(configuration) { request, responder in
+            responder.respond(Response(status: 200, body: Array("ok \(request.body.count)".utf8)))
+        }
+    }
+
+    private func status(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.prefix(12), as: UTF8.self)
+    }
+
+    @Test func badInputGetsItsStatusAndTheServerKeepsServing() async throws {
+        let server = try start()
+        defer { server.stop() }
+        let port = server.port
+        #expect(status(rawExchange(port: port, send: [Array("GARBAGE\u{1}\u{2}\r\n\r\n".utf8)])) == "HTTP/1.1 400")
+        #expect(status(rawExchange(port: port, send: [Array("GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 5000))\r\n\r\n".utf8)])) == "HTTP/1.1 431")
+        #expect(status(rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nContent-Length: 999999\r\n\r\n".utf8)])) == "HTTP/1.1 413")
+        #expect(status(rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n".utf8)])) == "HTTP/1.1 501")
+        // A slow client (slowloris) is cut off with 408 after the read timeout.
+        #expect(status(rawExchange(port: port, send: [Array("GET / HTTP/1.1\r\n".utf8)])) == "HTTP/1.1 408")
+        // Truncated requests and random bytes followed by an abrupt close or reset.
+        _ = rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc".utf8)], readTimeout: 0)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let noise = (0..<Int.random(in: 1...2000, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            _ = rawExchange(port: port, send: [noise], readTimeout: 0)
+        }
+        resetConnection(port: port, after: Array("GET / HTTP/1.1\r\nHost: a\r\n".utf8))
+        // Pipelined requests are answered in order on one connection.
+        let pipelined = rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\naPOST / HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\nbb".utf8)])
+        let text = String(decoding: pipelined, as: UTF8.self)
+        #expect(text.components(separatedBy: "HTTP/1.1 200").count == 3)
+        #expect(text.range(of: "ok 1")!.lowerBound < text.range(of: "ok 2")!.lowerBound)
+        // And a well-behaved client is still served.
+        let result = await HTTPClient(group: testGroup).send(HTTPClientRequest(method: "POST", url: url(server), body: [1, 2, 3]))
+        #expect(result.response?.bodyText == "ok 3")
+    }
+
+    private func resetConnection(port: UInt16, after bytes: [UInt8]) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close(fd)
+    }
+
+    @Test func redirectsAreFollowedWithCookies() async throws {
+        let server = try startServer { request, responder in
+            switch request.target {
+            case "/start":
+                responder.respond(Response(status: 302, headers: [Header("Location", "/landing"), Header("Set-Cookie", "session=42; Path=/")]))
+            case "/landing":
+                responder.respond(Response(status: 200, body: Array("cookie=\(request.header("Cookie") ?? "")".utf8)))
+            default:
+                responder.respond(Response(status: 302, headers: [Header("Location", "/loop")]))
+            }
+        }
+        defer { server.stop() }
+        let client = HTTPClient(group: testGroup)
+        let jar = CookieJar()
+        let result = await client.send(HTTPClientRequest(method: "GET", url: url(server, "/start"), maxRedirects: 5, cookies: jar))
+        #expect(result.response?.bodyText == "cookie=session=42")
+        #expect(result.timings.redirects == 1)
+        let loop = await client.send(HTTPClientRequest(method: "GET", url: url(server, "/loop"), maxRedirects: 3))
+        #expect(loop.error?.reason == .tooManyRedirects)
+    }
+}
