@@ -156,7 +156,7 @@ final class SocketRecorder: WebSocketDelegate, @unchecked Sendable {
         return nil
     }
 
-    func opened() async throws -> WebSocket {
+    func opened() async throws(NetError) -> WebSocket {
         let outcome: Result<WebSocket, NetError>? = await poll {
             if let socket { return .success(socket) }
             if let failure { return .failure(failure) }

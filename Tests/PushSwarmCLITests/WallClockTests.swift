@@ -1,0 +1,176 @@
+import Foundation
+import PushSwarmMetrics
+import Testing
+
+/// Wall-clock runs and `pushswarm mock`, through the built binary, with real peers (curl,
+/// Python's websockets) where a user would use them.
+@Suite(.serialized) struct WallClockTests {
+    private let cli = CommandLineTests()
+
+    private func summary(_ directory: String) throws -> JSONValue {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent("summary.json"))
+        return try JSONParser.parse(Array(data))
+    }
+
+    private func statusCounts(_ summary: JSONValue) -> [String: Double] {
+        var counts: [String: Double] = [:]
+        guard case .object(let operations)? = summary["operations"] else { return counts }
+        for (operation, entry) in operations.members {
+            guard case .object(let statuses)? = entry["byStatus"] else { continue }
+            for (status, value) in statuses.members {
+                if case .number(let count) = value { counts["\(operation) \(status)"] = count }
+            }
+        }
+        return counts
+    }
+
+    @Test func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent() throws {
+        let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
+        let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
+        defer {
+            try? FileManager.default.removeItem(atPath: simulated)
+            try? FileManager.default.removeItem(atPath: wall)
+        }
+        let scenario = "Tests/Fixtures/wall-vs-simulated.json"
+        #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
+        let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
+        #expect(wallRun.status == 0, "\(wallRun.error)")
+        let expected = statusCounts(try summary(simulated))
+        let measured = statusCounts(try summary(wall))
+        #expect(expected.values.reduce(0, +) > 1_000, "the scenario must be busy enough to compare")
+        #expect(Set(expected.keys) == Set(measured.keys))
+        for (key, count) in expected {
+            let other = measured[key] ?? 0
+            #expect(abs(other - count) <= 0.02 * count, "\(key): simulated \(count), wall \(other)")
+        }
+        let wallSummary = try summary(wall)
+        #expect(wallSummary["clock"] == .string("wall"))
+        #expect(wallSummary["ledger"]?["lost"] == .number(0))
+        #expect(wallSummary["ledger"]?["checked"] == .bool(true))
+    }
+
+    @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-interrupt-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = CommandLineTests.binary
+        process.arguments = ["run", "Tests/Fixtures/wall-vs-simulated.json", "--clock", "wall", "--duration", "10m", "--out", directory, "--quiet"]
+        process.currentDirectoryURL = CommandLineTests.root
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        Thread.sleep(forTimeInterval: 4)
+        kill(process.processIdentifier, SIGINT)
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(!process.isRunning, "a wall run must stop after Ctrl-C")
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let report = try summary(directory)
+        #expect(report["counters"]?["run.interrupted"] == .number(1))
+        // It ran about 4 s of its 10 minutes, and says so.
+        if case .number(let seconds)? = report["simulatedSeconds"] { #expect(seconds < 60) }
+        let requests = report["requests"]
+        if case .number(let sent)? = requests?["sent"] { #expect(sent > 0) }
+    }
+
+    @Test(.enabled(if: CommandLineTests.has("curl") && CommandLineTests.pythonHasWebsockets(), "needs curl and Python's websockets"))
+    func mockAnswersCurlAndPythonWebsocketsAndStopsOnCtrlC() throws {
+        let port = CommandLineTests.freePort()
+        let mock = Process()
+        mock.executableURL = CommandLineTests.binary
+        mock.arguments = ["mock", "--listen", "127.0.0.1:\(port)"]
+        mock.currentDirectoryURL = CommandLineTests.root
+        let output = Pipe()
+        mock.standardOutput = output
+        mock.standardError = FileHandle.nullDevice
+        try mock.run()
+        defer { if mock.isRunning { kill(mock.processIdentifier, SIGKILL) } }
+        #expect(CommandLineTests.waitForPort(port))
+        let base = "http://127.0.0.1:\(port)"
+        let event = #"{"tenant_id":"demo-tenant","api_key":"sap_demo_api_key","event_name":"screen_viewed","event_time":"2026-03-02T19:04:11.250+03:00","device_token":"token-1","platform":"android","push_permission_granted":true,"timezone":"Europe/Istanbul","language":"tr","country":"TR","session_id":"5f0c6a52-8a53-4a65-9b0e-1f3f1d2a7c41","params":{},"context":{"app_version":"2.1.0"}}"#
+        let accepted = try cli.shell("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "--data", event, "\(base)/events"])
+        #expect(accepted == "200")
+        // The spec's 400: "errors" names each bad field.
+        let rejected = try cli.shell("curl", ["-s", "-X", "POST", "--data", #"{"tenant_id":"demo-tenant"}"#, "\(base)/smartapppush/events"])
+        #expect(rejected.contains(#""field":"api_key""#))
+        let metrics = try cli.shell("curl", ["-s", "\(base)/metrics"])
+        #expect(metrics.contains(#"pushswarm_mock_requests_total{operation="smartapppush.events",status="200"} 1"#))
+        #expect(metrics.contains(#"pushswarm_mock_requests_total{operation="smartapppush.events",status="400"} 1"#))
+        let ledger = try JSONParser.parse(Array(try cli.shell("curl", ["-s", "\(base)/ledger"]).utf8))
+        #expect(ledger["platforms"]?["smartapppush"]?["accepted"] == .number(1))
+        let echo = try cli.shell("python3", ["-c", """
+            import asyncio, websockets
+            async def main():
+                async with websockets.connect("ws://127.0.0.1:\(port)/_pushswarm/echo") as ws:
+                    await ws.send("hello"); print(await ws.recv())
+            asyncio.run(main())
+            """])
+        #expect(echo == "hello")
+        kill(mock.processIdentifier, SIGINT)
+        mock.waitUntilExit()
+        #expect(mock.terminationStatus == 0)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed.contains("smartapppush: accepted 1"))
+    }
+}
+
+extension CommandLineTests {
+    /// Runs a program and returns its standard output, trimmed.
+    func shell(_ program: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [program] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func has(_ program: String) -> Bool {
+        let searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
+        return searchPath.components(separatedBy: ":").contains { FileManager.default.isExecutableFile(atPath: $0 + "/" + program) }
+    }
+
+    static func pythonHasWebsockets() -> Bool {
+        guard has("python3") else { return false }
+        return (try? CommandLineTests().shell("python3", ["-c", "import websockets; print('yes')"])) == "yes"
+    }
+
+    static func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    static func waitForPort(_ port: UInt16) -> Bool {
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if connected == 0 { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+}
