@@ -25,7 +25,7 @@ public final class LoopTimer: @unchecked Sendable {
     fileprivate var action: (() -> Void)?
     /// Where the timer sits in its loop's heap; -1 once it has left it.
     fileprivate var heapIndex = -1
-    fileprivate weak var loop: EventLoop?
+    fileprivate unowned(unsafe) var loop: EventLoop?
 
     fileprivate init(deadline: UInt64, action: @escaping () -> Void) {
         self.deadline = deadline
@@ -36,7 +36,7 @@ public final class LoopTimer: @unchecked Sendable {
     /// timeouts holds only the live ones.
     public func cancel() {
         action = nil
-        if heapIndex >= 0 { loop?.removeTimer(self) }
+        if heapIndex >= 0, let loop { loop.removeTimer(self) }
     }
 }
 

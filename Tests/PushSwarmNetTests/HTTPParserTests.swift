@@ -107,3 +107,14 @@ import Testing
         #expect(jar.value(of: "foreign") == nil)
     }
 }
+
+@Suite struct TokenTests {
+    @Test func tokenMaskMatchesRFC9110() {
+        // RFC 9110 section 5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "."
+        //   / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in 0...255 {
+            #expect(HTTPParser.isToken(UInt8(byte)) == tchar.contains(UInt8(byte)), "byte \(byte)")
+        }
+    }
+}

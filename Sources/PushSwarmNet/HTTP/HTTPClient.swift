@@ -138,9 +138,10 @@ public final class HTTPClient: Sendable {
     func start(_ exchange: Exchange) {
         let key = PoolKey(source: exchange.request.source, origin: exchange.request.url.origin)
         let state = states[exchange.request.loop.map { $0 % states.count } ?? abs(key.hashValue % states.count)]
-        state.loop.execute { [self] in
-            let pool = state.pool(for: key, client: self)
-            pool.submit(exchange)
+        if state.loop.inLoop {
+            state.pool(for: key, client: self).submit(exchange)
+        } else {
+            state.loop.enqueue { [self] in state.pool(for: key, client: self).submit(exchange) }
         }
     }
 
@@ -253,8 +254,8 @@ final class Exchange: @unchecked Sendable {
     var writtenAt: UInt64 = 0
     var firstByteAt: UInt64 = 0
     var timer: LoopTimer?
-    /// The connection carrying it, once assigned.
-    weak var connection: HTTPConnection?
+    /// The connection carrying it, once assigned; cleared when it finishes.
+    var connection: HTTPConnection?
     /// A kept-alive connection the server had closed: retried once on a fresh one.
     var retriedStale = false
 
@@ -269,6 +270,7 @@ final class Exchange: @unchecked Sendable {
     func finish(_ result: (HTTPTimings) -> HTTPResult) {
         guard let completion else { return }
         self.completion = nil
+        connection = nil
         timer?.cancel()
         timer = nil
         timings.total = Monotonic.now() - startedAt
@@ -287,9 +289,8 @@ final class Exchange: @unchecked Sendable {
         bytes.append(contentsOf: "\r\n".utf8)
         var hasLength = false
         for header in request.headers {
-            let name = header.name.lowercased()
-            if name == "host" { continue }
-            if name == "content-length" { hasLength = true }
+            if header.name.isASCII(caseInsensitivelyEqualTo: "host") { continue }
+            if header.name.isASCII(caseInsensitivelyEqualTo: "content-length") { hasLength = true }
             bytes.append(contentsOf: header.name.utf8)
             bytes.append(contentsOf: ": ".utf8)
             bytes.append(contentsOf: header.value.utf8)
@@ -298,7 +299,7 @@ final class Exchange: @unchecked Sendable {
         if let cookie = request.cookies?.header(for: request.url) {
             bytes.append(contentsOf: "Cookie: \(cookie)\r\n".utf8)
         }
-        if !hasLength && (!request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method)) {
+        if !hasLength && (!request.body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
             bytes.append(contentsOf: "Content-Length: \(request.body.count)\r\n".utf8)
         }
         bytes.append(contentsOf: "\r\n".utf8)
@@ -328,9 +329,9 @@ final class ConnectionPool: @unchecked Sendable {
         if exchange.timer == nil {
             let elapsed = Monotonic.now() - exchange.startedAt
             let remaining = exchange.request.timeoutNanoseconds > elapsed ? exchange.request.timeoutNanoseconds - elapsed : 0
-            exchange.timer = loop.schedule(afterNanoseconds: remaining) { [weak self, weak exchange] in
-                guard let exchange else { return }
-                self?.timedOut(exchange)
+            // Strong captures: the closure goes when the timer fires or is cancelled at the end.
+            exchange.timer = loop.schedule(afterNanoseconds: remaining) { [self, exchange] in
+                timedOut(exchange)
             }
         }
         exchange.enqueuedAt = Monotonic.now()
@@ -614,7 +615,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         let status = Int(message.startLine.1) ?? 0
         let response = Response(status: status, headers: message.headers, body: message.body)
         exchange.request.cookies?.store(message.headers, from: exchange.request.url)
-        if [301, 302, 303, 307, 308].contains(status), let location = response.header("Location") {
+        if status >= 301 && status <= 308 && status != 304 && status != 305 && status != 306, let location = response.header("Location") {
             if exchange.timings.redirects < exchange.request.maxRedirects, let next = exchange.request.url.resolving(location) {
                 exchange.timings.redirects += 1
                 exchange.request.url = next
@@ -637,5 +638,17 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             }
         }
         exchange.finish { .response(response, $0) }
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive equality with a lowercase literal, without allocating.
+    func isASCII(caseInsensitivelyEqualTo lowercase: String) -> Bool {
+        guard utf8.count == lowercase.utf8.count else { return false }
+        var mine = utf8.makeIterator()
+        for expected in lowercase.utf8 {
+            guard let byte = mine.next(), (byte >= 65 && byte <= 90 ? byte + 32 : byte) == expected else { return false }
+        }
+        return true
     }
 }

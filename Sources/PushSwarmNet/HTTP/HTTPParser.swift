@@ -181,67 +181,9 @@ public struct HTTPParser: Sendable {
             throw HTTPParseError(status: 431, reason: "header section over \(limits.maxHeaderBytes) bytes")
         }
         let headStart = start
-        // Lines end in CRLF (a bare LF is tolerated, RFC 9112 section 2.2).
-        var lineStart = headStart
-        var lines: [Range<Int>] = []
-        var index = headStart
-        while index < end {
-            if buffer[index] == 10 {
-                lines.append(lineStart..<(index > lineStart && buffer[index - 1] == 13 ? index - 1 : index))
-                lineStart = index + 1
-            }
-            index += 1
-        }
-        lines.append(lineStart..<end)
-        let first = lines[0]
-        guard !first.isEmpty, buffer[first].allSatisfy({ $0 >= 32 && $0 < 127 }) else {
-            throw HTTPParseError(status: kind == .request ? 400 : 502, reason: "empty, control or non-ASCII bytes in the start line")
-        }
-        let parts = buffer[first].split(separator: 32, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-        let startLine: (String, String, String)
-        switch kind {
-        case .request:
-            guard parts.count == 3, !parts[0].isEmpty, parts[0].utf8.allSatisfy({ Self.isToken[Int($0)] }), !parts[1].isEmpty,
-                  parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0"
-            else { throw HTTPParseError(status: 400, reason: "malformed request line") }
-            startLine = (parts[0], parts[1], parts[2])
-        case .response:
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].utf8.count == 3, let _ = Int(parts[1]) else {
-                throw HTTPParseError(status: 502, reason: "malformed status line")
-            }
-            startLine = (parts[0], parts[1], parts.count == 3 ? parts[2] : "")
-        }
-        var headers: [Header] = []
-        headers.reserveCapacity(lines.count - 1)
-        var connection = ""
-        for line in lines.dropFirst() {
-            var colon = -1
-            for position in line where buffer[position] == 58 {
-                colon = position
-                break
-            }
-            guard colon > line.lowerBound else {
-                throw HTTPParseError(status: kind == .request ? 400 : 502, reason: colon < 0 ? "header line without a colon" : "empty header name")
-            }
-            for position in line.lowerBound..<colon where !Self.isToken[Int(buffer[position])] {
-                throw HTTPParseError(status: kind == .request ? 400 : 502, reason: "invalid header name")
-            }
-            var valueStart = colon + 1
-            var valueEnd = line.upperBound
-            while valueStart < valueEnd && (buffer[valueStart] == 32 || buffer[valueStart] == 9) { valueStart += 1 }
-            while valueEnd > valueStart && (buffer[valueEnd - 1] == 32 || buffer[valueEnd - 1] == 9) { valueEnd -= 1 }
-            for position in valueStart..<valueEnd {
-                let byte = buffer[position]
-                if (byte < 32 && byte != 9) || byte == 127 {
-                    throw HTTPParseError(status: kind == .request ? 400 : 502, reason: "control bytes in a header value")
-                }
-            }
-            let header = Header(
-                String(decoding: buffer[line.lowerBound..<colon], as: UTF8.self),
-                String(decoding: buffer[valueStart..<valueEnd], as: UTF8.self)
-            )
-            if colon - line.lowerBound == 10 && header.name.lowercased() == "connection" { connection = header.value.lowercased() }
-            headers.append(header)
+        let kind = self.kind
+        let (startLine, headers, connection) = try buffer.withUnsafeBufferPointer { bytes throws(HTTPParseError) in
+            try Self.parseLines(bytes, from: headStart, to: end, kind: kind)
         }
         // Only now: consuming may reset the buffer the lines above point into.
         consume(end + 4 - start)
@@ -249,6 +191,8 @@ public struct HTTPParser: Sendable {
         let keepAlive: Bool
         if connection.isEmpty {
             keepAlive = version != "HTTP/1.0"
+        } else if connection == "keep-alive" {
+            keepAlive = true
         } else {
             let options = connection.split(separator: ",").map { $0.trimmingSpaces() }
             keepAlive = version == "HTTP/1.0" ? options.contains("keep-alive") : !options.contains("close")
@@ -256,10 +200,94 @@ public struct HTTPParser: Sendable {
         return HTTPMessage(startLine: startLine, headers: headers, body: [], keepAlive: keepAlive)
     }
 
-    /// RFC 9110 `tchar`, by byte.
-    static let isToken: [Bool] = (0..<256).map { byte in
-        guard byte > 32 && byte < 127 else { return false }
-        return !"\"(),/:;<=>?@[\\]{}".utf8.contains(UInt8(byte))
+    /// The start line and header fields of a head in `bytes[from..<to]`; lines end in CRLF (a bare
+    /// LF is tolerated, RFC 9112 section 2.2).
+    private static func parseLines(
+        _ bytes: UnsafeBufferPointer<UInt8>, from headStart: Int, to end: Int, kind: Kind
+    ) throws(HTTPParseError) -> ((String, String, String), [Header], String) {
+        let badStatus = kind == .request ? 400 : 502
+        var firstEnd = headStart
+        while firstEnd < end && bytes[firstEnd] != 10 { firstEnd += 1 }
+        var lineEnd = firstEnd
+        if lineEnd > headStart && bytes[lineEnd - 1] == 13 { lineEnd -= 1 }
+        guard lineEnd > headStart else { throw HTTPParseError(status: badStatus, reason: "empty start line") }
+        var spaces: [Int] = []
+        for position in headStart..<lineEnd {
+            let byte = bytes[position]
+            guard byte >= 32 && byte < 127 else {
+                throw HTTPParseError(status: badStatus, reason: "control or non-ASCII bytes in the start line")
+            }
+            if byte == 32 && spaces.count < 2 { spaces.append(position) }
+        }
+        func text(_ range: Range<Int>) -> String {
+            String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        }
+        let startLine: (String, String, String)
+        switch kind {
+        case .request:
+            guard spaces.count == 2, spaces[0] > headStart, spaces[1] > spaces[0] + 1 else {
+                throw HTTPParseError(status: 400, reason: "malformed request line")
+            }
+            let method = text(headStart..<spaces[0])
+            let version = text((spaces[1] + 1)..<lineEnd)
+            guard method.utf8.allSatisfy({ isToken($0) }), version == "HTTP/1.1" || version == "HTTP/1.0" else {
+                throw HTTPParseError(status: 400, reason: "malformed request line")
+            }
+            startLine = (method, text((spaces[0] + 1)..<spaces[1]), version)
+        case .response:
+            let codeEnd = spaces.count == 2 ? spaces[1] : lineEnd
+            guard spaces.count >= 1, codeEnd - spaces[0] == 4,
+                  (spaces[0] + 1..<codeEnd).allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 })
+            else { throw HTTPParseError(status: 502, reason: "malformed status line") }
+            let version = text(headStart..<spaces[0])
+            guard version.hasPrefix("HTTP/1.") else { throw HTTPParseError(status: 502, reason: "malformed status line") }
+            startLine = (version, text((spaces[0] + 1)..<codeEnd), spaces.count == 2 ? text((codeEnd + 1)..<lineEnd) : "")
+        }
+        var headers: [Header] = []
+        headers.reserveCapacity(8)
+        var connection = ""
+        var lineStart = firstEnd + 1
+        while lineStart < end {
+            var next = lineStart
+            while next < end && bytes[next] != 10 { next += 1 }
+            var lineStop = next
+            if lineStop > lineStart && bytes[lineStop - 1] == 13 { lineStop -= 1 }
+            var colon = lineStart
+            while colon < lineStop && bytes[colon] != 58 {
+                guard isToken(bytes[colon]) else {
+                    throw HTTPParseError(status: badStatus, reason: "invalid header name")
+                }
+                colon += 1
+            }
+            guard colon < lineStop else { throw HTTPParseError(status: badStatus, reason: "header line without a colon") }
+            guard colon > lineStart else { throw HTTPParseError(status: badStatus, reason: "empty header name") }
+            var valueStart = colon + 1
+            var valueEnd = lineStop
+            while valueStart < valueEnd && (bytes[valueStart] == 32 || bytes[valueStart] == 9) { valueStart += 1 }
+            while valueEnd > valueStart && (bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9) { valueEnd -= 1 }
+            for position in valueStart..<valueEnd {
+                let byte = bytes[position]
+                if (byte < 32 && byte != 9) || byte == 127 {
+                    throw HTTPParseError(status: badStatus, reason: "control bytes in a header value")
+                }
+            }
+            let header = Header(text(lineStart..<colon), text(valueStart..<valueEnd))
+            if header.name.isASCII(caseInsensitivelyEqualTo: "connection") { connection = header.value.lowercased() }
+            headers.append(header)
+            lineStart = next + 1
+        }
+        return (startLine, headers, connection)
+    }
+
+    /// RFC 9110 `tchar`: `!#$%&'*+-.^_`|~`, digits and letters. Two 64-bit masks, no table.
+    @inline(__always)
+    static func isToken(_ byte: UInt8) -> Bool {
+        // Bits 33...63: ! # $ % & ' * + - . and 0-9; bits 64...126: letters ^ _ ` | ~.
+        let low: UInt64 = 0x03FF_6CFA_0000_0000
+        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+        if byte < 64 { return low >> UInt64(byte) & 1 == 1 }
+        if byte < 128 { return high >> UInt64(byte - 64) & 1 == 1 }
+        return false
     }
 
     private func bodyMode(of message: HTTPMessage) throws(HTTPParseError) -> BodyMode {
@@ -271,10 +299,7 @@ public struct HTTPParser: Sendable {
         var chunked = false
         for header in message.headers {
             // Only two names matter here; skip the lowercasing for the rest.
-            let count = header.name.utf8.count
-            guard count == 14 || count == 17 else { continue }
-            switch header.name.lowercased() {
-            case "content-length":
+            if header.name.isASCII(caseInsensitivelyEqualTo: "content-length") {
                 for piece in header.value.split(separator: ",") {
                     let text = piece.trimmingSpaces()
                     guard !text.isEmpty, text.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int(text) else {
@@ -283,14 +308,12 @@ public struct HTTPParser: Sendable {
                     if let length, length != value { throw HTTPParseError(status: 400, reason: "conflicting Content-Length values") }
                     length = value
                 }
-            case "transfer-encoding":
+            } else if header.name.isASCII(caseInsensitivelyEqualTo: "transfer-encoding") {
                 let codings = header.value.lowercased().split(separator: ",").map { $0.trimmingSpaces() }
                 guard codings.last == "chunked" else {
                     throw HTTPParseError(status: kind == .request ? 501 : 502, reason: "unsupported Transfer-Encoding \(header.value)")
                 }
                 chunked = true
-            default:
-                break
             }
         }
         if chunked && length != nil {

@@ -2,22 +2,21 @@ import Foundation
 
 /// Where requests go: scheme, host and port (an origin, RFC 6454).
 public struct Origin: Hashable, Sendable, CustomStringConvertible {
-    public var scheme: String
-    public var host: String
-    public var port: UInt16
+    public let scheme: String
+    public let host: String
+    public let port: UInt16
+    public let isTLS: Bool
+    /// The Host header: the port only when it is not the scheme's default. Computed once: every
+    /// request writes it.
+    public let hostHeader: String
 
     public init(scheme: String, host: String, port: UInt16) {
         self.scheme = scheme
         self.host = host
         self.port = port
-    }
-
-    public var isTLS: Bool { scheme == "https" || scheme == "wss" }
-
-    /// The Host header: the port only when it is not the scheme's default.
-    public var hostHeader: String {
-        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return port == (isTLS ? 443 : 80) ? host : "\(host):\(port)"
+        isTLS = scheme == "https" || scheme == "wss"
+        let bracketed = host.utf8.contains(58) ? "[\(host)]" : host
+        hostHeader = port == (isTLS ? 443 : 80) ? bracketed : "\(bracketed):\(port)"
     }
 
     public var description: String { "\(scheme)://\(hostHeader)" }
