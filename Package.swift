@@ -27,11 +27,13 @@ let package = Package(
             name: "pushswarm",
             dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmNet"]
         ),
+        // Helpers for tests that start real peers (nginx, openssl, Python) on loopback ports.
+        .target(name: "PushSwarmTestSupport", path: "Tests/PushSwarmTestSupport"),
         .testTarget(name: "PushSwarmMetricsTests", dependencies: ["PushSwarmMetrics"]),
         .testTarget(name: "PushSwarmCoreTests", dependencies: ["PushSwarmCore", "PushSwarmMetrics"]),
         .testTarget(
             name: "PushSwarmNetTests",
-            dependencies: ["PushSwarmNet", "PushSwarmCore", "PushSwarmMetrics"]
+            dependencies: ["PushSwarmNet", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmTestSupport"]
         ),
         .testTarget(
             name: "PushSwarmPlatformsTests",
@@ -40,7 +42,7 @@ let package = Package(
         // Runs the built `pushswarm` binary as a user would: exit codes, messages, files written.
         .testTarget(
             name: "PushSwarmCLITests",
-            dependencies: ["pushswarm", "PushSwarmMetrics"]
+            dependencies: ["pushswarm", "PushSwarmMetrics", "PushSwarmTestSupport"]
         ),
     ]
 )

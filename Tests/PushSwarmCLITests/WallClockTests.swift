@@ -1,5 +1,6 @@
 import Foundation
 import PushSwarmMetrics
+import PushSwarmTestSupport
 import Testing
 
 /// Wall-clock runs and `pushswarm mock`, through the built binary, with real peers (curl,
@@ -75,9 +76,9 @@ import Testing
         if case .number(let sent)? = requests?["sent"] { #expect(sent > 0) }
     }
 
-    @Test(.enabled(if: CommandLineTests.has("curl") && CommandLineTests.pythonHasWebsockets(), "needs curl and Python's websockets"))
+    @Test(.enabled(if: which("curl") != nil && pythonHasWebsockets(), "needs curl and Python's websockets"))
     func mockAnswersCurlAndPythonWebsocketsAndStopsOnCtrlC() throws {
-        let port = CommandLineTests.freePort()
+        let port = freePort()
         let mock = Process()
         mock.executableURL = CommandLineTests.binary
         mock.arguments = ["mock", "--listen", "127.0.0.1:\(port)"]
@@ -87,7 +88,7 @@ import Testing
         mock.standardError = FileHandle.nullDevice
         try mock.run()
         defer { if mock.isRunning { kill(mock.processIdentifier, SIGKILL) } }
-        #expect(CommandLineTests.waitForPort(port))
+        #expect(waitForPort(port))
         let base = "http://127.0.0.1:\(port)"
         let event = #"{"tenant_id":"demo-tenant","api_key":"sap_demo_api_key","event_name":"screen_viewed","event_time":"2026-03-02T19:04:11.250+03:00","device_token":"token-1","platform":"android","push_permission_granted":true,"timezone":"Europe/Istanbul","language":"tr","country":"TR","session_id":"5f0c6a52-8a53-4a65-9b0e-1f3f1d2a7c41","params":{},"context":{"app_version":"2.1.0"}}"#
         let accepted = try cli.shell("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "--data", event, "\(base)/events"])
@@ -129,48 +130,5 @@ extension CommandLineTests {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    static func has(_ program: String) -> Bool {
-        let searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
-        return searchPath.components(separatedBy: ":").contains { FileManager.default.isExecutableFile(atPath: $0 + "/" + program) }
-    }
-
-    static func pythonHasWebsockets() -> Bool {
-        guard has("python3") else { return false }
-        return (try? CommandLineTests().shell("python3", ["-c", "import websockets; print('yes')"])) == "yes"
-    }
-
-    static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length)
-                return getsockname(fd, pointer, &length)
-            }
-        }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
-    static func waitForPort(_ port: UInt16) -> Bool {
-        for _ in 0..<200 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(fd)
-            if connected == 0 { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return false
     }
 }

@@ -124,17 +124,6 @@ import Testing
     }
 }
 
-func pythonHasWebsockets() -> Bool {
-    guard let python = which("python3") else { return false }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = ["-c", "import websockets"]
-    process.standardError = FileHandle.nullDevice
-    try? process.run()
-    process.waitUntilExit()
-    return process.terminationStatus == 0
-}
-
 /// Records what a WebSocket hears, for tests to await.
 final class SocketRecorder: WebSocketDelegate, @unchecked Sendable {
     private let lock = NSLock()
