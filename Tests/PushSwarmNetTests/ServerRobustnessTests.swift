@@ -47,13 +47,9 @@ import Testing
     }
 
     private func resetConnection(port: UInt16, after bytes: [UInt8]) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        guard let fd = connectLoopback(port: port) else {
+            Issue.record("cannot connect to the server")
+            return
         }
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

@@ -40,16 +40,8 @@ func url(_ server: HTTPServer, _ path: String = "/") -> TargetURL {
 
 /// Raw bytes over a blocking socket, for input no well-behaved client would send.
 func rawExchange(port: UInt16, send chunks: [[UInt8]], pause: TimeInterval = 0, readTimeout: TimeInterval = 3) -> [UInt8] {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard let fd = connectLoopback(port: port) else { return [] }
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return [] }
     var timeout = timeval(tv_sec: Int(readTimeout), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     for chunk in chunks {

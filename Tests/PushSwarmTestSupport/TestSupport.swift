@@ -74,20 +74,31 @@ public func which(_ name: String) -> String? {
     return nil
 }
 
+/// A blocking socket connected to 127.0.0.1:`port`, or nil when nothing accepts there.
+public func connectLoopback(port: UInt16) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
 /// Waits until something accepts TCP connections on `port` (a peer starting up).
 public func waitForPort(_ port: UInt16, timeout: TimeInterval = 10) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        if let fd = connectLoopback(port: port) {
+            close(fd)
+            return true
         }
-        close(fd)
-        if connected == 0 { return true }
         Thread.sleep(forTimeInterval: 0.05)
     }
     return false
