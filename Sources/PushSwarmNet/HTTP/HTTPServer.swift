@@ -130,6 +130,9 @@ public final class HTTPServer: Sendable {
 
     /// Binds `address` (port 0: an ephemeral one) on every loop and starts accepting.
     public func start(at address: SocketAddress) throws(NetError) {
+        if case .v6 = address.ip, !address.ip.isLoopback {
+            throw NetError(.addressUnavailable, detail: "IPv6 listening is on ::1 only; use [::1]:PORT or an IPv4 address")
+        }
         var port = address.port
         var created: [(Int32, EventLoop)] = []
         for loop in group.loops {
