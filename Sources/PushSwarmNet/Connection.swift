@@ -132,6 +132,14 @@ final class Connection: Selectable, @unchecked Sendable {
         bytes.withUnsafeBytes { write($0) }
     }
 
+    /// Writes what `build` appends to a buffer the loop reuses: no allocation per message.
+    func write(building build: (inout [UInt8]) -> Void) {
+        var scratch = loop.takeScratch()
+        build(&scratch)
+        scratch.withUnsafeBytes { write($0) }
+        loop.returnScratch(scratch)
+    }
+
     /// Closes once everything queued has been written (a response before `Connection: close`).
     func closeAfterWrites() {
         guard state != .closed else { return }

@@ -56,6 +56,20 @@ public final class EventLoop: @unchecked Sendable {
     private var registrations: [(any Selectable)?] = []
     private var freeSlots: [Int] = []
     private var timers = TimerHeap()
+    private var scratch: [UInt8] = []
+
+    /// A buffer for building one outgoing message; give it back with `returnScratch`.
+    func takeScratch() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &scratch)
+        taken.removeAll(keepingCapacity: true)
+        return taken
+    }
+
+    func returnScratch(_ buffer: [UInt8]) {
+        if buffer.capacity <= 1 << 20 { scratch = buffer }
+    }
+
     /// Where connections on this loop read into; valid during one delegate call.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
 
@@ -115,7 +129,13 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `action` on the loop after `nanoseconds`. Call on the loop's thread.
     @discardableResult
     public func schedule(afterNanoseconds nanoseconds: UInt64, _ action: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: Monotonic.now() &+ nanoseconds, action: action)
+        schedule(at: Monotonic.now() &+ nanoseconds, action)
+    }
+
+    /// Runs `action` on the loop at `deadline` (monotonic nanoseconds). Call on the loop's thread.
+    @discardableResult
+    public func schedule(at deadline: UInt64, _ action: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(deadline: deadline, action: action)
         timer.loop = self
         timers.push(timer)
         return timer
@@ -200,9 +220,11 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runInbox() {
+        // Swapped out whole: no copy, and nothing allocated when the inbox is empty.
         let work = inbox.withLock { queue -> [() -> Void] in
-            let taken = queue
-            queue.removeAll(keepingCapacity: true)
+            guard !queue.isEmpty else { return [] }
+            var taken: [() -> Void] = []
+            swap(&taken, &queue)
             return taken
         }
         for item in work { item() }

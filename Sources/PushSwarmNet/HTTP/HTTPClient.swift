@@ -267,19 +267,18 @@ final class Exchange: @unchecked Sendable {
 
     var isFinished: Bool { completion == nil }
 
-    func finish(_ result: (HTTPTimings) -> HTTPResult) {
+    func finish(now: UInt64 = Monotonic.now(), _ result: (HTTPTimings) -> HTTPResult) {
         guard let completion else { return }
         self.completion = nil
         connection = nil
         timer?.cancel()
         timer = nil
-        timings.total = Monotonic.now() - startedAt
+        timings.total = now - startedAt
         completion(result(timings))
     }
 
-    /// The request's bytes on the wire.
-    func serialized() -> [UInt8] {
-        var bytes: [UInt8] = []
+    /// Appends the request's bytes on the wire to `bytes`.
+    func serialize(into bytes: inout [UInt8]) {
         bytes.reserveCapacity(256 + request.body.count)
         bytes.append(contentsOf: request.method.utf8)
         bytes.append(32)
@@ -300,11 +299,28 @@ final class Exchange: @unchecked Sendable {
             bytes.append(contentsOf: "Cookie: \(cookie)\r\n".utf8)
         }
         if !hasLength && (!request.body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
-            bytes.append(contentsOf: "Content-Length: \(request.body.count)\r\n".utf8)
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(request.body.count, to: &bytes)
+            bytes.append(contentsOf: "\r\n".utf8)
         }
         bytes.append(contentsOf: "\r\n".utf8)
         bytes.append(contentsOf: request.body)
-        return bytes
+    }
+
+    /// Writes `value` in decimal without making a String.
+    private func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = max(0, value)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(48 + rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
     }
 }
 
@@ -326,19 +342,18 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func submit(_ exchange: Exchange, atFront: Bool = false) {
+        let now = Monotonic.now()
         if exchange.timer == nil {
-            let elapsed = Monotonic.now() - exchange.startedAt
-            let remaining = exchange.request.timeoutNanoseconds > elapsed ? exchange.request.timeoutNanoseconds - elapsed : 0
             // Strong captures: the closure goes when the timer fires or is cancelled at the end.
-            exchange.timer = loop.schedule(afterNanoseconds: remaining) { [self, exchange] in
+            exchange.timer = loop.schedule(at: exchange.startedAt &+ exchange.request.timeoutNanoseconds) { [self, exchange] in
                 timedOut(exchange)
             }
         }
-        exchange.enqueuedAt = Monotonic.now()
+        exchange.enqueuedAt = now
         while let connection = idle.popLast() {
             connection.disarmIdleTimer()
             if connection.isUsable {
-                connection.send(exchange)
+                connection.send(exchange, now: now)
                 return
             }
             connectionGone(connection)
@@ -496,13 +511,13 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    func send(_ exchange: Exchange) {
+    func send(_ exchange: Exchange, now: UInt64 = Monotonic.now()) {
         current = exchange
         exchange.connection = self
         receivedForCurrent = false
         parser.expectingHeadResponse = exchange.request.method == "HEAD"
-        exchange.writtenAt = Monotonic.now()
-        connection?.write(exchange.serialized())
+        exchange.writtenAt = now
+        connection?.write { exchange.serialize(into: &$0) }
     }
 
     private var idleTimer: LoopTimer?
@@ -553,14 +568,15 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             pool.connectionGone(self)
             return
         }
+        let now = Monotonic.now()
         if !receivedForCurrent {
             receivedForCurrent = true
-            exchange.firstByteAt = Monotonic.now()
+            exchange.firstByteAt = now
         }
         parser.append(bytes)
         do {
             guard let message = try parser.next() else { return }
-            complete(exchange, with: message)
+            complete(exchange, with: message, now: now)
         } catch {
             current = nil
             close()
@@ -596,7 +612,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         exchange.finish { .failure(failure, $0) }
     }
 
-    private func complete(_ exchange: Exchange, with message: HTTPMessage) {
+    private func complete(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
         current = nil
         exchangesCarried += 1
         if message.keepAlive && parser.isIdle, connection?.isOpen == true {
@@ -605,11 +621,10 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             close()
             pool.connectionGone(self)
         }
-        finishExchange(exchange, with: message)
+        finishExchange(exchange, with: message, now: now)
     }
 
-    private func finishExchange(_ exchange: Exchange, with message: HTTPMessage) {
-        let now = Monotonic.now()
+    private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64 = Monotonic.now()) {
         exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
         exchange.timings.service += now - exchange.writtenAt
         let status = Int(message.startLine.1) ?? 0
@@ -637,7 +652,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
                 return
             }
         }
-        exchange.finish { .response(response, $0) }
+        exchange.finish(now: now) { .response(response, $0) }
     }
 }
 
@@ -645,10 +660,16 @@ extension String {
     /// ASCII case-insensitive equality with a lowercase literal, without allocating.
     func isASCII(caseInsensitivelyEqualTo lowercase: String) -> Bool {
         guard utf8.count == lowercase.utf8.count else { return false }
-        var mine = utf8.makeIterator()
-        for expected in lowercase.utf8 {
-            guard let byte = mine.next(), (byte >= 65 && byte <= 90 ? byte + 32 : byte) == expected else { return false }
+        var other = lowercase
+        var mine = self
+        return mine.withUTF8 { bytes in
+            other.withUTF8 { expected in
+                for index in 0..<bytes.count {
+                    let byte = bytes[index]
+                    if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }
+                }
+                return true
+            }
         }
-        return true
     }
 }

@@ -211,13 +211,17 @@ public struct HTTPParser: Sendable {
         var lineEnd = firstEnd
         if lineEnd > headStart && bytes[lineEnd - 1] == 13 { lineEnd -= 1 }
         guard lineEnd > headStart else { throw HTTPParseError(status: badStatus, reason: "empty start line") }
-        var spaces: [Int] = []
+        // The first two spaces split the start line into its three parts.
+        var firstSpace = -1
+        var secondSpace = -1
         for position in headStart..<lineEnd {
             let byte = bytes[position]
             guard byte >= 32 && byte < 127 else {
                 throw HTTPParseError(status: badStatus, reason: "control or non-ASCII bytes in the start line")
             }
-            if byte == 32 && spaces.count < 2 { spaces.append(position) }
+            if byte == 32 {
+                if firstSpace < 0 { firstSpace = position } else if secondSpace < 0 { secondSpace = position }
+            }
         }
         func text(_ range: Range<Int>) -> String {
             String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
@@ -225,23 +229,23 @@ public struct HTTPParser: Sendable {
         let startLine: (String, String, String)
         switch kind {
         case .request:
-            guard spaces.count == 2, spaces[0] > headStart, spaces[1] > spaces[0] + 1 else {
+            guard secondSpace > 0, firstSpace > headStart, secondSpace > firstSpace + 1 else {
                 throw HTTPParseError(status: 400, reason: "malformed request line")
             }
-            let method = text(headStart..<spaces[0])
-            let version = text((spaces[1] + 1)..<lineEnd)
+            let method = text(headStart..<firstSpace)
+            let version = text((secondSpace + 1)..<lineEnd)
             guard method.utf8.allSatisfy({ isToken($0) }), version == "HTTP/1.1" || version == "HTTP/1.0" else {
                 throw HTTPParseError(status: 400, reason: "malformed request line")
             }
-            startLine = (method, text((spaces[0] + 1)..<spaces[1]), version)
+            startLine = (method, text((firstSpace + 1)..<secondSpace), version)
         case .response:
-            let codeEnd = spaces.count == 2 ? spaces[1] : lineEnd
-            guard spaces.count >= 1, codeEnd - spaces[0] == 4,
-                  (spaces[0] + 1..<codeEnd).allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 })
+            let codeEnd = secondSpace > 0 ? secondSpace : lineEnd
+            guard firstSpace > 0, codeEnd - firstSpace == 4,
+                  (firstSpace + 1..<codeEnd).allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 })
             else { throw HTTPParseError(status: 502, reason: "malformed status line") }
-            let version = text(headStart..<spaces[0])
+            let version = text(headStart..<firstSpace)
             guard version.hasPrefix("HTTP/1.") else { throw HTTPParseError(status: 502, reason: "malformed status line") }
-            startLine = (version, text((spaces[0] + 1)..<codeEnd), spaces.count == 2 ? text((codeEnd + 1)..<lineEnd) : "")
+            startLine = (version, text((firstSpace + 1)..<codeEnd), secondSpace > 0 ? text((codeEnd + 1)..<lineEnd) : "")
         }
         var headers: [Header] = []
         headers.reserveCapacity(8)
@@ -279,6 +283,19 @@ public struct HTTPParser: Sendable {
         return (startLine, headers, connection)
     }
 
+    /// A value of 1 to 18 ASCII digits and nothing else (the common Content-Length), without
+    /// making a String; nil for anything else, which the general path then judges.
+    static func plainDecimal(_ text: String) -> Int? {
+        var value = 0
+        var count = 0
+        for byte in text.utf8 {
+            guard byte >= 48 && byte <= 57, count < 18 else { return nil }
+            value = value * 10 + Int(byte - 48)
+            count += 1
+        }
+        return count > 0 ? value : nil
+    }
+
     /// RFC 9110 `tchar`: `!#$%&'*+-.^_`|~`, digits and letters. Two 64-bit masks, no table.
     @inline(__always)
     static func isToken(_ byte: UInt8) -> Bool {
@@ -298,8 +315,13 @@ public struct HTTPParser: Sendable {
         var length: Int?
         var chunked = false
         for header in message.headers {
-            // Only two names matter here; skip the lowercasing for the rest.
+            // Only two names matter here.
             if header.name.isASCII(caseInsensitivelyEqualTo: "content-length") {
+                if let value = Self.plainDecimal(header.value) {
+                    if let length, length != value { throw HTTPParseError(status: 400, reason: "conflicting Content-Length values") }
+                    length = value
+                    continue
+                }
                 for piece in header.value.split(separator: ",") {
                     let text = piece.trimmingSpaces()
                     guard !text.isEmpty, text.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int(text) else {

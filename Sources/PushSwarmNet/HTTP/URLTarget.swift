@@ -9,6 +9,14 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
     /// The Host header: the port only when it is not the scheme's default. Computed once: every
     /// request writes it.
     public let hostHeader: String
+    /// Computed once: pools are looked up by origin on every request.
+    private let hash: Int
+
+    public static func == (lhs: Origin, rhs: Origin) -> Bool {
+        lhs.hash == rhs.hash && lhs.port == rhs.port && lhs.host == rhs.host && lhs.scheme == rhs.scheme
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
     public init(scheme: String, host: String, port: UInt16) {
         self.scheme = scheme
@@ -17,6 +25,11 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
         isTLS = scheme == "https" || scheme == "wss"
         let bracketed = host.utf8.contains(58) ? "[\(host)]" : host
         hostHeader = port == (isTLS ? 443 : 80) ? bracketed : "\(bracketed):\(port)"
+        var hasher = Hasher()
+        hasher.combine(scheme)
+        hasher.combine(host)
+        hasher.combine(port)
+        hash = hasher.finalize()
     }
 
     public var description: String { "\(scheme)://\(hostHeader)" }
