@@ -87,6 +87,53 @@ import Testing
         #expect(accepted.response?.status == 200)
     }
 
+    @Test(.enabled(if: pythonHasWebsockets() && which("openssl") != nil, "needs Python's websockets and openssl"))
+    func secureWebSocketVerifiesTheServerCertificate() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-wss-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        try Peer(which("openssl")!, [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+        ]).wait()
+        let port = freePort()
+        let script = """
+            import asyncio, ssl, websockets
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain("\(certificate)", "\(key)")
+            async def handler(ws):
+                async for message in ws:
+                    await ws.send("secure:" + message)
+            async def main():
+                async with websockets.serve(handler, "127.0.0.1", \(port), ssl=context):
+                    await asyncio.sleep(30)
+            asyncio.run(main())
+            """
+        let server = try Peer(which("python3")!, ["-c", script])
+        defer { server.stop() }
+        #expect(waitForPort(port))
+        let url = TargetURL("wss://localhost:\(port)/")!
+
+        let refused = SocketRecorder()
+        WebSocketClient.connect(to: url, on: testGroup.loops[0], tls: try TLSContext(), delegate: refused)
+        do {
+            _ = try await refused.opened()
+            Issue.record("a self-signed certificate was accepted with verification on")
+        } catch {
+            #expect(error.reason == .tlsVerification)
+        }
+
+        let trusting = SocketRecorder()
+        WebSocketClient.connect(to: url, on: testGroup.loops[1], tls: try TLSContext(caFile: certificate), delegate: trusting)
+        let socket = try await trusting.opened()
+        socket.loop.execute { socket.send(text: "hi") }
+        #expect(await trusting.texts(count: 1) == ["secure:hi"])
+        socket.loop.execute { socket.close() }
+        #expect(await trusting.closed().code == 1000)
+    }
+
     @Test(.enabled(if: pythonHasWebsockets(), "needs Python's websockets (pip install websockets)"))
     func webSocketClientTalksToPythonWebsocketsServer() async throws {
         let port = freePort()
