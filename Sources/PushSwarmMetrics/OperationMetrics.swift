@@ -14,6 +14,10 @@ public struct OperationMetrics: Sendable, Equatable {
     /// Time from the request's first byte on the wire to the response: what the service took.
     /// Equal to `latency` in simulated time, where nothing waits to be sent.
     public var serviceTime = LatencyHistogram()
+    /// Wall time only: connection set-up (TCP and TLS) for requests that opened a connection.
+    public var connectTime = LatencyHistogram()
+    /// Wall time only: request written to the response's first byte.
+    public var timeToFirstByte = LatencyHistogram()
 
     public init() {}
 
@@ -27,5 +31,7 @@ public struct OperationMetrics: Sendable, Equatable {
         timeouts += other.timeouts
         latency.merge(other.latency)
         serviceTime.merge(other.serviceTime)
+        connectTime.merge(other.connectTime)
+        timeToFirstByte.merge(other.timeToFirstByte)
     }
 }

@@ -28,11 +28,17 @@ public struct RunMetrics: Sendable, Equatable {
         if retryNumber > 0 { retriesByAttempt[retryNumber, default: 0] += 1 }
     }
 
-    /// A response; `serviceMicroseconds` nil means the same as the latency.
-    public mutating func recordResponse(operation: String, status: Int, latencyMicroseconds: UInt64, serviceMicroseconds: UInt64? = nil) {
+    /// A response; `serviceMicroseconds` nil means the same as the latency. Connect and first-byte
+    /// times come from real sockets only.
+    public mutating func recordResponse(
+        operation: String, status: Int, latencyMicroseconds: UInt64, serviceMicroseconds: UInt64? = nil,
+        connectMicroseconds: UInt64? = nil, firstByteMicroseconds: UInt64? = nil
+    ) {
         operations[operation, default: OperationMetrics()].byStatus[status, default: 0] += 1
         operations[operation, default: OperationMetrics()].latency.record(latencyMicroseconds)
         operations[operation, default: OperationMetrics()].serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
+        if let connectMicroseconds { operations[operation, default: OperationMetrics()].connectTime.record(connectMicroseconds) }
+        if let firstByteMicroseconds { operations[operation, default: OperationMetrics()].timeToFirstByte.record(firstByteMicroseconds) }
     }
 
     public mutating func recordTransportError(operation: String, reason: String) {

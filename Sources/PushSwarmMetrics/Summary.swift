@@ -96,6 +96,10 @@ public struct Summary: Sendable {
             entry["timeouts"] = count(operation.timeouts)
             entry["latencyMs"] = percentiles(operation.latency)
             entry["serviceTimeMs"] = percentiles(operation.serviceTime)
+            // Measured on real sockets only; zeros in simulated time.
+            entry["connectMs"] = percentiles(operation.connectTime)
+            entry["connections"] = count(operation.connectTime.totalCount)
+            entry["firstByteMs"] = percentiles(operation.timeToFirstByte)
             operations[name] = .object(entry)
         }
         root["operations"] = .object(operations)

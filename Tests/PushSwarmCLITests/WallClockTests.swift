@@ -48,6 +48,11 @@ import Testing
         #expect(wallSummary["clock"] == .string("wall"))
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
         #expect(wallSummary["ledger"]?["checked"] == .bool(true))
+        // Real sockets measured their phases: connections were opened and first bytes timed.
+        let events = wallSummary["operations"]?["smartapppush.events"]
+        #expect((events?["connections"]?.numberValue ?? 0) > 0)
+        #expect((events?["firstByteMs"]?["p50"]?.numberValue ?? 0) > 0)
+        #expect(try summary(simulated)["operations"]?["smartapppush.events"]?["connections"] == .number(0))
     }
 
     @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {

@@ -34,15 +34,31 @@ public struct ExchangeCompletion: Sendable {
     /// When the device asked for the request to be sent (its intended start).
     public var sentAt: Instant
     public var outcome: ExchangeOutcome
-    /// From the first byte on the wire to the answer, when a real transport measured it.
-    public var serviceTime: TimeSpan?
+    /// Where the time went, when a real transport measured it (nil in simulated time).
+    public var timings: TransportTimings?
 
-    public init(requestID: UInt64, operation: String, sentAt: Instant, outcome: ExchangeOutcome, serviceTime: TimeSpan? = nil) {
+    public init(requestID: UInt64, operation: String, sentAt: Instant, outcome: ExchangeOutcome, timings: TransportTimings? = nil) {
         self.requestID = requestID
         self.operation = operation
         self.sentAt = sentAt
         self.outcome = outcome
-        self.serviceTime = serviceTime
+        self.timings = timings
+    }
+}
+
+/// A real request's phases, as the socket layer measured them.
+public struct TransportTimings: Sendable {
+    /// Opening a connection (TCP and TLS) for this request; nil when a kept-alive one was reused.
+    public var connect: TimeSpan?
+    /// From the request's first byte written to the response's first byte read.
+    public var firstByte: TimeSpan
+    /// From the request's first byte written to the response complete.
+    public var service: TimeSpan
+
+    public init(connect: TimeSpan?, firstByte: TimeSpan, service: TimeSpan) {
+        self.connect = connect
+        self.firstByte = firstByte
+        self.service = service
     }
 }
 

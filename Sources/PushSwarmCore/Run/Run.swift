@@ -157,7 +157,9 @@ public final class Run {
             metrics.recordResponse(
                 operation: completion.operation, status: response.status,
                 latencyMicroseconds: UInt64(max(0, (now - completion.sentAt).microseconds)),
-                serviceMicroseconds: completion.serviceTime.map { UInt64(max(0, $0.microseconds)) }
+                serviceMicroseconds: completion.timings.map { UInt64(max(0, $0.service.microseconds)) },
+                connectMicroseconds: completion.timings?.connect.map { UInt64(max(0, $0.microseconds)) },
+                firstByteMicroseconds: completion.timings.map { UInt64(max(0, $0.firstByte.microseconds)) }
             )
         case .transportError(let reason):
             metrics.recordTransportError(operation: completion.operation, reason: reason)

@@ -60,8 +60,13 @@ public final class NetworkTransport: RunTransport, Sendable {
             case .timeout:
                 outcome = .timeout
             }
-            let service = TimeSpan(microseconds: Int64(result.timings.service / 1_000))
-            let completion = ExchangeCompletion(requestID: id, operation: operation, sentAt: now, outcome: outcome, serviceTime: service)
+            let measured = result.timings
+            let timings = TransportTimings(
+                connect: measured.connect > 0 ? TimeSpan(microseconds: Int64(measured.connect / 1_000)) : nil,
+                firstByte: TimeSpan(microseconds: Int64(measured.firstByte / 1_000)),
+                service: TimeSpan(microseconds: Int64(measured.service / 1_000))
+            )
+            let completion = ExchangeCompletion(requestID: id, operation: operation, sentAt: now, outcome: outcome, timings: timings)
             deliver(Arrival(device: device, completion: completion, at: clock.now), detail: detail)
         }
         return nil
