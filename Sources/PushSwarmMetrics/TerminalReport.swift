@@ -22,9 +22,26 @@ public enum TerminalReport {
                 operation.latency.isEmpty ? "-" : format2(Double(operation.latency.maximum) / 1_000),
             ])
         }
-        lines.append("Requests by operation (latency from send to response)")
+        lines.append("Requests by operation (latency from the intended start to the response)")
         lines += formatTable(table)
         lines.append("")
+        if summary.clock == "wall" {
+            // Where the time went on real sockets.
+            var phases: [[String]] = [["operation", "service p50", "service p99", "first byte p50", "first byte p99", "connections", "connect p50", "connect p99"]]
+            for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
+                func milliseconds(_ histogram: LatencyHistogram, _ q: Double) -> String {
+                    histogram.value(atQuantile: q).map { format2(Double($0) / 1_000) } ?? "-"
+                }
+                phases.append([
+                    name, milliseconds(operation.serviceTime, 0.5), milliseconds(operation.serviceTime, 0.99),
+                    milliseconds(operation.timeToFirstByte, 0.5), milliseconds(operation.timeToFirstByte, 0.99),
+                    group(operation.connectTime.totalCount), milliseconds(operation.connectTime, 0.5), milliseconds(operation.connectTime, 0.99),
+                ])
+            }
+            lines.append("On the wire, ms (service: first byte sent to response; connect: TCP and TLS, for new connections)")
+            lines += formatTable(phases)
+            lines.append("")
+        }
 
         let statuses = metrics.byStatus.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
         lines.append("Requests    \(group(metrics.sent)) sent · by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(metrics.transportErrors)) · timeouts \(group(metrics.timeouts))")
