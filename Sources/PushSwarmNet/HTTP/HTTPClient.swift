@@ -113,11 +113,29 @@ public final class HTTPClient: Sendable {
     /// Connections open now, across all pools.
     public var openConnections: Int { budget.open }
 
-    /// Takes one connection from the budget, or registers `pool` to hear when one is free.
-    func reserveConnection(for pool: ConnectionPool) -> Bool { budget.reserve(waiter: pool) }
+    /// Takes one connection from the budget, or registers `pool` to hear when one is free and
+    /// asks every loop to close an idle connection: kept-alive connections idling in other pools
+    /// would otherwise hold the budget until their idle timeout.
+    func reserveConnection(for pool: ConnectionPool) -> Bool {
+        if budget.reserve(waiter: pool) { return true }
+        for state in states {
+            state.loop.enqueue { state.closeOneIdle() }
+        }
+        return false
+    }
 
     func releaseConnection() {
         if let pool = budget.release() {
+            pool.loop.execute { pool.budgetAvailable() }
+        }
+    }
+
+    /// Whether some pool waits for the budget (an idle connection should then close, not idle).
+    var poolsWaitForBudget: Bool { budget.hasWaiters }
+
+    /// A pool told of free budget that no longer needs it hands the turn to the next waiter.
+    func passBudgetTurn() {
+        if let pool = budget.nextWaiter() {
             pool.loop.execute { pool.budgetAvailable() }
         }
     }
@@ -182,6 +200,8 @@ private final class ConnectionBudget: Sendable {
 
     private let limit: Int
     private let state = Mutex(State())
+    /// `state.waiting.count`, readable without the lock: every finished exchange asks.
+    private let waiters = Atomic<Int>(0)
 
     init(limit: Int) { self.limit = limit }
 
@@ -194,6 +214,7 @@ private final class ConnectionBudget: Sendable {
                 return true
             }
             if !state.waiting.contains(where: { $0 === waiter }) { state.waiting.append(waiter) }
+            waiters.store(state.waiting.count, ordering: .relaxed)
             return false
         }
     }
@@ -202,8 +223,21 @@ private final class ConnectionBudget: Sendable {
     func release() -> ConnectionPool? {
         state.withLock { state in
             state.open -= 1
-            return state.waiting.isEmpty ? nil : state.waiting.removeFirst()
+            return takeWaiter(&state)
         }
+    }
+
+    var hasWaiters: Bool { waiters.load(ordering: .relaxed) > 0 }
+
+    func nextWaiter() -> ConnectionPool? {
+        state.withLock { state in takeWaiter(&state) }
+    }
+
+    private func takeWaiter(_ state: inout State) -> ConnectionPool? {
+        guard !state.waiting.isEmpty else { return nil }
+        let pool = state.waiting.removeFirst()
+        waiters.store(state.waiting.count, ordering: .relaxed)
+        return pool
     }
 }
 
@@ -241,6 +275,11 @@ final class LoopState: @unchecked Sendable {
 
     func closeAll() {
         for pool in pools.values { pool.closeIdle() }
+    }
+
+    /// Closes one idle connection of any pool on this loop, if there is one.
+    func closeOneIdle() {
+        for pool in pools.values where pool.closeOneIdle() { return }
     }
 }
 
@@ -371,6 +410,10 @@ final class ConnectionPool: @unchecked Sendable {
     func connectionReady(_ connection: HTTPConnection) {
         if let next = takeWaiting() {
             connection.send(next)
+        } else if client.poolsWaitForBudget {
+            // Another pool has requests and no connection: this one closes to make room.
+            connection.close()
+            connectionGone(connection)
         } else {
             idle.append(connection)
             connection.armIdleTimer(client.configuration.idleTimeoutNanoseconds)
@@ -398,7 +441,11 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// The process-wide budget has room again.
     func budgetAvailable() {
-        openIfNeeded()
+        if waitingCount == 0 {
+            client.passBudgetTurn()
+        } else {
+            openIfNeeded()
+        }
     }
 
     /// An idle connection unused for the idle timeout is closed.
@@ -410,6 +457,16 @@ final class ConnectionPool: @unchecked Sendable {
 
     func connectSucceeded(_ connection: HTTPConnection) {
         connecting -= 1
+    }
+
+    /// Closes the longest-idle connection; false when none is idle.
+    func closeOneIdle() -> Bool {
+        guard !idle.isEmpty else { return false }
+        let connection = idle.removeFirst()
+        connection.close()
+        open -= 1
+        client.releaseConnection()
+        return true
     }
 
     func closeIdle() {

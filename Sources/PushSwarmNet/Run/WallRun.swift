@@ -73,7 +73,10 @@ public final class WallRun {
         } else {
             mockServer = nil
         }
-        plan = Self.plan(scenario: scenario, inProcessMock: mockServer != nil, maxConnectionsPerSource: options.maxConnectionsPerSource)
+        plan = Self.plan(
+            devices: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
+            maxConnectionsPerSource: options.maxConnectionsPerSource
+        )
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
             maxConnectionsPerPool: options.maxConnectionsPerSource, tls: tls, maxOpenConnections: plan.connectionBudget
@@ -81,12 +84,14 @@ public final class WallRun {
         transport = NetworkTransport(client: client, targets: targets, clock: clock)
     }
 
-    /// The socket plan for a scenario: devices share a pool per NAT address
+    /// The socket plan for a fleet: devices share a pool per NAT address
     /// (`index / devicesPerSourceIP`), each pool holds at most `maxConnectionsPerSource`.
-    public static func plan(scenario: Scenario, inProcessMock: Bool, maxConnectionsPerSource: Int, fileLimit: Int = FileLimit.raiseAndRead()) -> SocketPlan {
-        let perSource = scenario.network.devicesPerSourceAddress
-        let fullSources = scenario.devices / perSource
-        let remainder = scenario.devices % perSource
+    public static func plan(
+        devices: Int, devicesPerSource perSource: Int, inProcessMock: Bool, maxConnectionsPerSource: Int,
+        fileLimit: Int = FileLimit.raiseAndRead()
+    ) -> SocketPlan {
+        let fullSources = devices / perSource
+        let remainder = devices % perSource
         let connections = fullSources * min(perSource, maxConnectionsPerSource) + min(remainder, maxConnectionsPerSource)
         return SocketPlan(
             clientConnections: connections, socketsPerConnection: inProcessMock ? 2 : 1, fileLimit: fileLimit, reserved: 128

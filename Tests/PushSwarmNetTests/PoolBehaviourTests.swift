@@ -1,0 +1,67 @@
+import Foundation
+import PushSwarmCore
+@testable import PushSwarmNet
+import Testing
+
+/// What the client's pools promise beyond a single exchange: the process-wide connection cap,
+/// idle connections closing, and a kept-alive connection the server closed being retried.
+@Suite struct PoolBehaviourTests {
+    @Test func theConnectionBudgetCapsOpenConnectionsAcrossPools() async throws {
+        let server = try startServer { _, responder in responder.respond(Response(status: 200), afterNanoseconds: 30_000_000) }
+        defer { server.stop() }
+        // Eight pools (eight NAT addresses), but only three connections allowed in the process.
+        let client = HTTPClient(group: testGroup, configuration: HTTPClient.Configuration(maxConnectionsPerPool: 4, maxOpenConnections: 3))
+        let results = await withTaskGroup(of: HTTPResult.self) { group in
+            for index in 0..<16 {
+                let source = IPAddress.v4(0x7F00_0001 + UInt32(index % 8))
+                group.addTask { await client.send(HTTPClientRequest(method: "GET", url: url(server), source: source)) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.compactMap(\.response).count == 16, "every request is answered, some after waiting")
+        #expect(server.statistics.snapshot.first { $0.name == "connections_open" }!.value <= 3)
+        #expect(client.openConnections <= 3)
+        #expect(results.contains { $0.timings.queued > 20_000_000 })
+    }
+
+    @Test func idleConnectionsCloseAfterTheIdleTimeout() async throws {
+        let server = try startServer { _, responder in responder.respond(Response(status: 200)) }
+        defer { server.stop() }
+        let client = HTTPClient(group: testGroup, configuration: HTTPClient.Configuration(idleTimeoutNanoseconds: 100_000_000))
+        #expect(await client.send(HTTPClientRequest(method: "GET", url: url(server))).response?.status == 200)
+        // Ten times the idle timeout: long enough on a loaded machine.
+        try await Task.sleep(for: .seconds(1))
+        #expect(client.openConnections == 0)
+        // The next request opens a new connection (without the timeout it would reuse the first).
+        #expect(await client.send(HTTPClientRequest(method: "GET", url: url(server))).response?.status == 200)
+        #expect(server.statistics.snapshot.first { $0.name == "connections_accepted_total" }?.value == 2)
+    }
+
+    @Test func aKeptAliveConnectionTheServerClosedIsRetriedOnce() async throws {
+        // The server closes idle connections after 100 ms; the client keeps them for minutes, so
+        // its next request goes out on a connection that is already closed (RFC 9112 9.3.1).
+        let configuration = HTTPServer.Configuration(idleTimeoutNanoseconds: 100_000_000)
+        let server = try startServer(configuration) { _, responder in responder.respond(Response(status: 200)) }
+        defer { server.stop() }
+        let client = HTTPClient(group: testGroup)
+        #expect(await client.send(HTTPClientRequest(method: "POST", url: url(server), body: [1])).response?.status == 200)
+        try await Task.sleep(for: .milliseconds(300))
+        let second = await client.send(HTTPClientRequest(method: "POST", url: url(server), body: [2]))
+        #expect(second.response?.status == 200)
+    }
+
+    @Test func theSocketPlanCountsBothEndsOfAnInProcessMock() throws {
+        let inProcess = WallRun.plan(devices: 10_000, devicesPerSource: 1, inProcessMock: true, maxConnectionsPerSource: 64, fileLimit: 20_000)
+        #expect(inProcess.clientConnections == 10_000)
+        #expect(inProcess.needed == 20_128)
+        #expect(!inProcess.fits)
+        #expect(inProcess.connectionBudget == 9_936)
+        #expect(inProcess.explanation.contains("20128 files"))
+        let external = WallRun.plan(devices: 10_000, devicesPerSource: 1, inProcessMock: false, maxConnectionsPerSource: 64, fileLimit: 20_000)
+        #expect(external.fits)
+        // 2,000 devices per NAT address share pools of at most 64 connections.
+        let shared = WallRun.plan(devices: 10_000, devicesPerSource: 2_000, inProcessMock: true, maxConnectionsPerSource: 64, fileLimit: 20_000)
+        #expect(shared.clientConnections == 5 * 64)
+        #expect(shared.fits)
+    }
+}
