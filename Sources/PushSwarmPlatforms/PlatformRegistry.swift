@@ -3,6 +3,7 @@ public import PushSwarmCore
 /// Every platform PushSwarm knows. Adding a platform: a folder beside `SmartAppPush/` and a line here.
 public enum PlatformRegistry {
     public static let all: [any Platform] = [
-        SmartAppPushPlatform()
+        SmartAppPushPlatform(),
+        MeiroPlatform(),
     ]
 }

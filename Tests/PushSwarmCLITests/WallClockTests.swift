@@ -25,20 +25,20 @@ import Testing
         return counts
     }
 
-    @Test func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent() throws {
+    @Test(arguments: ["Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json"])
+    func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) throws {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
         let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
         defer {
             try? FileManager.default.removeItem(atPath: simulated)
             try? FileManager.default.removeItem(atPath: wall)
         }
-        let scenario = "Tests/Fixtures/wall-vs-simulated.json"
         #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
         let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
         #expect(wallRun.status == 0, "\(wallRun.error)")
         let expected = statusCounts(try summary(simulated))
         let measured = statusCounts(try summary(wall))
-        #expect(expected.values.reduce(0, +) > 1_000, "the scenario must be busy enough to compare")
+        #expect(expected.values.reduce(0, +) > 100, "the scenario must be busy enough to compare")
         #expect(Set(expected.keys) == Set(measured.keys))
         for (key, count) in expected {
             let other = measured[key] ?? 0
@@ -49,10 +49,15 @@ import Testing
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
         #expect(wallSummary["ledger"]?["checked"] == .bool(true))
         // Real sockets measured their phases: connections were opened and first bytes timed.
-        let events = wallSummary["operations"]?["smartapppush.events"]
-        #expect((events?["connections"]?.numberValue ?? 0) > 0)
-        #expect((events?["firstByteMs"]?["p50"]?.numberValue ?? 0) > 0)
-        #expect(try summary(simulated)["operations"]?["smartapppush.events"]?["connections"] == .number(0))
+        guard case .object(let operations)? = wallSummary["operations"], let busiest = operations.members.first?.value else {
+            Issue.record("no operations in the wall run")
+            return
+        }
+        #expect((busiest["connections"]?.numberValue ?? 0) > 0)
+        #expect((busiest["firstByteMs"]?["p50"]?.numberValue ?? 0) > 0)
+        if case .object(let simulatedOperations)? = try summary(simulated)["operations"] {
+            #expect(simulatedOperations.members.allSatisfy { $0.value["connections"] == .number(0) })
+        }
     }
 
     @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {

@@ -50,6 +50,7 @@ public actor VirtualDevice {
             )
         }
         apply(lifecycle.start(now: now, random: &random), now: now, into: &actions)
+        convert(client.started(device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
         return (actions, known)
     }
 

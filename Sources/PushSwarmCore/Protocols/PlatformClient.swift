@@ -5,6 +5,10 @@
 ///   `now`, randomness as `random`, and everything it wants done comes back as actions. The device
 ///   actor that owns it serialises every call.
 public protocol PlatformClient: Sendable {
+    /// The run begins: an install from before the run starts its background work here (a
+    /// periodic token refresh, say).
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+
     /// Reacts to something the app did or that happened to it.
     mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
 
@@ -16,6 +20,11 @@ public protocol PlatformClient: Sendable {
 
     /// Requests queued but not yet delivered or dropped (reported at the end of a run).
     var pendingRequests: Int { get }
+}
+
+extension PlatformClient {
+    /// Most clients do nothing until the app does something.
+    public mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
 }
 
 /// What a platform client asks its device to do.

@@ -1,0 +1,136 @@
+import PushSwarmCore
+import PushSwarmMetrics
+
+/// A Meiro-integrated app's side of mobile push (spec 004).
+///
+/// The rules it follows, in the spec's words:
+/// - "this event should be sent once the user gives consent to receive mobile push
+///   notifications": `fcm_registration_token_registered` only with permission and a token.
+/// - "periodically sending the FCM Registration Token Refreshed event once a month, regardless of
+///   the application's running state": a timer every `refreshInterval`, from a random phase for
+///   installs that existed before the run.
+/// - "user_id … store it persistently within the app's storage … In case user_id is removed from
+///   the app storage, it should be regenerated": one per install, a new one on a new install.
+/// - session_id: "Its ID changes once the user is inactive for more than 30 minutes."
+struct MeiroClient: PlatformClient {
+    static let refreshTimer: UInt64 = 1 << 62
+    static let sessionTimeout = TimeSpan.minutes(30)
+
+    let settings: MeiroSettings
+    private var queue: OfflineQueue
+    private(set) var userID: String?
+    private(set) var sessionID: String?
+    private var lastActivity: Instant?
+    /// The token the service last heard registered (nil: none yet).
+    private(set) var registeredToken: String?
+
+    init(settings: MeiroSettings) {
+        self.settings = settings
+        queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
+    }
+
+    var pendingRequests: Int { queue.count }
+
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        guard device.profile.isInstalledAtStart else { return [] }
+        userID = random.nextUUID()
+        // An install from before the run registered when its user consented.
+        if device.pushPermissionGranted, let token = device.pushToken { registeredToken = token }
+        let phase = TimeSpan(microseconds: Int64(random.nextUnit() * Double(settings.refreshInterval.microseconds)))
+        return [.schedule(token: Self.refreshTimer, at: now + phase)]
+    }
+
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        switch intent {
+        case .installed:
+            // A new install has empty storage: a new user_id, nothing registered.
+            userID = random.nextUUID()
+            registeredToken = nil
+            return [.schedule(token: Self.refreshTimer, at: now + settings.refreshInterval)]
+        case .appLaunched(let isColdStart, _, _):
+            touch(now: now, device: device)
+            return isColdStart ? queue.appLaunched(now: now) : []
+        case .userEvent, .loggedIn, .loggedOut:
+            touch(now: now, device: device)
+            return []
+        case .pushPermissionChanged(let isGranted):
+            guard isGranted, let token = device.pushToken else { return [] }
+            return register(token, device: device, now: now, random: &random)
+        case .pushTokenIssued(let token), .pushTokenRotated(_, let token):
+            guard device.pushPermissionGranted else { return [] }
+            return register(token, device: device, now: now, random: &random)
+        case .appBackgrounded, .appClosed, .notificationDisplayed, .notificationDismissed, .notificationTapped:
+            return []
+        }
+    }
+
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        queue.complete(completion, now: now)
+    }
+
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        guard timer == Self.refreshTimer else { return queue.timerFired(timer, now: now) }
+        var actions: [ClientAction] = [.schedule(token: Self.refreshTimer, at: now + settings.refreshInterval)]
+        // Only a registered token is refreshed; the background task sends no session.
+        if let token = registeredToken, device.pushToken == token, device.pushPermissionGranted {
+            let timestamp = utc(now, device: device)
+            actions += send(
+                eventType: MeiroMessages.EventType.refreshed, operation: MeiroMessages.Operation.refreshed, token: token,
+                eventData: ["fcm_registration_token_refresh_timestamp": .string(timestamp)], session: nil,
+                device: device, now: now, random: &random
+            )
+        }
+        return actions
+    }
+
+    // MARK: - Requests
+
+    private mutating func touch(now: Instant, device: DeviceSnapshot) {
+        if let lastActivity, now - lastActivity <= Self.sessionTimeout, sessionID != nil {
+            self.lastActivity = now
+            return
+        }
+        lastActivity = now
+        sessionID = userID.map { MeiroMessages.sessionID(unixMilliseconds: device.clock.unixMicroseconds(now) / 1_000, userID: $0) }
+    }
+
+    private mutating func register(_ token: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        guard registeredToken != token else { return [] }
+        registeredToken = token
+        touch(now: now, device: device)
+        return send(
+            eventType: MeiroMessages.EventType.registered, operation: MeiroMessages.Operation.registered, token: token,
+            eventData: nil, session: sessionID, device: device, now: now, random: &random
+        )
+    }
+
+    private func utc(_ now: Instant, device: DeviceSnapshot) -> String {
+        RFC3339.format(unixMicroseconds: device.clock.unixMicroseconds(now), offsetSeconds: 0, utcAsZ: true)
+    }
+
+    private mutating func send(
+        eventType: String, operation: String, token: String, eventData: JSONObject?, session: String?,
+        device: DeviceSnapshot, now: Instant, random: inout SeededRandom
+    ) -> [ClientAction] {
+        if userID == nil { userID = random.nextUUID() }
+        let user = userID ?? ""
+        let profile = device.profile
+        let timestamp = utc(now, device: device)
+        var body = JSONObject()
+        body["user_id"] = .string(user)
+        body["event_type"] = .string(eventType)
+        body["event_timestamp"] = .string(timestamp)
+        body["version"] = .string(MeiroMessages.eventVersion)
+        if let session { body["session_id"] = .string(session) }
+        if let eventData { body["event_data"] = .object(eventData) }
+        body["app"] = [
+            "id": .string(settings.appID), "name": .string(settings.appName), "version": .string(profile.appVersion),
+            "language": .string(profile.locale.language),
+        ]
+        body["os"] = ["type": .string(profile.os.rawValue), "version": .string(profile.osVersion)]
+        body["firebase"] = ["project_id": .string(settings.projectID), "registration_token": .string(token)]
+        let request = Request(method: "POST", path: MeiroMessages.path, headers: MeiroMessages.jsonHeaders, body: JSONWriter.bytes(of: .object(body)))
+        let key = MeiroMessages.eventKey(userID: user, eventType: eventType, timestamp: timestamp, token: token)
+        return queue.enqueue(OfflineQueue.Item(operation: operation, request: request, ledgerKey: key), now: now)
+    }
+}

@@ -1,0 +1,65 @@
+public import PushSwarmCore
+
+/// Meiro as a PushSwarm platform (`platforms.meiro` in a scenario).
+public struct MeiroPlatform: Platform {
+    public init() {}
+
+    public var name: String { MeiroMessages.platformName }
+
+    public func configure(_ section: JSONReader?) throws -> any PlatformConfiguration {
+        var settings = MeiroSettings()
+        guard let section else { return MeiroConfiguration(settings: settings) }
+        var object = try section.object()
+        if let value = try object.optional("appId", { try $0.nonEmptyString() }) { settings.appID = value }
+        if let value = try object.optional("appName", { try $0.nonEmptyString() }) { settings.appName = value }
+        if let value = try object.optional("projectId", { try $0.nonEmptyString() }) { settings.projectID = value }
+        if let value = try object.optional("requestTimeout", { reader -> TimeSpan in
+            let timeout = try reader.duration()
+            guard timeout > .zero else { throw reader.fail("must be longer than zero") }
+            return timeout
+        }) { settings.requestTimeout = value }
+        if let value = try object.optional("refreshInterval", { reader -> TimeSpan in
+            let interval = try reader.duration()
+            guard interval >= .minutes(1) else { throw reader.fail("must be at least 1m") }
+            return interval
+        }) { settings.refreshInterval = value }
+        if let value = try object.optional("queueCapacity", { try $0.integer(minimum: 1, maximum: 1_000_000) }) { settings.queueCapacity = value }
+        if let value = try object.optional("retry", { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
+        if let value = try object.optional("mock", { reader -> MockBehaviour in
+            var mock = try reader.object()
+            let behaviour = try mock.readMockBehaviour()
+            try mock.finish()
+            return behaviour
+        }) { settings.mockBehaviour = value }
+        try object.finish()
+        return MeiroConfiguration(settings: settings)
+    }
+}
+
+struct MeiroConfiguration: PlatformConfiguration {
+    let settings: MeiroSettings
+
+    var mockBehaviour: MockBehaviour { settings.mockBehaviour }
+
+    func makeMock() -> any MockService { MeiroMock() }
+
+    /// Meiro groups take no client options yet: `client` may be absent or `{}`.
+    func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
+        if let options {
+            let object = try options.object()
+            try object.finish()
+        }
+        return MeiroClientProfile(settings: settings)
+    }
+}
+
+/// Every Meiro install: FCM tokens on both systems (the spec's `firebase.registration_token`).
+struct MeiroClientProfile: ClientProfile {
+    let settings: MeiroSettings
+
+    var pushToken: PushTokenStyle { .fcm }
+
+    func makeClient(for profile: DeviceProfile) -> any PlatformClient {
+        MeiroClient(settings: settings)
+    }
+}
