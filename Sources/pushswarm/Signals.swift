@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Ctrl-C (SIGINT) and SIGTERM as callbacks instead of the default kill.
 enum Signals {
@@ -7,12 +8,12 @@ enum Signals {
 
     /// Calls `first` on the first SIGINT or SIGTERM; a second one exits at once with 130.
     static func onInterrupt(_ first: @escaping @Sendable () -> Void) {
-        let count = Counter()
+        let count = Atomic<Int>(0)
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if count.next() == 1 {
+                if count.add(1, ordering: .relaxed).newValue == 1 {
                     first()
                 } else {
                     FileHandle.standardError.write(Data("pushswarm: interrupted again; exiting without a report\n".utf8))
@@ -21,18 +22,6 @@ enum Signals {
             }
             source.resume()
             sources.append(source)
-        }
-    }
-
-    private final class Counter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = 0
-
-        func next() -> Int {
-            lock.lock()
-            defer { lock.unlock() }
-            value += 1
-            return value
         }
     }
 }

@@ -86,6 +86,13 @@ public struct JSONReader: Sendable {
         }
     }
 
+    /// A duration longer than zero (a run's length, a timeout).
+    public func positiveDuration() throws -> TimeSpan {
+        let span = try duration()
+        guard span > .zero else { throw fail("must be longer than zero") }
+        return span
+    }
+
     /// One of `choices`, spelled exactly.
     public func choice(_ choices: [String]) throws -> String {
         let text = try string()

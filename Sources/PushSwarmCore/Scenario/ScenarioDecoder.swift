@@ -28,8 +28,7 @@ public struct ScenarioDecoder: Sendable {
         let seed = try root.optional("seed") { UInt64(try $0.integer(minimum: 0)) } ?? 1
         let clock = try root.optional("clock") { Scenario.ClockKind(rawValue: try $0.choice(["simulated", "wall"])) ?? .simulated } ?? .simulated
         let duration = try root.required("duration") { reader in
-            let span = try reader.duration()
-            guard span > .zero else { throw reader.fail("must be longer than zero") }
+            let span = try reader.positiveDuration()
             guard span <= .days(366) else { throw reader.fail("must be at most 366 days") }
             return span
         }

@@ -9,8 +9,9 @@ public struct HTTPMessage: Sendable {
     /// Whether the connection may carry another message after this one.
     public var keepAlive: Bool
 
+    /// The first value of the header called `name` (lowercase), compared case-insensitively.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name }?.value
+        headers.first { $0.name.isASCII(caseInsensitivelyEqualTo: name) }?.value
     }
 }
 

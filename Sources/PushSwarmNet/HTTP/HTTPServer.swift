@@ -172,8 +172,9 @@ public final class HTTPServer: Sendable {
             list.removeAll()
             return taken
         }
-        let done = DispatchGroupLike(count: all.count)
+        let done = DispatchGroup()
         for listener in all {
+            done.enter()
             listener.loop.execute {
                 listener.close()
                 done.leave()
@@ -185,20 +186,6 @@ public final class HTTPServer: Sendable {
     private func closing(_ created: [(Int32, EventLoop)], _ error: NetError) -> NetError {
         for (fd, _) in created { close(fd) }
         return error
-    }
-}
-
-/// Waits for `count` loops to finish a step.
-private final class DispatchGroupLike: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let count: Int
-
-    init(count: Int) { self.count = count }
-
-    func leave() { semaphore.signal() }
-
-    func wait() {
-        for _ in 0..<count { semaphore.wait() }
     }
 }
 

@@ -13,11 +13,7 @@ public struct MeiroPlatform: Platform {
         if let value = try object.optional("appId", { try $0.nonEmptyString() }) { settings.appID = value }
         if let value = try object.optional("appName", { try $0.nonEmptyString() }) { settings.appName = value }
         if let value = try object.optional("projectId", { try $0.nonEmptyString() }) { settings.projectID = value }
-        if let value = try object.optional("requestTimeout", { reader -> TimeSpan in
-            let timeout = try reader.duration()
-            guard timeout > .zero else { throw reader.fail("must be longer than zero") }
-            return timeout
-        }) { settings.requestTimeout = value }
+        if let value = try object.optional("requestTimeout", { try $0.positiveDuration() }) { settings.requestTimeout = value }
         if let value = try object.optional("refreshInterval", { reader -> TimeSpan in
             let interval = try reader.duration()
             guard interval >= .minutes(1) else { throw reader.fail("must be at least 1m") }

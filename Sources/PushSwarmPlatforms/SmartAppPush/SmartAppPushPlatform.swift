@@ -13,11 +13,7 @@ public struct SmartAppPushPlatform: Platform {
         if let value = try object.optional("tenantId", { try $0.nonEmptyString() }) { settings.tenantID = value }
         if let value = try object.optional("apiKey", { try $0.nonEmptyString() }) { settings.apiKey = value }
         if let value = try object.optional("appId", { try $0.nonEmptyString() }) { settings.appID = value }
-        if let value = try object.optional("requestTimeout", { reader -> TimeSpan in
-            let timeout = try reader.duration()
-            guard timeout > .zero else { throw reader.fail("must be longer than zero") }
-            return timeout
-        }) { settings.requestTimeout = value }
+        if let value = try object.optional("requestTimeout", { try $0.positiveDuration() }) { settings.requestTimeout = value }
         if let value = try object.optional("queueCapacity", { try $0.integer(minimum: 1, maximum: 1_000_000) }) { settings.queueCapacity = value }
         if let value = try object.optional("sendPushReceived", { try $0.bool() }) { settings.sendsPushReceived = value }
         if let value = try object.optional("retry", { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
