@@ -5,6 +5,11 @@ public struct RunMetrics: Sendable, Equatable {
     public var retriesByAttempt: [Int: UInt64] = [:]
     /// Back-off delays chosen before retries, in microseconds.
     public var backoffDelays = LatencyHistogram()
+    /// The same delays by retry number (1 is the delay before the first retry), so that a
+    /// client's back-off curve can be read from a report; numbers beyond `backoffRetryCap` share
+    /// the last entry.
+    public var backoffByRetry: [Int: LatencyHistogram] = [:]
+    public static let backoffRetryCap = 20
     /// Requests a client gave up on, keyed by reason (`http400`, `http503RetriesExhausted`, …).
     public var droppedByReason: [String: UInt64] = [:]
     /// Transport errors keyed by reason (`networkError`, `connectionReset`, …).
@@ -50,8 +55,9 @@ public struct RunMetrics: Sendable, Equatable {
         operations[operation, default: OperationMetrics()].timeouts += 1
     }
 
-    public mutating func recordBackoff(microseconds: UInt64) {
+    public mutating func recordBackoff(microseconds: UInt64, retryNumber: Int) {
         backoffDelays.record(microseconds)
+        backoffByRetry[min(max(retryNumber, 1), Self.backoffRetryCap), default: LatencyHistogram()].record(microseconds)
     }
 
     public mutating func recordDrop(reason: String, count: UInt64 = 1) {
@@ -71,6 +77,11 @@ public struct RunMetrics: Sendable, Equatable {
         }
         retriesByAttempt.merge(other.retriesByAttempt, uniquingKeysWith: +)
         backoffDelays.merge(other.backoffDelays)
+        backoffByRetry.merge(other.backoffByRetry) { mine, theirs in
+            var merged = mine
+            merged.merge(theirs)
+            return merged
+        }
         droppedByReason.merge(other.droppedByReason, uniquingKeysWith: +)
         transportErrorsByReason.merge(other.transportErrorsByReason, uniquingKeysWith: +)
         counters.merge(other.counters, uniquingKeysWith: +)

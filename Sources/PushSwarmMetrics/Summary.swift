@@ -82,6 +82,17 @@ public struct Summary: Sendable {
         retries["total"] = count(metrics.retries)
         retries["byAttempt"] = .object(JSONObject(metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { (key: String($0.key), value: count($0.value)) }))
         retries["backoffMs"] = percentiles(metrics.backoffDelays)
+        var byRetry = JSONObject()
+        for (retry, histogram) in metrics.backoffByRetry.sorted(by: { $0.key < $1.key }) {
+            let key = retry == RunMetrics.backoffRetryCap ? "\(retry)+" : String(retry)
+            byRetry[key] = [
+                "count": count(histogram.totalCount),
+                "minMs": .number(Double(histogram.minimum) / 1_000),
+                "p50Ms": .number(Double(histogram.value(atQuantile: 0.5) ?? 0) / 1_000),
+                "maxMs": .number(Double(histogram.maximum) / 1_000),
+            ]
+        }
+        retries["backoffByRetry"] = .object(byRetry)
         root["retries"] = .object(retries)
 
         root["dropped"] = .object(["total": count(metrics.droppedByReason.values.reduce(0, +)), "byReason": .object(countObject(metrics.droppedByReason))])

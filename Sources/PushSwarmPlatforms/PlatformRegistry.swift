@@ -5,5 +5,6 @@ public enum PlatformRegistry {
     public static let all: [any Platform] = [
         SmartAppPushPlatform(),
         MeiroPlatform(),
+        PushExpressPlatform(),
     ]
 }

@@ -132,8 +132,8 @@ public final class Run {
                 metrics.increment(name)
             case .drop(let reason):
                 metrics.recordDrop(reason: reason)
-            case .backoff(let delay, _):
-                metrics.recordBackoff(microseconds: UInt64(max(0, delay.microseconds)))
+            case .backoff(let delay, let retryNumber):
+                metrics.recordBackoff(microseconds: UInt64(max(0, delay.microseconds)), retryNumber: retryNumber)
             case .confirmed(let key):
                 confirmed.insert(key)
             case .pushAddress(let old, let new):

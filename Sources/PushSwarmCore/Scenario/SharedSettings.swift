@@ -11,6 +11,14 @@ extension ObjectReader {
 }
 
 extension JSONReader {
+    /// Reads a `mock` object that holds only the shared mock behaviour.
+    public func mockBehaviour() throws -> MockBehaviour {
+        var object = try object()
+        let behaviour = try object.readMockBehaviour()
+        try object.finish()
+        return behaviour
+    }
+
     /// Reads a retry table over `base`: `{"networkError": {…}, "serverError": {…}, "rateLimited": {…}}`,
     /// each row partial.
     public func retryTable(base: RetryTable) throws -> RetryTable {

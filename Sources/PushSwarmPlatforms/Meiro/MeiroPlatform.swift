@@ -21,12 +21,7 @@ public struct MeiroPlatform: Platform {
         }) { settings.refreshInterval = value }
         if let value = try object.optional("queueCapacity", { try $0.integer(minimum: 1, maximum: 1_000_000) }) { settings.queueCapacity = value }
         if let value = try object.optional("retry", { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
-        if let value = try object.optional("mock", { reader -> MockBehaviour in
-            var mock = try reader.object()
-            let behaviour = try mock.readMockBehaviour()
-            try mock.finish()
-            return behaviour
-        }) { settings.mockBehaviour = value }
+        if let value = try object.optional("mock", { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
         try object.finish()
         return MeiroConfiguration(settings: settings)
     }
