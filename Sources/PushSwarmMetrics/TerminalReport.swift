@@ -7,7 +7,7 @@ public enum TerminalReport {
         lines.append("PushSwarm · \(summary.scenario) · seed \(summary.seed) · \(summary.clock) clock · \(group(UInt64(summary.devices))) devices · \(simulated) run in \(format2(summary.wallSeconds)) s wall time")
         lines.append("")
 
-        var table: [[String]] = [["operation", "sent", "2xx", "4xx", "429", "5xx", "net err", "timeout", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]]
+        var table: [[String]] = [["operation", "sent", "ok", "4xx", "429", "5xx", "net err", "timeout", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]]
         for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
             func statuses(_ range: Range<Int>, excluding excluded: Int? = nil) -> UInt64 {
                 operation.byStatus.reduce(0) { range.contains($1.key) && $1.key != excluded ? $0 + $1.value : $0 }
@@ -16,13 +16,13 @@ public enum TerminalReport {
                 operation.latency.value(atQuantile: q).map { format2(Double($0) / 1_000) } ?? "-"
             }
             table.append([
-                name, group(operation.sent), group(statuses(200..<300)), group(statuses(400..<500, excluding: 429)),
+                name, group(operation.sent), group(statuses(100..<400)), group(statuses(400..<500, excluding: 429)),
                 group(operation.byStatus[429] ?? 0), group(statuses(500..<600)), group(operation.transportErrors),
                 group(operation.timeouts), quantile(0.5), quantile(0.9), quantile(0.99), quantile(0.999),
                 operation.latency.isEmpty ? "-" : format2(Double(operation.latency.maximum) / 1_000),
             ])
         }
-        lines.append("Requests by operation (latency from the intended start to the response)")
+        lines.append("Requests by operation (ok: 1xx-3xx, 101 being an opened WebSocket; latency from the intended start to the response)")
         lines += formatTable(table)
         lines.append("")
         if summary.clock == "wall" {

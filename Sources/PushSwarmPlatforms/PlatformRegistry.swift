@@ -6,5 +6,6 @@ public enum PlatformRegistry {
         SmartAppPushPlatform(),
         MeiroPlatform(),
         PushExpressPlatform(),
+        SmarticoPlatform(),
     ]
 }

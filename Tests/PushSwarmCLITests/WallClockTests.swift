@@ -25,8 +25,8 @@ import Testing
         return counts
     }
 
-    @Test(arguments: ["Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json"])
-    func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) throws {
+    /// Runs `scenario` in simulated time and in wall time; the two summaries.
+    private func runInBothClocks(_ scenario: String) throws -> (simulated: JSONValue, wall: JSONValue) {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
         let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
         defer {
@@ -36,15 +36,20 @@ import Testing
         #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
         let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
         #expect(wallRun.status == 0, "\(wallRun.error)")
-        let expected = statusCounts(try summary(simulated))
-        let measured = statusCounts(try summary(wall))
+        return (try summary(simulated), try summary(wall))
+    }
+
+    @Test(arguments: ["Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json"])
+    func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) throws {
+        let (simulatedSummary, wallSummary) = try runInBothClocks(scenario)
+        let expected = statusCounts(simulatedSummary)
+        let measured = statusCounts(wallSummary)
         #expect(expected.values.reduce(0, +) > 100, "the scenario must be busy enough to compare")
         #expect(Set(expected.keys) == Set(measured.keys))
         for (key, count) in expected {
             let other = measured[key] ?? 0
             #expect(abs(other - count) <= 0.02 * count, "\(key): simulated \(count), wall \(other)")
         }
-        let wallSummary = try summary(wall)
         #expect(wallSummary["clock"] == .string("wall"))
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
         #expect(wallSummary["ledger"]?["checked"] == .bool(true))
@@ -55,9 +60,34 @@ import Testing
         }
         #expect((busiest["connections"]?.numberValue ?? 0) > 0)
         #expect((busiest["firstByteMs"]?["p50"]?.numberValue ?? 0) > 0)
-        if case .object(let simulatedOperations)? = try summary(simulated)["operations"] {
+        if case .object(let simulatedOperations)? = simulatedSummary["operations"] {
             #expect(simulatedOperations.members.allSatisfy { $0.value["connections"] == .number(0) })
         }
+    }
+
+    @Test func smarticoDevicesHoldRealWebSocketsAndAnswerServerPings() throws {
+        // The same Smartico scenario in both clocks: the wall run's devices open real WebSockets
+        // to the loopback mock, answer its PINGs, and get the campaign's popups on them.
+        let scenario = "Tests/Fixtures/smartico-wall-vs-simulated.json"
+        let (simulatedSummary, wallSummary) = try runInBothClocks(scenario)
+        let expected = statusCounts(simulatedSummary)
+        let measured = statusCounts(wallSummary)
+        #expect(expected["smartico.connect 101"] == 400)
+        #expect(Set(expected.keys) == Set(measured.keys))
+        for (key, count) in expected {
+            #expect(abs((measured[key] ?? 0) - count) <= 0.02 * count, "\(key): simulated \(count), wall \(measured[key] ?? 0)")
+        }
+        let counters = wallSummary["counters"]
+        #expect(counters?["sockets.peakOpen"] == .number(400), "every device held its socket at once")
+        let pings = counters?["smartico.serverPingsAnswered"]?.numberValue ?? 0
+        let simulatedPings = simulatedSummary["counters"]?["smartico.serverPingsAnswered"]?.numberValue ?? 0
+        #expect(pings > 400 && abs(pings - simulatedPings) <= 0.05 * simulatedPings, "server PINGs answered: wall \(pings), simulated \(simulatedPings)")
+        func shown(_ counters: JSONValue?) -> Double {
+            (counters?["smartico.popupsShown"]?.numberValue ?? 0) + (counters?["smartico.miniGamesShown"]?.numberValue ?? 0)
+        }
+        let simulatedCounters = simulatedSummary["counters"]
+        #expect(shown(counters) > 390 && shown(counters) == shown(simulatedCounters), "the campaign reached the open sockets")
+        #expect(wallSummary["ledger"]?["lost"] == .number(0))
     }
 
     @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {

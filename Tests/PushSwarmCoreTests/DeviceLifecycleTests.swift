@@ -144,7 +144,14 @@ import Testing
         var device = DeviceLifecycle(profile: Fixtures.profile(grants: false), behaviour: Fixtures.quietBehaviour)
         let outputs = device.handle(.notificationDelivered(PushNotification(id: 1, campaign: "c", data: [:])), now: t0, random: &random)
         #expect(Fixtures.counts(outputs) == ["notifications.delivered", "notifications.suppressedNoPermission"])
-        #expect(Fixtures.intents(outputs).isEmpty)
+        // Nothing is displayed; the app hears of the push only to report it undisplayed.
+        let intents = Fixtures.intents(outputs)
+        #expect(intents.count == 1)
+        guard case .notificationNotDisplayed(let notification)? = intents.first else {
+            Issue.record("expected notificationNotDisplayed, got \(intents)")
+            return
+        }
+        #expect(notification.id == 1)
     }
 
     @Test mutating func aRevokedPermissionIsReportedAtTheNextLaunch() {

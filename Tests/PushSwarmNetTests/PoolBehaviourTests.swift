@@ -53,15 +53,31 @@ import Testing
     @Test func theSocketPlanCountsBothEndsOfAnInProcessMock() throws {
         let inProcess = WallRun.plan(devices: 10_000, devicesPerSource: 1, inProcessMock: true, maxConnectionsPerSource: 64, fileLimit: 20_000)
         #expect(inProcess.clientConnections == 10_000)
-        #expect(inProcess.needed == 20_128)
+        #expect(inProcess.needed == 20_256)
         #expect(!inProcess.fits)
-        #expect(inProcess.connectionBudget == 9_936)
-        #expect(inProcess.explanation.contains("20128 files"))
+        #expect(inProcess.connectionBudget == 9_872)
+        #expect(inProcess.webSocketBudget == 0)
+        #expect(inProcess.explanation.contains("20256 files"))
         let external = WallRun.plan(devices: 10_000, devicesPerSource: 1, inProcessMock: false, maxConnectionsPerSource: 64, fileLimit: 20_000)
         #expect(external.fits)
         // 2,000 devices per NAT address share pools of at most 64 connections.
         let shared = WallRun.plan(devices: 10_000, devicesPerSource: 2_000, inProcessMock: true, maxConnectionsPerSource: 64, fileLimit: 20_000)
         #expect(shared.clientConnections == 5 * 64)
         #expect(shared.fits)
+    }
+
+    @Test func webSocketsTakeTheirShareOfTheFileBudget() {
+        // 5,000 Smartico devices each holding a WebSocket, against the in-process mock: 20,258
+        // files in the worst case. Every socket is kept; HTTP gets the rest of the budget.
+        let plan = WallRun.plan(devices: 5_000, devicesPerSource: 1, inProcessMock: true, maxConnectionsPerSource: 64, webSockets: 5_001, fileLimit: 20_000)
+        #expect(plan.needed == 20_258 && !plan.fits)
+        #expect(plan.webSocketBudget == 5_001)
+        #expect(plan.connectionBudget == 9_872 - 5_001)
+        #expect((plan.webSocketBudget + plan.connectionBudget) * 2 + plan.reserved <= 20_000)
+        // More sockets than files: HTTP keeps a quarter of the budget.
+        let crowded = WallRun.plan(devices: 20_000, devicesPerSource: 1, inProcessMock: true, maxConnectionsPerSource: 64, webSockets: 20_000, fileLimit: 20_000)
+        #expect(crowded.connectionBudget == 9_872 / 4)
+        #expect(crowded.webSocketBudget == 9_872 - 9_872 / 4)
+        #expect(crowded.explanation.contains("WebSockets at 7404"))
     }
 }

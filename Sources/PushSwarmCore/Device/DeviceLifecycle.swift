@@ -190,6 +190,7 @@ public struct DeviceLifecycle: Sendable {
             }
             guard permission == .granted else {
                 outputs.append(.count("notifications.suppressedNoPermission"))
+                outputs.append(.intent(.notificationNotDisplayed(notification)))
                 return outputs
             }
             outputs.append(.count("notifications.displayed"))

@@ -21,6 +21,9 @@ public enum LifecycleIntent: Sendable {
     /// The push provider replaced the app's token.
     case pushTokenRotated(oldToken: String, newToken: String)
     case notificationDisplayed(PushNotification)
+    /// A push reached the app but could not be shown (no permission): apps that see data
+    /// messages report it (Smartico's `engagement_failed`).
+    case notificationNotDisplayed(PushNotification)
     case notificationTapped(PushNotification)
     case notificationDismissed(PushNotification)
 }

@@ -9,6 +9,7 @@ public actor VirtualDevice {
         case lifecycle(DeviceLifecycle.Event)
         case clientTimer(UInt64)
         case completion(ExchangeCompletion)
+        case socket(SocketEvent)
     }
 
     /// What a device asks the run to do.
@@ -21,6 +22,10 @@ public actor VirtualDevice {
         case confirmed(LedgerKey)
         /// The device's push address changed: pushes for `old` no longer reach it.
         case pushAddress(old: String?, new: String)
+        case openSocket(SocketOpen)
+        case sendOnSocket(socket: UInt64, text: String, operation: String?)
+        case closeSocket(UInt64)
+        case completed(ExchangeCompletion)
     }
 
     private var lifecycle: DeviceLifecycle
@@ -63,6 +68,8 @@ public actor VirtualDevice {
             convert(client.timerFired(token, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
         case .completion(let completion):
             convert(client.handle(completion, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+        case .socket(let socketEvent):
+            convert(client.handle(socketEvent, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
         }
         return actions
     }
@@ -97,6 +104,10 @@ public actor VirtualDevice {
             case .backoff(let delay, let retryNumber): actions.append(.backoff(delay: delay, retryNumber: retryNumber))
             case .confirmed(let key): actions.append(.confirmed(key))
             case .count(let name): actions.append(.count(name))
+            case .openSocket(let open): actions.append(.openSocket(open))
+            case .sendOnSocket(let socket, let text, let operation): actions.append(.sendOnSocket(socket: socket, text: text, operation: operation))
+            case .closeSocket(let socket): actions.append(.closeSocket(socket))
+            case .completed(let completion): actions.append(.completed(completion))
             }
         }
     }

@@ -11,6 +11,7 @@ public final class MockFleet: Sendable {
     private struct State: Sendable {
         /// In an array so that each host is mutated in place (not copied out of a dictionary).
         var hosts: [MockHost]
+        var nextSession: UInt64 = 0
     }
 
     /// Platform names, sorted; index `i` is `hosts[i]`.
@@ -38,8 +39,9 @@ public final class MockFleet: Sendable {
     public func index(of platform: String) -> Int? { platforms.firstIndex(of: platform) }
 
     /// The platform a request path is for: `/<platform>/…` first (the prefix is removed), then the
-    /// service that serves the path, then the only platform if there is one.
-    public func route(_ path: String) -> (platform: Int, path: String)? {
+    /// service that serves the path (as a WebSocket endpoint when `socket`), then the only
+    /// platform if there is one.
+    public func route(_ path: String, socket: Bool = false) -> (platform: Int, path: String)? {
         for (index, name) in platforms.enumerated() {
             let prefix = "/\(name)"
             if path == prefix || path.hasPrefix(prefix + "/") || path.hasPrefix(prefix + "?") {
@@ -47,7 +49,10 @@ public final class MockFleet: Sendable {
                 return (index, rest.hasPrefix("/") ? rest : "/" + rest)
             }
         }
-        let served = state.withLock { state in state.hosts.indices.first { state.hosts[$0].service.serves(path: path) } }
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+        let served = state.withLock { state in
+            state.hosts.indices.first { socket ? state.hosts[$0].service.servesSocket(path: bare) : state.hosts[$0].service.serves(path: bare) }
+        }
         if let served { return (served, path) }
         return platforms.count == 1 ? (0, path) : nil
     }
@@ -61,8 +66,31 @@ public final class MockFleet: Sendable {
         state.withLock { $0.hosts[platform].knowDevice(device) }
     }
 
-    public func launchCampaign(platform: Int, _ campaign: Campaign, at now: Instant) -> [PushMessage] {
+    /// A campaign's pushes for the push provider, and its messages on open sessions.
+    public func launchCampaign(platform: Int, _ campaign: Campaign, at now: Instant) -> (pushes: [PushMessage], sessionMessages: [SessionMessage]) {
         state.withLock { $0.hosts[platform].launchCampaign(campaign, at: now) }
+    }
+
+    /// Opens a WebSocket session on platform number `platform`: its number (unique in the fleet)
+    /// and the service's answer.
+    public func openSocket(platform: Int, path: String, from source: SourceAddress, at now: Instant) -> (session: UInt64, answer: MockHost.SocketAnswer) {
+        state.withLock { state in
+            state.nextSession += 1
+            let session = state.nextSession
+            return (session, state.hosts[platform].openSocket(session: session, path: path, from: source, at: now))
+        }
+    }
+
+    public func socketMessage(platform: Int, session: UInt64, text: String, from source: SourceAddress, at now: Instant) -> MockHost.SocketAnswer {
+        state.withLock { $0.hosts[platform].socketMessage(session: session, text: text, from: source, at: now) }
+    }
+
+    public func socketTimer(platform: Int, session: UInt64, at now: Instant) -> SocketReply {
+        state.withLock { $0.hosts[platform].socketTimer(session: session, at: now) }
+    }
+
+    public func socketClosed(platform: Int, session: UInt64, at now: Instant) {
+        state.withLock { $0.hosts[platform].socketClosed(session: session, at: now) }
     }
 
     /// Each platform's ledger now, by platform name.

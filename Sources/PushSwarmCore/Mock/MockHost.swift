@@ -37,11 +37,49 @@ public struct MockHost: Sendable {
         return Answer(response: reply.response, latency: latency, operation: reply.operation)
     }
 
+    /// A mock's answer on a WebSocket session, and when it arrives.
+    public struct SocketAnswer: Sendable {
+        public var reply: SocketReply
+        public var latency: TimeSpan
+    }
+
+    /// Opens session `session`; an injected 503 refuses the handshake.
+    public mutating func openSocket(session: UInt64, path: String, from source: SourceAddress, at now: Instant) -> SocketAnswer {
+        let latency = behaviour.latency.sampleSpan(using: &random)
+        if random.chance(behaviour.http503Rate) {
+            let body = JSONWriter.bytes(of: ["error": "service overloaded (injected fault)"])
+            let refusal = Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body)
+            return SocketAnswer(reply: SocketReply(refusal: refusal, operation: "injected503"), latency: latency)
+        }
+        return SocketAnswer(reply: record(service.socketOpened(session: session, path: path, from: source, at: now), source: source, at: now), latency: latency)
+    }
+
+    public mutating func socketMessage(session: UInt64, text: String, from source: SourceAddress, at now: Instant) -> SocketAnswer {
+        let latency = behaviour.latency.sampleSpan(using: &random)
+        return SocketAnswer(reply: record(service.socketMessage(session: session, text: text, from: source, at: now), source: source, at: now), latency: latency)
+    }
+
+    public mutating func socketTimer(session: UInt64, at now: Instant) -> SocketReply {
+        service.socketTimer(session: session, at: now)
+    }
+
+    public mutating func socketClosed(session: UInt64, at now: Instant) {
+        service.socketClosed(session: session, at: now)
+    }
+
+    private mutating func record(_ reply: SocketReply, source: SourceAddress, at now: Instant) -> SocketReply {
+        if let key = reply.accepted, !random.chance(behaviour.loseAcceptedRate) {
+            ledger.record(key, operation: reply.operation, source: source, at: now)
+        }
+        return reply
+    }
+
     public mutating func knowDevice(_ device: KnownDevice) {
         service.knowDevice(device)
     }
 
-    public mutating func launchCampaign(_ campaign: Campaign, at now: Instant) -> [PushMessage] {
-        service.launchCampaign(campaign, at: now, random: &random)
+    public mutating func launchCampaign(_ campaign: Campaign, at now: Instant) -> (pushes: [PushMessage], sessionMessages: [SessionMessage]) {
+        let pushes = service.launchCampaign(campaign, at: now, random: &random)
+        return (pushes, service.campaignSocketMessages(campaign, at: now, random: &random))
     }
 }

@@ -65,3 +65,36 @@ public struct TransportTimings: Sendable {
 /// What identifies one accepted item (an event, an open) in a service's ledger. Devices compute
 /// the same key for what they believe was delivered, so the two sides can be compared.
 public typealias LedgerKey = SHA256Digest
+
+/// A WebSocket a client wants opened: its id (unique within the device), the metric name of the
+/// opening handshake (`smartico.connect`), the path and query on the platform's target.
+public struct SocketOpen: Sendable {
+    public var id: UInt64
+    public var operation: String
+    public var path: String
+    /// How long the client waits for the handshake before it counts a timeout.
+    public var timeout: TimeSpan
+
+    public init(id: UInt64, operation: String, path: String, timeout: TimeSpan) {
+        self.id = id
+        self.operation = operation
+        self.path = path
+        self.timeout = timeout
+    }
+}
+
+/// What happens to a device's WebSocket, as the device sees it.
+public enum SocketEvent: Sendable {
+    case opened(socket: UInt64)
+    /// The handshake did not succeed: refused with a status, a transport error, or no answer in time.
+    case failed(socket: UInt64, outcome: ExchangeOutcome)
+    case message(socket: UInt64, text: String)
+    /// The service or the network closed the socket (never sent for a close the client asked for).
+    case closed(socket: UInt64, code: Int?, reason: String)
+
+    public var socket: UInt64 {
+        switch self {
+        case .opened(let socket), .failed(let socket, _), .message(let socket, _), .closed(let socket, _, _): socket
+        }
+    }
+}

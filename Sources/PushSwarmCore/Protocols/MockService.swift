@@ -16,6 +16,84 @@ public protocol MockService: Sendable {
 
     /// Chooses the recipients of a campaign and builds each one's push payload.
     mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage]
+
+    // MARK: WebSocket sessions (a service without any keeps the defaults)
+
+    /// Whether a WebSocket handshake to `path` (without a query) is for this service.
+    func servesSocket(path: String) -> Bool
+
+    /// A device asks to open a socket at `path` (with its query); the session's number is the
+    /// mock's handle for it from now on. Refusing answers the handshake with `reply.refusal`.
+    mutating func socketOpened(session: UInt64, path: String, from source: SourceAddress, at now: Instant) -> SocketReply
+
+    /// A text message arrived on an open session.
+    mutating func socketMessage(session: UInt64, text: String, from source: SourceAddress, at now: Instant) -> SocketReply
+
+    /// A timer the service asked for with `SocketReply.wake` is due (a server ping).
+    mutating func socketTimer(session: UInt64, at now: Instant) -> SocketReply
+
+    /// The session ended, whoever closed it.
+    mutating func socketClosed(session: UInt64, at now: Instant)
+
+    /// Messages a campaign sends on open sessions (a popup shown in the app while it is open).
+    mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [SessionMessage]
+}
+
+extension MockService {
+    public func servesSocket(path: String) -> Bool { false }
+
+    public mutating func socketOpened(session: UInt64, path: String, from source: SourceAddress, at now: Instant) -> SocketReply {
+        SocketReply(refusal: Response(status: 404, body: Array("no WebSocket here".utf8)), operation: "socket.unknown")
+    }
+
+    public mutating func socketMessage(session: UInt64, text: String, from source: SourceAddress, at now: Instant) -> SocketReply {
+        SocketReply(close: (1008, "no WebSocket here"), operation: "socket.unknown")
+    }
+
+    public mutating func socketTimer(session: UInt64, at now: Instant) -> SocketReply { SocketReply(operation: "socket.timer") }
+
+    public mutating func socketClosed(session: UInt64, at now: Instant) {}
+
+    public mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [SessionMessage] { [] }
+}
+
+/// A mock's answer on a WebSocket session.
+public struct SocketReply: Sendable {
+    /// For an opening only: refuse the handshake with this response.
+    public var refusal: Response?
+    /// Text messages to send back, in order.
+    public var messages: [String]
+    /// Close the session after the messages, with this code and reason.
+    public var close: (code: UInt16, reason: String)?
+    /// Call `socketTimer` for this session after this long.
+    public var wake: TimeSpan?
+    /// An item the service accepted into its ledger.
+    public var accepted: LedgerKey?
+    /// The operation the message was for, as the service classified it.
+    public var operation: String
+
+    public init(
+        refusal: Response? = nil, messages: [String] = [], close: (code: UInt16, reason: String)? = nil,
+        wake: TimeSpan? = nil, accepted: LedgerKey? = nil, operation: String
+    ) {
+        self.refusal = refusal
+        self.messages = messages
+        self.close = close
+        self.wake = wake
+        self.accepted = accepted
+        self.operation = operation
+    }
+}
+
+/// A message a service sends on its own on an open session.
+public struct SessionMessage: Sendable {
+    public var session: UInt64
+    public var text: String
+
+    public init(session: UInt64, text: String) {
+        self.session = session
+        self.text = text
+    }
 }
 
 /// A mock's answer: the response, and what it accepted into its ledger, if anything.

@@ -15,6 +15,9 @@ public protocol PlatformClient: Sendable {
     /// Reacts to the end of a request it sent.
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
 
+    /// Reacts to something that happened to one of its WebSockets.
+    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+
     /// Reacts to one of its own timers (a retry back-off ending).
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
 
@@ -25,6 +28,9 @@ public protocol PlatformClient: Sendable {
 extension PlatformClient {
     /// Most clients do nothing until the app does something.
     public mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+
+    /// Most clients speak HTTP only.
+    public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
 }
 
 /// What a platform client asks its device to do.
@@ -40,6 +46,16 @@ public enum ClientAction: Sendable {
     case confirmed(LedgerKey)
     /// Increment a named counter.
     case count(String)
+    /// Open a WebSocket; its end arrives as a `SocketEvent`.
+    case openSocket(SocketOpen)
+    /// Send a text message on an open socket; `operation` names a request that expects a reply
+    /// (counted as sent; the client reports its end with `completed`), nil for one that does not.
+    case sendOnSocket(socket: UInt64, text: String, operation: String?)
+    /// Close a socket (no `closed` event follows).
+    case closeSocket(UInt64)
+    /// A request sent on a socket ended (its reply matched, or it timed out, or the socket closed
+    /// under it); recorded like an HTTP exchange.
+    case completed(ExchangeCompletion)
 }
 
 /// Creates clients for one kind of device of a platform (a client profile chosen per group).
@@ -47,6 +63,13 @@ public protocol ClientProfile: Sendable {
     /// How the push provider identifies this device, and whether that identity rotates.
     var pushToken: PushTokenStyle { get }
     func makeClient(for profile: DeviceProfile) -> any PlatformClient
+    /// Whether its devices keep a WebSocket open while the app runs (for the socket plan of
+    /// wall-clock runs).
+    var holdsWebSocket: Bool { get }
+}
+
+extension ClientProfile {
+    public var holdsWebSocket: Bool { false }
 }
 
 /// The form of a device's push address.

@@ -14,6 +14,12 @@ public final class Run {
     private enum Item {
         case device(Int, VirtualDevice.Event)
         case campaign(Int)
+        case transportTimer(UInt64)
+    }
+
+    private struct SocketKey: Hashable {
+        var device: Int
+        var socket: UInt64
     }
 
     private let scenario: Scenario
@@ -31,6 +37,10 @@ public final class Run {
     private var deliveryRandom: SeededRandom
     private var nextNotificationID: UInt64 = 0
     private var inFlight = 0
+    /// Socket handshakes under way: their operation and intended start.
+    private var opening: [SocketKey: (operation: String, sentAt: Instant)] = [:]
+    private var openSockets = Set<SocketKey>()
+    private var peakOpenSockets = 0
 
     public init(scenario: Scenario, transport: any RunTransport, mocks: MockFleet?) {
         self.scenario = scenario
@@ -68,15 +78,24 @@ public final class Run {
         var interrupted = false
         while true {
             for arrival in transport.takeArrived() {
-                queue.schedule(.device(arrival.device, .completion(arrival.completion)), at: max(arrival.at, now))
+                let item: Item = switch arrival.payload {
+                case .completion(let completion): .device(arrival.device, .completion(completion))
+                case .socket(let event): .device(arrival.device, .socket(event))
+                case .timer(let token): .transportTimer(token)
+                }
+                queue.schedule(item, at: max(arrival.at, now))
             }
             if !interrupted && transport.isInterrupted {
                 interrupted = true
                 end = min(end, now)
             }
             if inFlight == 0 && (queue.nextTime.map { $0 > end } ?? true) {
-                // Nothing more to do in the run: wall time still runs to its end.
-                if now < end && !interrupted { now = max(now, await transport.wait(until: end)) }
+                // Nothing more to do in the run: wall time still runs to its end, and a service
+                // may still say something on an open socket meanwhile.
+                if now < end && !interrupted {
+                    now = max(now, await transport.wait(until: end))
+                    if now < end { continue }
+                }
                 break
             }
             guard let next = queue.nextTime else {
@@ -93,19 +112,28 @@ public final class Run {
             if isDraining && inFlight == 0 { break }
             switch item {
             case .device(let index, let event):
-                if case .completion(let completion) = event {
+                switch event {
+                case .completion(let completion):
                     inFlight -= 1
                     record(completion, at: time)
-                } else if isDraining {
-                    continue
+                case .socket(let socketEvent):
+                    // Replies and closes still count after the end; they finish what was sent.
+                    recordSocket(socketEvent, device: index, at: time)
+                case .lifecycle, .clientTimer:
+                    if isDraining { continue }
                 }
                 let actions = await devices[index].handle(event, now: time)
                 execute(actions, device: index, now: time, isDraining: isDraining)
             case .campaign(let index):
                 guard !isDraining else { continue }
                 launch(scenario.campaigns[index], now: time)
+            case .transportTimer(let token):
+                guard !isDraining else { continue }
+                transport.timerFired(token, at: time)
             }
         }
+        transport.closeAllSockets()
+        if peakOpenSockets > 0 { metrics.counters["sockets.peakOpen"] = UInt64(peakOpenSockets) }
 
         var pending = 0
         for device in devices { pending += await device.pendingRequests }
@@ -139,6 +167,21 @@ public final class Run {
             case .pushAddress(let old, let new):
                 if let old, pushGateway[old] == index { pushGateway[old] = nil }
                 pushGateway[new] = index
+            case .openSocket(let open):
+                guard !isDraining else { continue }
+                metrics.recordSent(operation: open.operation, retryNumber: 0)
+                inFlight += 1
+                opening[SocketKey(device: index, socket: open.id)] = (open.operation, now)
+                transport.openSocket(open, device: index, platform: platforms[index], source: sources[index], at: now)
+            case .sendOnSocket(let socket, let text, let operation):
+                guard !isDraining else { continue }
+                if let operation { metrics.recordSent(operation: operation, retryNumber: 0) }
+                transport.sendOnSocket(socket, text: text, device: index, at: now)
+            case .closeSocket(let socket):
+                if openSockets.remove(SocketKey(device: index, socket: socket)) != nil { metrics.increment("sockets.closedByClient") }
+                transport.closeSocket(socket, device: index, at: now)
+            case .completed(let completion):
+                record(completion, at: now)
             }
         }
     }
@@ -168,14 +211,41 @@ public final class Run {
         }
     }
 
+    /// Accounts for a socket's handshake ending, and counts sockets open at once.
+    private func recordSocket(_ event: SocketEvent, device index: Int, at now: Instant) {
+        let key = SocketKey(device: index, socket: event.socket)
+        switch event {
+        case .opened:
+            guard let (operation, sentAt) = opening.removeValue(forKey: key) else { return }
+            inFlight -= 1
+            // A handshake's answer is 101 Switching Protocols.
+            record(ExchangeCompletion(requestID: event.socket, operation: operation, sentAt: sentAt, outcome: .response(Response(status: 101))), at: now)
+            openSockets.insert(key)
+            metrics.increment("sockets.opened")
+            peakOpenSockets = max(peakOpenSockets, openSockets.count)
+        case .failed(_, let outcome):
+            guard let (operation, sentAt) = opening.removeValue(forKey: key) else { return }
+            inFlight -= 1
+            record(ExchangeCompletion(requestID: event.socket, operation: operation, sentAt: sentAt, outcome: outcome), at: now)
+        case .closed:
+            if openSockets.remove(key) != nil { metrics.increment("sockets.closedByPeer") }
+        case .message:
+            break
+        }
+    }
+
     private func launch(_ campaign: Campaign, now: Instant) {
         guard let mocks, let host = mocks.index(of: campaign.platform) else {
             // Against a real target the platform, not PushSwarm, sends campaigns.
             metrics.increment("campaigns.notLaunchedExternalTarget")
             return
         }
-        let messages = mocks.launchCampaign(platform: host, campaign, at: now)
+        let (messages, sessionMessages) = mocks.launchCampaign(platform: host, campaign, at: now)
         metrics.increment("campaigns.launched")
+        if !sessionMessages.isEmpty {
+            metrics.increment("campaigns.socketMessages", by: UInt64(sessionMessages.count))
+            transport.deliverFromService(sessionMessages, platform: host, at: now)
+        }
         for message in messages {
             metrics.increment("notifications.sent")
             guard let index = pushGateway[message.pushToken] else {

@@ -7,7 +7,25 @@ public protocol RunTransport: AnyObject {
     /// and the completion arrives later through `takeArrived`.
     func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)?
 
-    /// Completions that arrived since the last call.
+    /// Opens a WebSocket for device number `device`; `.opened` or `.failed` arrives later.
+    func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant)
+
+    /// Sends a text message on one of the device's sockets (nothing if it has closed meanwhile).
+    func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant)
+
+    /// Closes one of the device's sockets at its request.
+    func closeSocket(_ socket: UInt64, device: Int, at now: Instant)
+
+    /// Messages a built-in service sends on its own on open sessions (a campaign's popups).
+    func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant)
+
+    /// A timer the transport asked for with an `.timer` arrival is due.
+    func timerFired(_ token: UInt64, at now: Instant)
+
+    /// The run ended: closes every socket still open.
+    func closeAllSockets()
+
+    /// Everything that arrived since the last call.
     func takeArrived() -> [Arrival]
 
     /// Waits until `instant` (nil: no timer is due) or until a completion arrives, whichever is
@@ -18,26 +36,59 @@ public protocol RunTransport: AnyObject {
     var isInterrupted: Bool { get }
 }
 
-/// A completion a transport delivered, for device number `device`, at `at`.
+/// Something a transport delivers to the run, at `at`.
 public struct Arrival: Sendable {
+    public enum Payload: Sendable {
+        /// An HTTP request of device `device` ended.
+        case completion(ExchangeCompletion)
+        /// Something happened to one of device `device`'s sockets.
+        case socket(SocketEvent)
+        /// A timer of the transport's own (a simulated service's ping); `device` is unused.
+        case timer(UInt64)
+    }
+
     public var device: Int
-    public var completion: ExchangeCompletion
+    public var payload: Payload
     public var at: Instant
 
-    public init(device: Int, completion: ExchangeCompletion, at: Instant) {
+    public init(device: Int, payload: Payload, at: Instant) {
         self.device = device
-        self.completion = completion
+        self.payload = payload
         self.at = at
+    }
+
+    public init(device: Int, completion: ExchangeCompletion, at: Instant) {
+        self.init(device: device, payload: .completion(completion), at: at)
     }
 }
 
 /// Simulated time: the mock answers in-process after its sampled latency, injected network
-/// errors come from the scenario, and waiting is free.
+/// errors come from the scenario, and waiting is free. WebSocket sessions live here too: each
+/// device socket maps to a mock session, and messages each way arrive after the mock's latency,
+/// in order per socket, as over TCP.
 public final class SimulatedTransport: RunTransport {
+    private struct SocketKey: Hashable {
+        var device: Int
+        var socket: UInt64
+    }
+
+    private struct Session {
+        var platform: Int
+        var session: UInt64
+        var source: SourceAddress
+        /// When the last message to the device arrives (later ones may not overtake it).
+        var lastDelivery: Instant
+    }
+
     private let mocks: MockFleet
     private let clock = SimulatedClock()
     private let network: NetworkSettings
     private var random: SeededRandom
+    private var sockets: [SocketKey: Session] = [:]
+    private var socketBySession: [UInt64: SocketKey] = [:]
+    private var timers: [UInt64: SocketKey] = [:]
+    private var nextTimer: UInt64 = 0
+    private var arrived: [Arrival] = []
 
     public init(scenario: Scenario, mocks: MockFleet) {
         self.mocks = mocks
@@ -69,7 +120,85 @@ public final class SimulatedTransport: RunTransport {
         return (completion, completedAt)
     }
 
-    public func takeArrived() -> [Arrival] { [] }
+    public func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
+        let key = SocketKey(device: device, socket: open.id)
+        func fail(_ outcome: ExchangeOutcome, at time: Instant) {
+            arrived.append(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: outcome)), at: time))
+        }
+        if random.chance(network.errorRate) { return fail(.transportError(reason: "networkError"), at: now + .milliseconds(200)) }
+        guard let host = mocks.index(of: platform) else { return fail(.transportError(reason: "noService"), at: now) }
+        let (session, answer) = mocks.openSocket(platform: host, path: open.path, from: source, at: now)
+        if let refusal = answer.reply.refusal { return fail(.response(refusal), at: now + min(answer.latency, open.timeout)) }
+        guard answer.latency <= open.timeout else {
+            mocks.socketClosed(platform: host, session: session, at: now)
+            return fail(.timeout, at: now + open.timeout)
+        }
+        sockets[key] = Session(platform: host, session: session, source: source, lastDelivery: now + answer.latency)
+        socketBySession[session] = key
+        arrived.append(Arrival(device: device, payload: .socket(.opened(socket: open.id)), at: now + answer.latency))
+        apply(answer.reply, to: key, at: now + answer.latency, now: now)
+    }
+
+    public func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) {
+        let key = SocketKey(device: device, socket: socket)
+        guard let session = sockets[key] else { return }
+        let answer = mocks.socketMessage(platform: session.platform, session: session.session, text: text, from: session.source, at: now)
+        apply(answer.reply, to: key, at: now + answer.latency, now: now)
+    }
+
+    public func closeSocket(_ socket: UInt64, device: Int, at now: Instant) {
+        guard let session = sockets.removeValue(forKey: SocketKey(device: device, socket: socket)) else { return }
+        socketBySession[session.session] = nil
+        mocks.socketClosed(platform: session.platform, session: session.session, at: now)
+    }
+
+    public func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) {
+        for message in messages {
+            guard let key = socketBySession[message.session] else { continue }
+            apply(SocketReply(messages: [message.text], operation: "push"), to: key, at: now, now: now)
+        }
+    }
+
+    public func timerFired(_ token: UInt64, at now: Instant) {
+        guard let key = timers.removeValue(forKey: token), let session = sockets[key] else { return }
+        apply(mocks.socketTimer(platform: session.platform, session: session.session, at: now), to: key, at: now, now: now)
+    }
+
+    public func closeAllSockets() {
+        for (_, session) in sockets { mocks.socketClosed(platform: session.platform, session: session.session, at: clock.now) }
+        sockets = [:]
+        socketBySession = [:]
+    }
+
+    /// Delivers a service's reply on a session: its messages (no earlier than the last one
+    /// delivered), its close, its next timer.
+    private func apply(_ reply: SocketReply, to key: SocketKey, at time: Instant, now: Instant) {
+        guard var session = sockets[key] else { return }
+        let at = max(time, session.lastDelivery)
+        session.lastDelivery = at
+        sockets[key] = session
+        for text in reply.messages {
+            arrived.append(Arrival(device: key.device, payload: .socket(.message(socket: key.socket, text: text)), at: at))
+        }
+        if let close = reply.close {
+            sockets[key] = nil
+            socketBySession[session.session] = nil
+            mocks.socketClosed(platform: session.platform, session: session.session, at: now)
+            arrived.append(Arrival(device: key.device, payload: .socket(.closed(socket: key.socket, code: Int(close.code), reason: close.reason)), at: at))
+            return
+        }
+        if let wake = reply.wake {
+            nextTimer += 1
+            timers[nextTimer] = key
+            arrived.append(Arrival(device: key.device, payload: .timer(nextTimer), at: now + wake))
+        }
+    }
+
+    public func takeArrived() -> [Arrival] {
+        guard !arrived.isEmpty else { return [] }
+        defer { arrived.removeAll(keepingCapacity: true) }
+        return arrived
+    }
 
     public func wait(until instant: Instant?) async -> Instant {
         if let instant { await clock.wait(until: instant) }

@@ -128,7 +128,16 @@ public enum RequestSampler {
             return inner.send(outgoing, device: device, platform: platform, source: source, at: now)
         }
 
-        func takeArrived() -> [Arrival] { [] }
+        func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
+            inner.openSocket(open, device: device, platform: platform, source: source, at: now)
+        }
+
+        func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) { inner.sendOnSocket(socket, text: text, device: device, at: now) }
+        func closeSocket(_ socket: UInt64, device: Int, at now: Instant) { inner.closeSocket(socket, device: device, at: now) }
+        func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) { inner.deliverFromService(messages, platform: platform, at: now) }
+        func timerFired(_ token: UInt64, at now: Instant) { inner.timerFired(token, at: now) }
+        func closeAllSockets() { inner.closeAllSockets() }
+        func takeArrived() -> [Arrival] { inner.takeArrived() }
         func wait(until instant: Instant?) async -> Instant { await inner.wait(until: instant) }
         var isInterrupted: Bool { captured.count >= limit }
     }

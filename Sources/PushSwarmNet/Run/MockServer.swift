@@ -12,6 +12,8 @@ public final class MockServer: Sendable {
     public let server: HTTPServer
     private let clock: WallClock
     private let counts = Mutex<[String: [Int: UInt64]]>([:])
+    /// Open platform sessions by session number.
+    private let sessions = Mutex<[UInt64: ServiceSocket]>([:])
 
     public init(mocks: MockFleet, group: EventLoopGroup, clock: WallClock) {
         self.mocks = mocks
@@ -42,6 +44,7 @@ public final class MockServer: Sendable {
         default:
             break
         }
+        if request.isWebSocketUpgrade { return openSession(request, responder) }
         guard let (platform, platformPath) = mocks.route(request.target) else {
             let body = JSONWriter.bytes(of: ["error": .string("no platform serves \(path); prefix the path with /<platform>, one of \(mocks.platforms.joined(separator: ", "))")])
             return responder.respond(Response(status: 404, headers: [Header("Content-Type", "application/json")], body: body))
@@ -49,9 +52,50 @@ public final class MockServer: Sendable {
         var forwarded = request.request
         forwarded.path = platformPath
         let answer = mocks.exchange(platform: platform, forwarded, from: SourceAddress(peer: request.peer), at: clock.now)
-        counts.withLock { $0[answer.operation, default: [:]][answer.response.status, default: 0] += 1 }
+        count(answer.operation, answer.response.status)
         responder.respond(answer.response, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000)
     }
+
+    /// A device's WebSocket handshake: the platform's mock accepts it as a session or refuses it.
+    private func openSession(_ request: ServerRequest, _ responder: HTTPResponder) {
+        guard let (platform, platformPath) = mocks.route(request.target, socket: true) else {
+            let body = JSONWriter.bytes(of: ["error": .string("no platform takes WebSockets at \(request.target)")])
+            return responder.respond(Response(status: 404, headers: [Header("Content-Type", "application/json")], body: body))
+        }
+        let source = SourceAddress(peer: request.peer)
+        let (session, answer) = mocks.openSocket(platform: platform, path: platformPath, from: source, at: clock.now)
+        count(answer.reply.operation, answer.reply.refusal?.status ?? 101)
+        if let refusal = answer.reply.refusal {
+            return responder.respond(refusal, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000)
+        }
+        let socket = ServiceSocket(server: self, platform: platform, session: session, source: source)
+        sessions.withLock { $0[session] = socket }
+        // On this loop's thread: the socket opens (or the handshake is refused) before this returns.
+        responder.acceptWebSocket(socket)
+        if !socket.replyFromLoop(answer.reply, after: answer.latency) { sessionEnded(session, platform: platform) }
+    }
+
+    fileprivate func count(_ operation: String, _ status: Int) {
+        counts.withLock { $0[operation, default: [:]][status, default: 0] += 1 }
+    }
+
+    fileprivate func sessionEnded(_ session: UInt64, platform: Int) {
+        sessions.withLock { $0[session] = nil }
+        mocks.socketClosed(platform: platform, session: session, at: clock.now)
+    }
+
+    fileprivate var now: Instant { clock.now }
+
+    /// Sends messages a service emits on its own (a campaign's popups) on their sessions.
+    public func push(_ messages: [SessionMessage]) {
+        for message in messages {
+            guard let socket = sessions.withLock({ $0[message.session] }) else { continue }
+            socket.reply(SocketReply(messages: [message.text], operation: "push"))
+        }
+    }
+
+    /// Sessions open now.
+    public var openSessionCount: Int { sessions.withLock { $0.count } }
 
     /// Requests answered by operation and status, ledger counts, and the server's connections.
     public func metricsText() -> String {
@@ -79,6 +123,8 @@ public final class MockServer: Sendable {
                 lines.append("pushswarm_mock_ledger_duplicates_total{operation=\"\(operation)\"} \(count)")
             }
         }
+        lines.append("# TYPE pushswarm_mock_sessions_open gauge")
+        lines.append("pushswarm_mock_sessions_open \(openSessionCount)")
         for (name, value) in server.statistics.snapshot {
             let type = name.hasSuffix("_total") ? "counter" : "gauge"
             lines.append("# TYPE pushswarm_mock_\(name) \(type)")
@@ -108,6 +154,82 @@ public final class MockServer: Sendable {
 /// Lets the server's handler reach the MockServer that owns the server.
 private final class HandlerBox: @unchecked Sendable {
     var handle: HTTPHandler?
+}
+
+/// One platform session on a real WebSocket: messages go to the platform's mock, its replies come
+/// back after the mock's latency, in order, and its timers (server pings) run on the socket's loop.
+private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
+    unowned let server: MockServer
+    let platform: Int
+    let session: UInt64
+    let source: SourceAddress
+    /// Touched on the socket's loop only.
+    private var socket: WebSocket?
+    private let loop = Mutex<EventLoop?>(nil)
+    private var lastSendAt: UInt64 = 0
+    private var timer: LoopTimer?
+    private var isClosed = false
+
+    init(server: MockServer, platform: Int, session: UInt64, source: SourceAddress) {
+        self.server = server
+        self.platform = platform
+        self.session = session
+        self.source = source
+    }
+
+    func webSocketOpened(_ socket: WebSocket) {
+        self.socket = socket
+        loop.withLock { $0 = socket.loop }
+    }
+
+    func webSocket(_ socket: WebSocket, receivedText text: String) {
+        let answer = server.mocks.socketMessage(platform: platform, session: session, text: text, from: source, at: server.now)
+        server.count(answer.reply.operation, answer.reply.close == nil ? 200 : 400)
+        schedule(answer.reply, after: answer.latency, on: socket)
+    }
+
+    func webSocketClosed(_ socket: WebSocket, code: UInt16?, reason: String, error: NetError?) {
+        isClosed = true
+        timer?.cancel()
+        self.socket = nil
+        loop.withLock { $0 = nil }
+        server.sessionEnded(session, platform: platform)
+    }
+
+    /// On the socket's loop: sends the reply if the socket opened; false if it did not.
+    func replyFromLoop(_ reply: SocketReply, after delay: TimeSpan) -> Bool {
+        guard let socket else { return false }
+        schedule(reply, after: delay, on: socket)
+        return true
+    }
+
+    /// From any thread: hands the reply to the socket's loop (nothing if the socket has closed).
+    func reply(_ reply: SocketReply) {
+        guard let loop = loop.withLock({ $0 }) else { return }
+        loop.execute { [self] in
+            if let socket { schedule(reply, after: .zero, on: socket) }
+        }
+    }
+
+    /// Sends the reply's messages no earlier than the last ones (a socket keeps order), then its
+    /// close; arms its timer.
+    private func schedule(_ reply: SocketReply, after delay: TimeSpan, on socket: WebSocket) {
+        let due = max(Monotonic.now() + UInt64(max(0, delay.microseconds)) * 1_000, lastSendAt)
+        lastSendAt = due
+        let send = { [self] in
+            guard !isClosed else { return }
+            for text in reply.messages { socket.send(text: text) }
+            if let close = reply.close { socket.close(code: close.code, reason: close.reason) }
+        }
+        if due <= Monotonic.now() { send() } else { _ = socket.loop.schedule(at: due) { send() } }
+        if let wake = reply.wake {
+            timer?.cancel()
+            timer = socket.loop.schedule(afterNanoseconds: UInt64(max(0, wake.microseconds)) * 1_000) { [self] in
+                guard !isClosed, let socket = self.socket else { return }
+                schedule(server.mocks.socketTimer(platform: platform, session: session, at: server.now), after: .zero, on: socket)
+            }
+        }
+    }
 }
 
 /// Answers every text and binary message with itself.

@@ -25,26 +25,39 @@ public final class WallRun {
 
     /// How many sockets a run may hold at once, against how many files the process may open.
     public struct SocketPlan: Sendable, Equatable {
-        /// Client connections if every device held one at once (at most `maxConnectionsPerSource`
-        /// per NAT address).
+        /// HTTP client connections if every device held one at once (at most
+        /// `maxConnectionsPerSource` per NAT address).
         public var clientConnections: Int
+        /// WebSockets if every device of a platform that keeps one open (Smartico) held it at once.
+        public var webSockets: Int
         /// Sockets per connection: 2 when the mock runs in this process (both ends are ours).
         public var socketsPerConnection: Int
         public var fileLimit: Int
-        /// Files kept for everything else (listeners, epoll, eventfds, reports, the toolchain).
+        /// Files kept for everything else (listeners, epoll, eventfds, reports, the toolchain,
+        /// and the runtime's own: libdispatch stops the process when it cannot open one).
         public var reserved: Int
 
-        public var needed: Int { clientConnections * socketsPerConnection + reserved }
-        /// Client connections allowed open at once.
-        public var connectionBudget: Int { max(1, (fileLimit - reserved) / socketsPerConnection) }
+        public var needed: Int { (clientConnections + webSockets) * socketsPerConnection + reserved }
         public var fits: Bool { needed <= fileLimit }
+        private var connectionsAllowed: Int { max(2, (fileLimit - reserved) / socketsPerConnection) }
+        /// WebSockets allowed open at once: all of them when they fit, else what is left once HTTP
+        /// has a share (at least a quarter, as much as it could use).
+        public var webSocketBudget: Int {
+            guard webSockets > 0 else { return 0 }
+            let forHTTP = min(clientConnections, max(1, connectionsAllowed / 4))
+            return max(1, min(webSockets, connectionsAllowed - forHTTP))
+        }
+        /// HTTP client connections allowed open at once.
+        public var connectionBudget: Int { max(1, connectionsAllowed - webSocketBudget) }
 
         /// What to tell the user when the worst case does not fit.
         public var explanation: String {
             let ends = socketsPerConnection == 2 ? " × 2 ends (the mock runs in this process)" : ""
-            return "this run could hold \(clientConnections) connections at once\(ends) + \(reserved) other files = \(needed) files; "
-                + "this process may open \(fileLimit) (ulimit -n). Connections are capped at \(connectionBudget): a device "
-                + "over the cap waits for one, and that wait counts in its latency. To avoid the cap, run fewer devices, "
+            let sockets = webSockets > 0 ? " and \(webSockets) WebSockets" : ""
+            let socketCap = webSockets > 0 ? ", WebSockets at \(webSocketBudget) (a device over it counts a `socketBudget` error and retries as its SDK does)" : ""
+            return "this run could hold \(clientConnections) HTTP connections\(sockets) at once\(ends) + \(reserved) other files = \(needed) files; "
+                + "this process may open \(fileLimit) (ulimit -n). HTTP connections are capped at \(connectionBudget)\(socketCap): a device "
+                + "over the HTTP cap waits for a connection, and that wait counts in its latency. To avoid the caps, run fewer devices, "
                 + "share NAT addresses (network.devicesPerSourceIP), or start `pushswarm mock` as its own process and pass --target."
         }
     }
@@ -75,27 +88,37 @@ public final class WallRun {
         }
         plan = Self.plan(
             devices: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
-            maxConnectionsPerSource: options.maxConnectionsPerSource
+            maxConnectionsPerSource: options.maxConnectionsPerSource, webSockets: Self.webSocketDevices(scenario)
         )
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
             maxConnectionsPerPool: options.maxConnectionsPerSource, tls: tls, maxOpenConnections: plan.connectionBudget
         ))
-        transport = NetworkTransport(client: client, targets: targets, clock: clock)
+        transport = NetworkTransport(client: client, targets: targets, clock: clock, maxOpenSockets: plan.webSocketBudget)
+        if let server = mockServer { transport.forwardServiceMessages { messages, _ in server.push(messages) } }
     }
 
     /// The socket plan for a fleet: devices share a pool per NAT address
     /// (`index / devicesPerSourceIP`), each pool holds at most `maxConnectionsPerSource`.
     public static func plan(
-        devices: Int, devicesPerSource perSource: Int, inProcessMock: Bool, maxConnectionsPerSource: Int,
+        devices: Int, devicesPerSource perSource: Int, inProcessMock: Bool, maxConnectionsPerSource: Int, webSockets: Int = 0,
         fileLimit: Int = FileLimit.raiseAndRead()
     ) -> SocketPlan {
         let fullSources = devices / perSource
         let remainder = devices % perSource
         let connections = fullSources * min(perSource, maxConnectionsPerSource) + min(remainder, maxConnectionsPerSource)
         return SocketPlan(
-            clientConnections: connections, socketsPerConnection: inProcessMock ? 2 : 1, fileLimit: fileLimit, reserved: 128
+            clientConnections: connections, webSockets: webSockets, socketsPerConnection: inProcessMock ? 2 : 1, fileLimit: fileLimit, reserved: 256
         )
+    }
+
+    /// Devices of groups whose client keeps a WebSocket open (an upper bound: each group's share,
+    /// rounded up).
+    public static func webSocketDevices(_ scenario: Scenario) -> Int {
+        let total = scenario.groups.reduce(0) { $0 + $1.weight }
+        guard total > 0 else { return 0 }
+        let share = scenario.groups.filter(\.client.holdsWebSocket).reduce(0) { $0 + $1.weight } / total
+        return min(scenario.devices, Int((share * Double(scenario.devices)).rounded(.up)) + (share > 0 ? 1 : 0))
     }
 
     public func run() async -> RunResult {

@@ -14,12 +14,18 @@ public protocol WebSocketDelegate: AnyObject {
     func webSocketReceivedPong(_ socket: WebSocket)
     /// A client socket could not be opened: connect, TLS, or the handshake failed.
     func webSocketDidNotOpen(_ error: NetError)
+    /// The server answered the client's handshake with `response` instead of 101 (a 403 from a
+    /// service that blocks the address, say).
+    func webSocketRefused(_ response: Response)
 }
 
 extension WebSocketDelegate {
     public func webSocket(_ socket: WebSocket, receivedBinary data: [UInt8]) {}
     public func webSocketReceivedPong(_ socket: WebSocket) {}
     public func webSocketDidNotOpen(_ error: NetError) {}
+    public func webSocketRefused(_ response: Response) {
+        webSocketDidNotOpen(NetError(.webSocketHandshake, detail: "the server answered \(response.status), not 101"))
+    }
 }
 
 /// The Sec-WebSocket-Accept computation (RFC 6455 section 4.2.2, step 5.4).
@@ -366,8 +372,12 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
         guard let message else { return }
         let status = Int(message.startLine.1) ?? 0
         guard status == 101 else {
+            guard !done else { return }
+            done = true
+            timer?.cancel()
+            self.connection = nil
             connection.close()
-            return fail(NetError(.webSocketHandshake, detail: "the server answered \(status), not 101"))
+            return delegate.webSocketRefused(Response(status: status, headers: message.headers, body: message.body))
         }
         guard message.header("upgrade")?.lowercased() == "websocket",
               message.header("connection")?.lowercased().contains("upgrade") == true

@@ -59,7 +59,7 @@ struct MeiroClient: PlatformClient {
         case .pushTokenIssued(let token), .pushTokenRotated(_, let token):
             guard device.pushPermissionGranted else { return [] }
             return register(token, device: device, now: now, random: &random)
-        case .appBackgrounded, .appClosed, .notificationDisplayed, .notificationDismissed, .notificationTapped:
+        case .appBackgrounded, .appClosed, .notificationDisplayed, .notificationNotDisplayed, .notificationDismissed, .notificationTapped:
             return []
         }
     }

@@ -124,7 +124,7 @@ struct PushExpressClient: PlatformClient {
         case .notificationTapped(let notification):
             // "clicked -- MUST be sent after the user clicks on the notification".
             return notificationEvent("clicked", notification, device: device, now: now)
-        case .userEvent, .notificationDismissed:
+        case .userEvent, .notificationDismissed, .notificationNotDisplayed:
             return []
         }
     }

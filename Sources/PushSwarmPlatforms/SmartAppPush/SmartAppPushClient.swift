@@ -26,7 +26,7 @@ struct SmartAppPushClient: PlatformClient {
 
     mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         switch intent {
-        case .installed, .appBackgrounded, .appClosed, .pushTokenIssued, .notificationDismissed:
+        case .installed, .appBackgrounded, .appClosed, .pushTokenIssued, .notificationDismissed, .notificationNotDisplayed:
             // No call: the token travels with every event ("Registers or updates the device").
             return []
         case .appLaunched(let isColdStart, let source, _):
