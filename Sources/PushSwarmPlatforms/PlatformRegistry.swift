@@ -7,5 +7,6 @@ public enum PlatformRegistry {
         MeiroPlatform(),
         PushExpressPlatform(),
         SmarticoPlatform(),
+        FlocktoryPlatform(),
     ]
 }

@@ -241,16 +241,8 @@ import PushSwarmMetrics
         #expect(try JSONParser.parse(post("/apps/other/instances", #"{"ic_token":"x"}"#).body)["message"] == "app not found: other")
     }
 
-    static func scenario(_ mutate: (inout JSONObject) -> Void = { _ in }) throws -> Scenario {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Scenarios/pushexpress.json")
-        var object = try #require(try JSONParser.parse(Array(try Data(contentsOf: url))).objectValue)
-        mutate(&object)
-        return try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: JSONWriter.bytes(of: .object(object)))
-    }
-
     @Test func theScenarioRunsWithEveryRequestAccountedFor() async throws {
-        let result = await Run.simulated(try Self.scenario { $0["devices"] = 1_500 }).run()
+        let result = await Run.simulated(try loadScenario("pushexpress") { $0["devices"] = 1_500 }).run()
         let summary = try JSONParser.parse(result.summary(runID: "test", version: "test").jsonText)
         #expect(summary["ledger"]?["lost"] == .number(0))
         for operation in ["create_instance", "update_info", "lifecycle_event", "notification_event"] {
@@ -265,7 +257,7 @@ import PushSwarmMetrics
     @Test func aMissingICTokenIsRejectedCountedAndRetried() async throws {
         // A deliberately broken client: no ic_token. The service answers 400, and the client, as the
         // spec says for "any error", retries without end.
-        let scenario = try Self.scenario { object in
+        let scenario = try loadScenario("pushexpress") { object in
             object["devices"] = 200
             object["duration"] = "1h"
             object["groups"] = [["name": "broken", "platform": "pushexpress", "os": "android", "client": ["profile": "spec", "omitFields": ["ic_token"]]]]
@@ -286,7 +278,7 @@ import PushSwarmMetrics
         // The report's back-off by retry number shows each profile's curve: a service failing most
         // requests with 503 for an hour.
         func delays(_ profile: String) async throws -> JSONValue? {
-            let scenario = try Self.scenario { object in
+            let scenario = try loadScenario("pushexpress") { object in
                 object["devices"] = 300
                 object["duration"] = "1h"
                 object["groups"] = [["name": .string(profile), "platform": "pushexpress", "os": "android", "client": ["profile": .string(profile)]]]

@@ -286,16 +286,8 @@ import PushSwarmMetrics
         #expect(try JSONParser.parse(refused.response.body)["detailMessage"] == "payload.activity_type must be 40 for push notifications")
     }
 
-    static func scenario(_ name: String, _ mutate: (inout JSONObject) -> Void = { _ in }) throws -> Scenario {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Scenarios/\(name).json")
-        var object = try #require(try JSONParser.parse(Array(try Data(contentsOf: url))).objectValue)
-        mutate(&object)
-        return try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: JSONWriter.bytes(of: .object(object)))
-    }
-
     @Test func theScenarioRunsWithEveryRequestAccountedFor() async throws {
-        let result = await Run.simulated(try Self.scenario("smartico") { $0["devices"] = 2_000 }).run()
+        let result = await Run.simulated(try loadScenario("smartico") { $0["devices"] = 2_000 }).run()
         let summary = try JSONParser.parse(result.summary(runID: "test", version: "test").jsonText)
         #expect(summary["ledger"]?["lost"] == .number(0))
         #expect(summary["requests"]?["byStatus"]?["400"] == nil, "no validation failures")
@@ -307,7 +299,7 @@ import PushSwarmMetrics
     }
 
     @Test func aGroupSendingEmptySessionIDsGetsItsAddressesBlocked() async throws {
-        let result = await Run.simulated(try Self.scenario("smartico") { object in
+        let result = await Run.simulated(try loadScenario("smartico") { object in
             object["devices"] = 300
             object["duration"] = "1h"
             object["groups"] = [["name": "broken", "platform": "smartico", "os": "android", "client": ["emptySessionId": true]]]

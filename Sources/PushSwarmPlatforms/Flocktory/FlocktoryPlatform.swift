@@ -1,0 +1,50 @@
+public import PushSwarmCore
+
+/// Flocktory as a PushSwarm platform (`platforms.flocktory` in a scenario).
+public struct FlocktoryPlatform: Platform {
+    public init() {}
+
+    public var name: String { FlocktoryMessages.platformName }
+
+    public func configure(_ section: JSONReader?) throws -> any PlatformConfiguration {
+        var settings = FlocktorySettings()
+        guard let section else { return FlocktoryConfiguration(settings: settings) }
+        var object = try section.object()
+        if let value = try object.optional("siteId", { reader -> String in
+            let text = try reader.nonEmptyString()
+            guard text.allSatisfy(\.isNumber) else { throw reader.fail("must be the site's numeric id, as a string") }
+            return text
+        }) { settings.siteID = value }
+        if let value = try object.optional("deepLinkBase", { try $0.nonEmptyString() }) { settings.deepLinkBase = value }
+        if let value = try object.optional("requestTimeout", { try $0.positiveDuration() }) { settings.requestTimeout = value }
+        if let value = try object.optional("sessionGap", { try $0.positiveDuration() }) { settings.sessionGap = value }
+        if let value = try object.optional("waitingCapacity", { try $0.integer(minimum: 1, maximum: 100_000) }) { settings.waitingCapacity = value }
+        if let value = try object.optional("maximumRedirects", { try $0.integer(minimum: 0, maximum: 20) }) { settings.maximumRedirects = value }
+        if let value = try object.optional("mock", { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
+        try object.finish()
+        return FlocktoryConfiguration(settings: settings)
+    }
+}
+
+struct FlocktoryConfiguration: PlatformConfiguration {
+    let settings: FlocktorySettings
+
+    var mockBehaviour: MockBehaviour { settings.mockBehaviour }
+
+    func makeMock() -> any MockService { FlocktoryMock(settings: settings) }
+
+    /// Flocktory groups take no client options: `client` may be absent or `{}`.
+    func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
+        if let options { try options.object().finish() }
+        return FlocktoryClientProfile(settings: settings)
+    }
+}
+
+/// Every Flocktory install: FCM tokens ("platform":"firebase") on both systems.
+struct FlocktoryClientProfile: ClientProfile {
+    let settings: FlocktorySettings
+
+    var pushToken: PushTokenStyle { .fcm }
+
+    func makeClient(for profile: DeviceProfile) -> any PlatformClient { FlocktoryClient(settings: settings) }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+@testable import PushSwarmCore
+@testable import PushSwarmPlatforms
+import PushSwarmMetrics
+
+/// Flocktory's rules (spec 001), each test quoting the rule it checks.
+@Suite struct FlocktoryTests {
+    var random = SeededRandom(seed: 5, stream: .device)
+    let start = Instant.start + .hours(2)
+
+    static func snapshot(user: String? = nil, token: String? = "fcm-1", permission: Bool = true, installedAtStart: Bool = false) -> DeviceSnapshot {
+        let profile = DeviceProfile(
+            index: 2, groupIndex: 0, platform: "flocktory", os: .android, osVersion: "Android 14", appVersion: "3.0.0",
+            locale: LocaleShare(country: "RU", language: "ru", timeZone: "Europe/Moscow", weight: 1),
+            utcOffsetAtStart: 10_800, source: SourceAddress(index: 0), installAt: installedAtStart ? nil : .start,
+            accountID: user, isLoggedInAtStart: false, grantsPushPermission: permission, sessionsPerDay: 2, pushTokenStyle: .fcm
+        )
+        let calendar = RunCalendar(startUnixSeconds: 1_772_409_600, zones: ZoneOffsets(zones: ["Europe/Moscow"], from: 1_772_323_200, through: 1_772_582_400))
+        return DeviceSnapshot(profile: profile, userID: user, pushPermissionGranted: permission, pushToken: token, currentScreen: "home", clock: calendar)
+    }
+
+    func requests(_ actions: [ClientAction]) -> [OutgoingRequest] {
+        actions.compactMap { if case .send(let outgoing) = $0 { outgoing } else { nil } }
+    }
+
+    /// Answers every request through the mock, following the client's next requests, until none is left.
+    mutating func exchange(_ actions: [ClientAction], client: inout FlocktoryClient, mock: inout FlocktoryMock, device: DeviceSnapshot, at now: Instant) -> [(OutgoingRequest, Response)] {
+        var log: [(OutgoingRequest, Response)] = []
+        var pending = requests(actions)
+        while !pending.isEmpty {
+            let outgoing = pending.removeFirst()
+            let reply = mock.handle(outgoing.request, from: SourceAddress(index: 0), at: now)
+            log.append((outgoing, reply.response))
+            pending += requests(client.handle(ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: .response(reply.response)), device: device, now: now, random: &random))
+        }
+        return log
+    }
+
+    static func body(_ request: Request) -> JSONValue? {
+        URLQuery.parameters(ofTarget: request.path)?["body"].flatMap { try? JSONParser.parse(Array($0.utf8)) }
+    }
+
+    @Test mutating func theSessionIsSetUpFirstAndCarriedByEveryLaterRequest() throws {
+        // "before making any request, you should first execute req. number 7 containg just the
+        // site-id key … value of the __flocktory_web_session2 cookie … This cookie should be used
+        // with any request to be executed since … site-session-id … should be passed in all further
+        // request bodies".
+        var client = FlocktoryClient(settings: FlocktorySettings())
+        var mock = FlocktoryMock(settings: FlocktorySettings())
+        let device = Self.snapshot()
+        var actions = client.handle(.appLaunched(isColdStart: true, source: .organic, isFirstLaunch: true), device: device, now: start, random: &random)
+        actions += client.handle(.userEvent(name: "product_viewed", parameters: ["product_id": "SKU-1234"]), device: device, now: start, random: &random)
+        #expect(requests(actions).count == 1, "only the setup goes out before the session exists")
+        let log = exchange(actions, client: &client, mock: &mock, device: device, at: start)
+        let setup = try #require(log.first)
+        #expect(setup.0.request.path.hasPrefix("/u_shaman/setup-api.js?body="))
+        #expect(Self.body(setup.0.request) == ["siteId": "1833"])
+        #expect(setup.1.header("Set-Cookie")?.hasPrefix("__flocktory_web_session2=") == true)
+        let session = try #require(client.siteSessionID)
+        #expect(String(decoding: setup.1.body, as: UTF8.self).hasPrefix("flock_jsonp({"))
+        let later = log.dropFirst()
+        #expect(later.map(\.0.operation) == ["flocktory.track", "flocktory.track", "flocktory.attach_push"])
+        for (outgoing, response) in later {
+            #expect(outgoing.request.method == "GET")
+            #expect(outgoing.request.header("Cookie") == "__flocktory_web_session2=\(client.cookie ?? "-")")
+            #expect(Self.body(outgoing.request)?["site-session-id"]?.stringValue == session)
+            #expect(response.status == 200)
+        }
+        // Request 2: "links.yandex_offer - product ID".
+        #expect(Self.body(later[later.startIndex + 1].0.request)?["data"]?["links"]?["yandex_offer"] == "SKU-1234")
+        // Request 8: "from-mobile-app":true, "platform":"firebase", "os":"android".
+        let attach = try #require(Self.body(later.last!.0.request))
+        #expect(attach["from-mobile-app"] == .bool(true) && attach["platform"] == "firebase" && attach["os"] == "android" && attach["token"] == "fcm-1")
+    }
+
+    @Test func theMockRefusesCallsWithoutTheSessionCookie() throws {
+        var mock = FlocktoryMock(settings: FlocktorySettings())
+        let body: JSONValue = ["data": ["action": "session.page_visit", "links": ["site": 1833], "payload": ["url": "app://home", "resolution": "1x1"]], "site-session-id": "123"]
+        let reply = mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.track, body: body, callback: "cb", cookie: nil), from: SourceAddress(index: 0), at: .start)
+        #expect(reply.response.status == 400)
+        #expect(FlocktoryMessages.jsonpPayload(reply.response.body)?["error"] == "no __flocktory_web_session2 cookie from u_shaman/setup-api.js")
+        // With a session, a wrong site-session-id is refused too.
+        let setup = mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.setup, body: ["siteId": "1833"], callback: "cb", cookie: nil), from: SourceAddress(index: 0), at: .start)
+        let cookie = try #require(FlocktoryClient.cookieValue(setup.response))
+        #expect(mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.track, body: body, callback: "cb", cookie: cookie), from: SourceAddress(index: 0), at: .start).response.status == 400)
+        // "siteId - Flocktory ID of your site": another site is refused.
+        #expect(mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.setup, body: ["siteId": "9"], callback: nil, cookie: nil), from: SourceAddress(index: 0), at: .start).response.status == 400)
+    }
+
+    @Test mutating func anOrderCarriesTheSpecsFields() throws {
+        // Request 1: "i - order ID, e - user's email, n - user's name, p - order price, t - order
+        // products array structured like this {"0":{},"1":{} ... }".
+        var client = FlocktoryClient(settings: FlocktorySettings())
+        var mock = FlocktoryMock(settings: FlocktorySettings())
+        let device = Self.snapshot(user: "Johnny")
+        var actions = client.handle(.appLaunched(isColdStart: true, source: .organic, isFirstLaunch: false), device: device, now: start, random: &random)
+        actions += client.handle(.loggedIn(userID: "Johnny", method: "email"), device: device, now: start, random: &random)
+        actions += client.handle(.userEvent(name: "purchase_completed", parameters: ["order_id": "ORD-1", "amount": 16790, "item_count": 2]), device: device, now: start, random: &random)
+        let log = exchange(actions, client: &client, mock: &mock, device: device, at: start)
+        let order = try #require(log.first { $0.0.operation == FlocktoryMessages.Operation.order })
+        #expect(order.0.request.path.hasPrefix("/1/postcheckout/offer.js?"))
+        let body = try #require(Self.body(order.0.request))
+        #expect(body["i"] == "ORD-1" && body["e"] == "johnny@example.com" && body["n"] == "Johnny" && body["p"] == .number(16790))
+        #expect(body["t"]?["0"]?["c"] == .number(1) && body["t"]?["1"] != nil)
+        #expect(order.1.status == 200)
+        // "If user authorizes while using the app, you should pass the email used to Flocktory."
+        let profile = try #require(log.first { $0.0.operation == FlocktoryMessages.Operation.setup && Self.body($0.0.request)?["profile"] != nil })
+        #expect(Self.body(profile.0.request)?["profile"]?["email"] == "johnny@example.com")
+    }
+
+    @Test mutating func showsAndClicksFetchTheIconAndLandingURLsThroughTheirRedirects() throws {
+        // "the landing and icon urls may perform one or more redirects … you should still execute
+        // the requests in order for the statistics to be collected fully (iconUrl for show, landing
+        // url for click)".
+        var client = FlocktoryClient(settings: FlocktorySettings())
+        var mock = FlocktoryMock(settings: FlocktorySettings())
+        let device = Self.snapshot(installedAtStart: true)
+        _ = client.started(device: device, now: .start, random: &random)
+        mock.knowDevice(KnownDevice(pushToken: "fcm-1", userID: nil, os: .android, pushPermissionGranted: true))
+        var campaignRandom = SeededRandom(seed: 1, stream: .delivery)
+        let push = try #require(mock.launchCampaign(Campaign(name: "sale", platform: "flocktory", at: .zero, audience: 1), at: start, random: &campaignRandom).first)
+        // "Standard data set … landingUrl, messageTitle, body, iconUrl".
+        #expect(push.data["messageTitle"] == "sale" && push.data["body"] != nil)
+        let notification = PushNotification(id: 1, campaign: "sale", data: push.data)
+        let show = exchange(client.handle(.notificationDisplayed(notification), device: device, now: start, random: &random), client: &client, mock: &mock, device: device, at: start)
+        #expect(show.map(\.1.status) == [302, 200], "the icon link redirects once, to the icon")
+        let click = exchange(client.handle(.notificationTapped(notification), device: device, now: start, random: &random), client: &client, mock: &mock, device: device, at: start)
+        #expect(click.map(\.1.status) == [302, 302, 200], "the landing link redirects twice")
+        #expect(click.allSatisfy { $0.0.operation == FlocktoryMessages.Operation.click })
+    }
+
+    @Test func theScenarioRunsWithEveryRequestAccountedFor() async throws {
+        let result = await Run.simulated(try loadScenario("flocktory") { $0["devices"] = 2_000 }).run()
+        let summary = try JSONParser.parse(result.summary(runID: "test", version: "test").jsonText)
+        #expect(summary["ledger"]?["lost"] == .number(0))
+        #expect(summary["requests"]?["byStatus"]?["400"] == nil, "no validation failures")
+        #expect(summary["dropped"]?["total"] == .number(0))
+        for operation in ["setup", "track", "order", "attach_push", "push_show", "push_click"] {
+            #expect((summary["operations"]?["flocktory.\(operation)"]?["byStatus"]?["200"]?.numberValue ?? 0) > 0, "\(operation) answered")
+        }
+        #expect((summary["operations"]?["flocktory.push_click"]?["byStatus"]?["302"]?.numberValue ?? 0) > 0, "redirects followed")
+    }
+}
