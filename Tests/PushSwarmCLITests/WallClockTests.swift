@@ -39,7 +39,10 @@ import Testing
         return (try summary(simulated), try summary(wall))
     }
 
-    @Test(arguments: ["Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json"])
+    @Test(arguments: [
+        "Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json",
+        "Tests/Fixtures/all-platforms-wall-vs-simulated.json",
+    ])
     func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) throws {
         let (simulatedSummary, wallSummary) = try runInBothClocks(scenario)
         let expected = statusCounts(simulatedSummary)
@@ -54,12 +57,12 @@ import Testing
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
         #expect(wallSummary["ledger"]?["checked"] == .bool(true))
         // Real sockets measured their phases: connections were opened and first bytes timed.
-        guard case .object(let operations)? = wallSummary["operations"], let busiest = operations.members.first?.value else {
+        guard case .object(let operations)? = wallSummary["operations"] else {
             Issue.record("no operations in the wall run")
             return
         }
-        #expect((busiest["connections"]?.numberValue ?? 0) > 0)
-        #expect((busiest["firstByteMs"]?["p50"]?.numberValue ?? 0) > 0)
+        #expect(operations.members.contains { ($0.value["connections"]?.numberValue ?? 0) > 0 })
+        #expect(operations.members.contains { ($0.value["firstByteMs"]?["p50"]?.numberValue ?? 0) > 0 })
         if case .object(let simulatedOperations)? = simulatedSummary["operations"] {
             #expect(simulatedOperations.members.allSatisfy { $0.value["connections"] == .number(0) })
         }

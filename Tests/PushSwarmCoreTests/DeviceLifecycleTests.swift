@@ -225,4 +225,30 @@ import Testing
             copy = device
         }
     }
+
+    @Test func aDataOnlyPushDoesNotReachAForceStoppedApp() {
+        // Data-only messages need the app's code to run; a force-stopped app runs none until launched.
+        var behaviour = Behaviour()
+        behaviour.forceStopShare = PerOS(both: 1)
+        behaviour.tokenRotationsPerDay = 0
+        behaviour.permissionChangesPerDay = 0
+        var random = SeededRandom(seed: 3, stream: .device)
+        var device = DeviceLifecycle(profile: Fixtures.profile(), behaviour: behaviour)
+        let t0 = Instant.start + .hours(1)
+        _ = device.handle(.sessionDue, now: t0, random: &random)
+        _ = device.handle(.sessionEnd(session: 1), now: t0 + .minutes(5), random: &random)
+        let closing = device.handle(.terminate(session: 1), now: t0 + .minutes(10), random: &random)
+        #expect(Fixtures.counts(closing).contains("sessions.forceStopped"))
+        let dataOnly = PushNotification(id: 1, campaign: "c", data: ["px.msg_id": "m"], isDataOnly: true)
+        let lost = device.handle(.notificationDelivered(dataOnly), now: t0 + .minutes(20), random: &random)
+        #expect(Fixtures.counts(lost) == ["notifications.delivered", "notifications.lostForceStopped"])
+        #expect(Fixtures.intents(lost).isEmpty)
+        // A notification message is shown by the OS whatever the app's state.
+        let shown = device.handle(.notificationDelivered(PushNotification(id: 2, campaign: "c", data: [:])), now: t0 + .minutes(21), random: &random)
+        #expect(Fixtures.counts(shown).contains("notifications.displayed"))
+        // The next launch ends the force stop.
+        _ = device.handle(.sessionDue, now: t0 + .hours(2), random: &random)
+        let later = device.handle(.notificationDelivered(PushNotification(id: 3, campaign: "c", data: ["px.msg_id": "n"], isDataOnly: true)), now: t0 + .hours(2) + .minutes(1), random: &random)
+        #expect(Fixtures.counts(later).contains("notifications.displayed"))
+    }
 }

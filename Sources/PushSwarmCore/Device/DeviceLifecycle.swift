@@ -74,6 +74,8 @@ public struct DeviceLifecycle: Sendable {
     /// Displayed notifications awaiting a tap or dismissal.
     public private(set) var pendingNotifications: [UInt64: PushNotification] = [:]
     private var nextTokenSerial = 0
+    /// The user force-stopped the app when it last closed; cleared by the next launch.
+    public private(set) var isForceStopped = false
 
     public init(profile: DeviceProfile, behaviour: Behaviour) {
         self.profile = profile
@@ -154,6 +156,8 @@ public struct DeviceLifecycle: Sendable {
         case .terminate(let number):
             guard number == session, appState == .background else { return [] }
             appState = .closed
+            isForceStopped = random.chance(profile.os == .ios ? behaviour.forceStopShare.ios : behaviour.forceStopShare.android)
+            if isForceStopped { outputs.append(.count("sessions.forceStopped")) }
             outputs.append(.intent(.appClosed))
 
         case .tokenRotation:
@@ -186,6 +190,11 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.count("notifications.delivered"))
             guard appState != .notInstalled else {
                 outputs.append(.count("notifications.notInstalled"))
+                return outputs
+            }
+            // A data-only message needs the app's code; a force-stopped app gets none until launched.
+            if notification.isDataOnly, isForceStopped, appState == .closed {
+                outputs.append(.count("notifications.lostForceStopped"))
                 return outputs
             }
             guard permission == .granted else {
@@ -228,6 +237,7 @@ public struct DeviceLifecycle: Sendable {
     private mutating func startSession(source: LaunchSource, now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
         let isColdStart = appState == .closed
         let isFirstLaunch = !hasLaunched
+        isForceStopped = false
         hasLaunched = true
         appState = .foreground
         session += 1

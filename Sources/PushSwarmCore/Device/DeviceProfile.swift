@@ -68,8 +68,11 @@ public struct PushNotification: Sendable, Equatable {
     public var data: [String: String]
     public var tapRate: PerOS<Double>?
     public var timeToOpen: PerOS<Distribution>?
+    /// Shown by the app's code, not the OS: lost on a force-stopped app.
+    public var isDataOnly = false
 
-    public init(id: UInt64, campaign: String, data: [String: String], tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil) {
+    public init(id: UInt64, campaign: String, data: [String: String], tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil, isDataOnly: Bool = false) {
+        self.isDataOnly = isDataOnly
         self.id = id
         self.campaign = campaign
         self.data = data

@@ -130,9 +130,13 @@ public struct PushMessage: Sendable {
     public var pushToken: String
     /// The platform's own data in the push (`tracking_token` for SmartAppPush).
     public var data: [String: String]
+    /// A data-only message: the app's code must run to show it, so it does not reach an app the
+    /// user force-stopped. A notification message is shown by the OS whatever the app's state.
+    public var isDataOnly: Bool
 
-    public init(pushToken: String, data: [String: String]) {
+    public init(pushToken: String, data: [String: String], isDataOnly: Bool = false) {
         self.pushToken = pushToken
         self.data = data
+        self.isDataOnly = isDataOnly
     }
 }

@@ -31,6 +31,7 @@ public final class Run {
     private var devices: [VirtualDevice] = []
     private var sources: [SourceAddress] = []
     private var platforms: [String] = []
+    private var groupIndices: [Int] = []
     private var pushGateway: [String: Int] = [:]
     private var metrics = RunMetrics()
     private var confirmed = Set<LedgerKey>()
@@ -66,6 +67,7 @@ public final class Run {
             devices.append(device)
             sources.append(profile.source)
             platforms.append(profile.platform)
+            groupIndices.append(profile.groupIndex)
             let (actions, known) = await device.start(now: .start)
             if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
             execute(actions, device: index, now: .start, isDraining: false)
@@ -256,9 +258,20 @@ public final class Run {
             nextNotificationID += 1
             let notification = PushNotification(
                 id: nextNotificationID, campaign: campaign.name, data: message.data,
-                tapRate: campaign.tapRate, timeToOpen: campaign.timeToOpen
+                tapRate: campaign.tapRate, timeToOpen: campaign.timeToOpen, isDataOnly: message.isDataOnly
             )
-            let delay = campaign.deliveryDelay.sampleSpan(using: &deliveryRandom)
+            var delay = campaign.deliveryDelay.sampleSpan(using: &deliveryRandom)
+            let behaviour = scenario.groups[groupIndices[index]].behaviour
+            if deliveryRandom.chance(behaviour.unreachableShare) {
+                // Not connected to the provider: held until the device is back, within the push's time to live.
+                let offline = behaviour.offlineDuration.sampleSpan(using: &deliveryRandom)
+                guard offline <= campaign.timeToLive else {
+                    metrics.increment("notifications.expired")
+                    continue
+                }
+                metrics.increment("notifications.heldWhileUnreachable")
+                delay = delay + offline
+            }
             queue.schedule(.device(index, .lifecycle(.notificationDelivered(notification))), at: now + delay)
         }
     }

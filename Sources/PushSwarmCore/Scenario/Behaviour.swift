@@ -45,6 +45,15 @@ public struct Behaviour: Sendable, Equatable {
     /// Rate per day at which an FCM token rotates. Default 1/30: vendors re-register every 30–45
     /// days and tokens rotate on restore, data clear and expiry.
     public var tokenRotationsPerDay: Double = 1.0 / 30
+    /// Share of devices the push provider cannot reach when a push is sent (no connection to
+    /// FCM or APNs); the provider holds the push until they reconnect or its time to live ends.
+    /// Default 15 % (research: "~15% of devices not connected to FCM at any moment").
+    public var unreachableShare: Double = 0.15
+    /// How long an unreachable device stays so, seconds. Default: log-normal, median 1 h, σ 1.5.
+    public var offlineDuration: Distribution = .logNormal(median: 3_600, sigma: 1.5)
+    /// Share of app closes that are force stops (swiped away on iOS, force-stopped on Android):
+    /// until the next launch a data-only push does not reach the app.
+    public var forceStopShare = PerOS(android: 0.1, ios: 0.3)
     public var appVersion: String = "2.1.0"
 
     public init() {}

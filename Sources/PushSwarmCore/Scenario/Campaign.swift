@@ -12,12 +12,16 @@ public struct Campaign: Sendable, Equatable {
     /// Overrides of the devices' own tap behaviour for this campaign (a compelling offer).
     public var tapRate: PerOS<Double>?
     public var timeToOpen: PerOS<Distribution>?
+    /// How long the push provider keeps a push for a device it cannot reach (FCM keeps messages
+    /// up to 28 days, the default).
+    public var timeToLive: TimeSpan
 
     public init(
         name: String, platform: String, at: TimeSpan, audience: Double,
         deliveryDelay: Distribution = .logNormal(median: 2, sigma: 1),
-        tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil
+        tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil, timeToLive: TimeSpan = .days(28)
     ) {
+        self.timeToLive = timeToLive
         self.name = name
         self.platform = platform
         self.at = at

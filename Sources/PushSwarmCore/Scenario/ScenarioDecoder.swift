@@ -106,10 +106,12 @@ public struct ScenarioDecoder: Sendable {
                 let delay = try object.optional("deliveryDelay") { try $0.durationDistribution() }
                 let tapRate = try object.optional("tapRate") { try decodePerOS($0) { try $0.fraction() } }
                 let timeToOpen = try object.optional("timeToOpen") { try decodePerOS($0) { try $0.durationDistribution() } }
+                let ttl = try object.optional("ttl") { try $0.duration() }
                 try object.finish()
                 return Campaign(
                     name: name, platform: platformName, at: at, audience: audience,
-                    deliveryDelay: delay ?? .logNormal(median: 2, sigma: 1), tapRate: tapRate, timeToOpen: timeToOpen
+                    deliveryDelay: delay ?? .logNormal(median: 2, sigma: 1), tapRate: tapRate, timeToOpen: timeToOpen,
+                    timeToLive: ttl ?? .days(28)
                 )
             }
         } ?? []
@@ -189,6 +191,9 @@ public struct ScenarioDecoder: Sendable {
         if let value = try object.optional("dismissRate", { try $0.fraction() }) { behaviour.dismissRate = value }
         if let value = try object.optional("timeToDismiss", { try $0.durationDistribution() }) { behaviour.timeToDismiss = value }
         if let value = try object.optional("tokenRotationsPerDay", { try $0.number(in: 0...1_000) }) { behaviour.tokenRotationsPerDay = value }
+        if let value = try object.optional("unreachableShare", { try $0.fraction() }) { behaviour.unreachableShare = value }
+        if let value = try object.optional("offlineDuration", { try $0.durationDistribution() }) { behaviour.offlineDuration = value }
+        if let value = try object.optional("forceStopShare", { try decodePerOS($0) { try $0.fraction() } }) { behaviour.forceStopShare = value }
         if let value = try object.optional("appVersion", { try $0.nonEmptyString() }) { behaviour.appVersion = value }
         try object.finish()
         return behaviour

@@ -112,13 +112,12 @@ public final class WallRun {
         )
     }
 
-    /// Devices of groups whose client keeps a WebSocket open (an upper bound: each group's share,
-    /// rounded up).
+    /// Devices of groups whose client keeps a WebSocket open, counted over the fleet the run builds.
     public static func webSocketDevices(_ scenario: Scenario) -> Int {
-        let total = scenario.groups.reduce(0) { $0 + $1.weight }
-        guard total > 0 else { return 0 }
-        let share = scenario.groups.filter(\.client.holdsWebSocket).reduce(0) { $0 + $1.weight } / total
-        return min(scenario.devices, Int((share * Double(scenario.devices)).rounded(.up)) + (share > 0 ? 1 : 0))
+        let holding = scenario.groups.map(\.client.holdsWebSocket)
+        guard holding.contains(true) else { return 0 }
+        let fleet = Fleet(scenario: scenario)
+        return (0..<scenario.devices).reduce(0) { $0 + (holding[fleet.profile(at: $1).groupIndex] ? 1 : 0) }
     }
 
     public func run() async -> RunResult {

@@ -198,7 +198,8 @@ struct PushExpressMock: MockService {
             ]
             if random.chance(0.5) { data[PushExpressMessages.Data.link] = "https://example.com/offer?campaign=\(campaign.name)" }
             if random.chance(0.3) { data[PushExpressMessages.Data.image] = "https://cdn.push.express/images/\(campaign.name).jpg" }
-            messages.append(PushMessage(pushToken: token, data: data))
+            // The SDKs build the notification from the px.* data themselves: a data-only message.
+            messages.append(PushMessage(pushToken: token, data: data, isDataOnly: true))
         }
         return messages
     }
