@@ -141,4 +141,18 @@ import PushSwarmMetrics
         }
         #expect((summary["operations"]?["flocktory.push_click"]?["byStatus"]?["302"]?.numberValue ?? 0) > 0, "redirects followed")
     }
+
+    @Test func aClientThatDropsTheSessionIsRefusedAndCounted() async throws {
+        // "This cookie should be used with any request to be executed since": a broken integration
+        // that leaves out the cookie and site-session-id gets 400 on every call after the setup.
+        let result = await Run.simulated(try loadScenario("flocktory") { object in
+            object["devices"] = 300
+            object["duration"] = "2h"
+            object["groups"] = [["name": "broken", "platform": "flocktory", "os": "android", "client": ["omitSession": true]]]
+            object["campaigns"] = []
+        }).run()
+        let track = try #require(result.metrics.operations[FlocktoryMessages.Operation.track])
+        #expect(track.byStatus[400] ?? 0 > 0 && track.byStatus[200] == nil)
+        #expect(result.metrics.operations[FlocktoryMessages.Operation.setup]?.byStatus[200] ?? 0 > 0, "the setup itself is fine")
+    }
 }

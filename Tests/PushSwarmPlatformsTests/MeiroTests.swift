@@ -151,4 +151,19 @@ import PushSwarmMetrics
         // Campaign pushes carry Meiro's data: delivered and tapped.
         #expect((summary["counters"]?["notifications.tapped"]?.numberValue ?? 0) > 0)
     }
+
+    @Test func aClientLeavingOutTheTokenGetsTheSpecsErrorCounted() async throws {
+        // A deliberately broken integration: no registration_token. The service answers "400 - Bad
+        // Request … validation: registration_token is required property"; the client drops it.
+        let result = await Run.simulated(try loadScenario("meiro") { object in
+            object["devices"] = 300
+            object["behaviour"] = ["newInstallShare": 0.5]
+            object["groups"] = [["name": "broken", "platform": "meiro", "os": "android", "client": ["omitFields": ["registration_token"]]]]
+            object["campaigns"] = []
+        }).run()
+        let registered = try #require(result.metrics.operations[MeiroMessages.Operation.registered])
+        #expect(registered.byStatus[400] ?? 0 > 0 && registered.byStatus[200] == nil)
+        #expect(result.metrics.droppedByReason["http400"] == result.metrics.byStatus[400], "each refused event dropped, not retried")
+        #expect(result.lost == 0, "nothing refused was confirmed")
+    }
 }

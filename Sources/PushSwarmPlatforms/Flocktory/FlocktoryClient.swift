@@ -24,6 +24,8 @@ struct FlocktoryClient: PlatformClient {
     }
 
     let settings: FlocktorySettings
+    /// A broken integration: later calls go without the cookie and the `site-session-id`.
+    let omitsSession: Bool
 
     private(set) var cookie: String?
     private(set) var siteSessionID: String?
@@ -35,8 +37,9 @@ struct FlocktoryClient: PlatformClient {
     /// The token Flocktory last heard attached to the session.
     private var attachedToken: String?
 
-    init(settings: FlocktorySettings) {
+    init(settings: FlocktorySettings, omitsSession: Bool = false) {
         self.settings = settings
+        self.omitsSession = omitsSession
     }
 
     var pendingRequests: Int { inFlight.count + waiting.count }
@@ -148,6 +151,15 @@ struct FlocktoryClient: PlatformClient {
     }
 
     private mutating func dispatch(_ operation: String, key: LedgerKey?, request: Request) -> [ClientAction] {
+        var request = request
+        if omitsSession {
+            request.headers.removeAll { $0.name == "Cookie" }
+            if let body = URLQuery.parameters(ofTarget: request.path)?["body"], var object = (try? JSONParser.parse(Array(body.utf8)))?.objectValue {
+                object["site-session-id"] = nil
+                let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+                request.path = "\(path)?\(URLQuery.build([("body", JSONWriter.text(of: .object(object)))]))"
+            }
+        }
         nextID += 1
         inFlight[nextID] = .event(key)
         return [.send(OutgoingRequest(id: nextID, operation: operation, request: request, timeout: settings.requestTimeout, retryNumber: 0))]

@@ -33,18 +33,25 @@ struct FlocktoryConfiguration: PlatformConfiguration {
 
     func makeMock() -> any MockService { FlocktoryMock(settings: settings) }
 
-    /// Flocktory groups take no client options: `client` may be absent or `{}`.
+    /// A group's `client`: `omitSession` (a broken integration that skips the cookie and
+    /// `site-session-id` the spec requires on every call after the first).
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
-        if let options { try options.object().finish() }
-        return FlocktoryClientProfile(settings: settings)
+        var profile = FlocktoryClientProfile(settings: settings, omitsSession: false)
+        if let options {
+            var object = try options.object()
+            if let value = try object.optional("omitSession", { try $0.bool() }) { profile.omitsSession = value }
+            try object.finish()
+        }
+        return profile
     }
 }
 
 /// Every Flocktory install: FCM tokens ("platform":"firebase") on both systems.
 struct FlocktoryClientProfile: ClientProfile {
     let settings: FlocktorySettings
+    var omitsSession: Bool
 
     var pushToken: PushTokenStyle { .fcm }
 
-    func makeClient(for profile: DeviceProfile) -> any PlatformClient { FlocktoryClient(settings: settings) }
+    func makeClient(for profile: DeviceProfile) -> any PlatformClient { FlocktoryClient(settings: settings, omitsSession: omitsSession) }
 }

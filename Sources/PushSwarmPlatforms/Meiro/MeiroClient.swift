@@ -17,6 +17,8 @@ struct MeiroClient: PlatformClient {
     static let sessionTimeout = TimeSpan.minutes(30)
 
     let settings: MeiroSettings
+    /// Fields a deliberately broken integration leaves out (`user_id`, `registration_token`, …).
+    let omittedFields: Set<String>
     private var queue: OfflineQueue
     private(set) var userID: String?
     private(set) var sessionID: String?
@@ -24,8 +26,9 @@ struct MeiroClient: PlatformClient {
     /// The token the service last heard registered (nil: none yet).
     private(set) var registeredToken: String?
 
-    init(settings: MeiroSettings) {
+    init(settings: MeiroSettings, omittedFields: Set<String> = []) {
         self.settings = settings
+        self.omittedFields = omittedFields
         queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
     }
 
@@ -129,6 +132,13 @@ struct MeiroClient: PlatformClient {
         ]
         body["os"] = ["type": .string(profile.os.rawValue), "version": .string(profile.osVersion)]
         body["firebase"] = ["project_id": .string(settings.projectID), "registration_token": .string(token)]
+        for field in omittedFields {
+            body[field] = nil
+            if var firebase = body["firebase"]?.objectValue, firebase[field] != nil {
+                firebase[field] = nil
+                body["firebase"] = .object(firebase)
+            }
+        }
         let request = Request(method: "POST", path: MeiroMessages.path, headers: MeiroMessages.jsonHeaders, body: JSONWriter.bytes(of: .object(body)))
         let key = MeiroMessages.eventKey(userID: user, eventType: eventType, timestamp: timestamp, token: token)
         return queue.enqueue(OfflineQueue.Item(operation: operation, request: request, ledgerKey: key), now: now)

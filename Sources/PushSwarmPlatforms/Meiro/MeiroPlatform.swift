@@ -34,23 +34,31 @@ struct MeiroConfiguration: PlatformConfiguration {
 
     func makeMock() -> any MockService { MeiroMock() }
 
-    /// Meiro groups take no client options yet: `client` may be absent or `{}`.
+    /// Fields a deliberately broken client may leave out, to reproduce the service's 400s.
+    static let omittableFields = ["user_id", "event_type", "event_timestamp", "version", "app", "os", "firebase", "project_id", "registration_token"]
+
+    /// A group's `client`: `omitFields` only.
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
+        var omitted: Set<String> = []
         if let options {
-            let object = try options.object()
+            var object = try options.object()
+            if let fields = try object.optional("omitFields", { reader in try reader.array().map { try $0.choice(Self.omittableFields) } }) {
+                omitted = Set(fields)
+            }
             try object.finish()
         }
-        return MeiroClientProfile(settings: settings)
+        return MeiroClientProfile(settings: settings, omittedFields: omitted)
     }
 }
 
 /// Every Meiro install: FCM tokens on both systems (the spec's `firebase.registration_token`).
 struct MeiroClientProfile: ClientProfile {
     let settings: MeiroSettings
+    let omittedFields: Set<String>
 
     var pushToken: PushTokenStyle { .fcm }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
-        MeiroClient(settings: settings)
+        MeiroClient(settings: settings, omittedFields: omittedFields)
     }
 }
