@@ -7,11 +7,13 @@ public struct MockHost: Sendable {
     public let behaviour: MockBehaviour
     public private(set) var ledger = Ledger()
     private var random: SeededRandom
+    private var limiters: [RateLimiter]
 
     public init(service: any MockService, behaviour: MockBehaviour, random: SeededRandom) {
         self.service = service
         self.behaviour = behaviour
         self.random = random
+        limiters = behaviour.rateLimits.map(RateLimiter.init(rule:))
     }
 
     /// A mock's answer to one request, and when it arrives.
@@ -24,7 +26,19 @@ public struct MockHost: Sendable {
 
     /// Answers `request` and says how long the answer takes to arrive.
     public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant) -> Answer {
-        let latency = behaviour.latency.sampleSpan(using: &random)
+        var latency = behaviour.latency.sampleSpan(using: &random)
+        if !limiters.isEmpty {
+            let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+            for index in limiters.indices where limiters[index].applies(to: path) {
+                let key = limiters[index].key(for: request, path: path, from: source)
+                switch limiters[index].check(key, at: now) {
+                case .admit(let delay):
+                    latency = latency + delay
+                case .refuse(let retryAfter):
+                    return Answer(response: limiters[index].refusal(retryAfter: retryAfter), latency: latency, operation: "rateLimited")
+                }
+            }
+        }
         if random.chance(behaviour.http503Rate) {
             let body = JSONWriter.bytes(of: ["error": "service overloaded (injected fault)"])
             let response = Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body)

@@ -18,6 +18,8 @@ public struct MockBehaviour: Sendable, Equatable {
     /// Chance that an accepted item is answered 200 but never reaches the ledger (a service bug:
     /// it shows up as `ledger.lost`).
     public var loseAcceptedRate: Double = 0
+    /// Limits applied before the service sees a request, in order; the first that refuses answers.
+    public var rateLimits: [RateLimitRule] = []
 
     public init() {}
 }

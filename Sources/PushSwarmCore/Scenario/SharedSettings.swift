@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// Readers for settings every platform's section shares: mock latency and faults, retry tables.
 extension ObjectReader {
     /// Reads `latency`, `http503Rate` and `loseAcceptedRate` from this (mock) object.
@@ -6,7 +8,81 @@ extension ObjectReader {
         if let latency = try optional("latency", { try $0.durationDistribution() }) { behaviour.latency = latency }
         if let rate = try optional("http503Rate", { try $0.fraction() }) { behaviour.http503Rate = rate }
         if let rate = try optional("loseAcceptedRate", { try $0.fraction() }) { behaviour.loseAcceptedRate = rate }
+        if let rules = try optional("rateLimits", { try $0.array().map { try $0.rateLimitRule() } }) { behaviour.rateLimits = rules }
         return behaviour
+    }
+}
+
+extension JSONReader {
+    /// `{"algorithm": "tokenBucket", "rate": "10/s", "burst": 20, "key": "sourceIP", "status": 429,
+    /// "retryAfter": true, "paths": ["/events"]}`; `leakyBucket` takes `nodelay`, the windows take
+    /// `limit` and `window` instead of `rate` and `burst`.
+    public func rateLimitRule() throws -> RateLimitRule {
+        var object = try object()
+        let algorithm = try object.required("algorithm") { try $0.choice(["tokenBucket", "leakyBucket", "fixedWindow", "slidingWindow"]) }
+        let made: RateLimitRule.Algorithm
+        switch algorithm {
+        case "tokenBucket", "leakyBucket":
+            let rate = try object.required("rate") { try $0.ratePerSecond() }
+            let burst = try object.optional("burst") { try $0.integer(minimum: 0, maximum: 10_000_000) } ?? 0
+            if algorithm == "tokenBucket" {
+                made = .tokenBucket(perSecond: rate, burst: max(burst, 1))
+            } else {
+                made = .leakyBucket(perSecond: rate, burst: burst, nodelay: try object.optional("nodelay") { try $0.bool() } ?? false)
+            }
+        default:
+            let limit = try object.required("limit") { try $0.integer(minimum: 1, maximum: 10_000_000) }
+            let window = try object.required("window") { try $0.positiveDuration() }
+            made = algorithm == "fixedWindow" ? .fixedWindow(limit: limit, window: window) : .slidingWindow(limit: limit, window: window)
+        }
+        var rule = RateLimitRule(algorithm: made)
+        if let key = try object.optional("key", { reader -> RateLimitRule.Key in
+            let text = try reader.nonEmptyString()
+            switch text {
+            case "sourceIP": return .sourceIP
+            case "endpoint": return .endpoint
+            case "sourceIPAndEndpoint": return .sourceIPAndEndpoint
+            case "global": return .global
+            default:
+                guard text.hasPrefix("header:"), text.count > 7 else {
+                    throw reader.fail("must be sourceIP, endpoint, sourceIPAndEndpoint, global or header:<name>")
+                }
+                return .header(String(text.dropFirst(7)))
+            }
+        }) { rule.key = key }
+        if let status = try object.optional("status", { reader -> Int in
+            let status = try reader.integer(minimum: 400, maximum: 599)
+            guard status == 429 || status == 503 else { throw reader.fail("must be 429 or 503") }
+            return status
+        }) { rule.status = status }
+        if let value = try object.optional("retryAfter", { try $0.bool() }) { rule.sendsRetryAfter = value }
+        if let paths = try object.optional("paths", { try $0.array().map { try $0.nonEmptyString() } }) { rule.paths = paths }
+        try object.finish()
+        return rule
+    }
+
+    /// A rate: a number per second, or `"10/s"`, `"600/m"`, `"3600/h"`.
+    public func ratePerSecond() throws -> Double {
+        let rate: Double
+        switch value {
+        case .number(let number):
+            rate = number
+        case .string(let text):
+            let parts = text.split(separator: "/")
+            guard parts.count == 2, let count = Double(parts[0].filter { $0 != " " }) else {
+                throw fail("expected a rate such as \"10/s\", \"600/m\" or a number per second")
+            }
+            switch parts[1].filter({ $0 != " " }) {
+            case "s": rate = count
+            case "m": rate = count / 60
+            case "h": rate = count / 3_600
+            default: throw fail("the unit of a rate is s, m or h")
+            }
+        default:
+            throw fail("expected a rate such as \"10/s\", found \(value.kindName)")
+        }
+        guard rate > 0, rate.isFinite else { throw fail("must be above zero") }
+        return rate
     }
 }
 
