@@ -4,6 +4,8 @@
 /// or a timeout. `sent` minus those three is what is still in flight.
 public struct OperationMetrics: Sendable, Equatable {
     public var sent: UInt64 = 0
+    /// Of `sent`, the retries (attempts after the first of a logical request).
+    public var retries: UInt64 = 0
     public var byStatus: [Int: UInt64] = [:]
     public var transportErrors: UInt64 = 0
     public var timeouts: UInt64 = 0
@@ -23,9 +25,12 @@ public struct OperationMetrics: Sendable, Equatable {
 
     public var responses: UInt64 { byStatus.values.reduce(0, +) }
     public var completed: UInt64 { responses + transportErrors + timeouts }
+    /// Attempts per logical request: 1 when nothing was retried.
+    public var retryAmplification: Double { sent > retries ? Double(sent) / Double(sent - retries) : (sent > 0 ? .infinity : 1) }
 
     public mutating func merge(_ other: OperationMetrics) {
         sent += other.sent
+        retries += other.retries
         byStatus.merge(other.byStatus, uniquingKeysWith: +)
         transportErrors += other.transportErrors
         timeouts += other.timeouts

@@ -16,6 +16,9 @@ public struct RunMetrics: Sendable, Equatable {
     public var transportErrorsByReason: [String: UInt64] = [:]
     /// Named counts that are not requests: notifications displayed, tapped, campaigns, ….
     public var counters: [String: UInt64] = [:]
+    /// Named spans clients measured (`rateLimitRecovery`: from an item's first 429 until the
+    /// service accepted it), in microseconds.
+    public var durations: [String: LatencyHistogram] = [:]
 
     public init() {}
 
@@ -30,7 +33,10 @@ public struct RunMetrics: Sendable, Equatable {
 
     public mutating func recordSent(operation: String, retryNumber: Int) {
         operations[operation, default: OperationMetrics()].sent += 1
-        if retryNumber > 0 { retriesByAttempt[retryNumber, default: 0] += 1 }
+        if retryNumber > 0 {
+            retriesByAttempt[retryNumber, default: 0] += 1
+            operations[operation, default: OperationMetrics()].retries += 1
+        }
     }
 
     /// A response; `serviceMicroseconds` nil means the same as the latency. Connect and first-byte
@@ -64,6 +70,16 @@ public struct RunMetrics: Sendable, Equatable {
         droppedByReason[reason, default: 0] += count
     }
 
+    public mutating func recordDuration(_ name: String, microseconds: UInt64) {
+        durations[name, default: LatencyHistogram()].record(microseconds)
+    }
+
+    /// Attempts per logical request over every operation.
+    public var retryAmplification: Double {
+        let first = sent - min(sent, retries)
+        return first > 0 ? Double(sent) / Double(first) : 1
+    }
+
     public mutating func increment(_ counter: String, by amount: UInt64 = 1) {
         counters[counter, default: 0] += amount
     }
@@ -85,5 +101,10 @@ public struct RunMetrics: Sendable, Equatable {
         droppedByReason.merge(other.droppedByReason, uniquingKeysWith: +)
         transportErrorsByReason.merge(other.transportErrorsByReason, uniquingKeysWith: +)
         counters.merge(other.counters, uniquingKeysWith: +)
+        durations.merge(other.durations) { mine, theirs in
+            var merged = mine
+            merged.merge(theirs)
+            return merged
+        }
     }
 }

@@ -81,6 +81,7 @@ public struct Summary: Sendable {
         var retries = JSONObject()
         retries["total"] = count(metrics.retries)
         retries["byAttempt"] = .object(JSONObject(metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { (key: String($0.key), value: count($0.value)) }))
+        retries["amplification"] = .number((metrics.retryAmplification * 1_000).rounded() / 1_000)
         retries["backoffMs"] = percentiles(metrics.backoffDelays)
         var byRetry = JSONObject()
         for (retry, histogram) in metrics.backoffByRetry.sorted(by: { $0.key < $1.key }) {
@@ -97,11 +98,20 @@ public struct Summary: Sendable {
 
         root["dropped"] = .object(["total": count(metrics.droppedByReason.values.reduce(0, +)), "byReason": .object(countObject(metrics.droppedByReason))])
         root["rateLimited"] = count(rateLimited)
+        var durations = JSONObject()
+        for (name, histogram) in metrics.durations.sorted(by: { $0.key < $1.key }) {
+            var entry = percentiles(histogram).objectValue ?? [:]
+            entry["count"] = count(histogram.totalCount)
+            durations[name + "Ms"] = .object(entry)
+        }
+        root["durations"] = .object(durations)
 
         var operations = JSONObject()
         for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
             var entry = JSONObject()
             entry["count"] = count(operation.sent)
+            entry["retries"] = count(operation.retries)
+            entry["retryAmplification"] = .number((min(operation.retryAmplification, 1e9) * 1_000).rounded() / 1_000)
             entry["byStatus"] = .object(statusObject(operation.byStatus))
             entry["transportErrors"] = count(operation.transportErrors)
             entry["timeouts"] = count(operation.timeouts)

@@ -47,7 +47,7 @@ public enum TerminalReport {
         lines.append("Requests    \(group(metrics.sent)) sent · by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(metrics.transportErrors)) · timeouts \(group(metrics.timeouts))")
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")
         let retryParts = metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { "retry \($0.key): \(group($0.value))" }.joined(separator: ", ")
-        var retryLine = "Retries     \(group(metrics.retries))"
+        var retryLine = "Retries     \(group(metrics.retries)) · \(format2(metrics.retryAmplification)) attempts per request"
         if !retryParts.isEmpty {
             retryLine += " (\(retryParts))"
             if let median = metrics.backoffDelays.value(atQuantile: 0.5) {

@@ -130,3 +130,77 @@ import Testing
         #expect(queue.count == 1)
     }
 }
+
+extension OfflineQueue {
+    /// The spec's table has no jitter and ignores Retry-After: no randomness or clock is read.
+    fileprivate mutating func complete(_ completion: ExchangeCompletion, now: Instant) -> [ClientAction] {
+        var random = SeededRandom(seed: 0, stream: .device)
+        return complete(completion, now: now, random: &random, unixNow: 0)
+    }
+}
+
+/// Retry policies beyond the spec's table: jitter, Retry-After, a retry budget.
+@Suite struct RetryPolicyTests {
+    let rule = RetryRule(initialDelay: .seconds(1), maximumDelay: .seconds(30), maximumRetries: 8, whenExhausted: .drop)
+
+    func delays(_ jitter: RetryRule.Jitter, retry: Int, previous: TimeSpan? = nil) -> [TimeSpan] {
+        var random = SeededRandom(seed: 4, stream: .device)
+        var jittered = rule
+        jittered.jitter = jitter
+        return (0..<200).map { _ in jittered.jittered(rule.delay(beforeRetry: retry), previous: previous, random: &random) }
+    }
+
+    @Test func eachJitterStaysInItsRange() {
+        // Retry 4: the capped exponential delay is 8 s.
+        #expect(delays(.none, retry: 4).allSatisfy { $0 == .seconds(8) })
+        let full = delays(.full, retry: 4)
+        #expect(full.allSatisfy { $0 >= .zero && $0 <= .seconds(8) } && full.contains { $0 < .seconds(2) } && full.contains { $0 > .seconds(6) })
+        let equal = delays(.equal, retry: 4)
+        #expect(equal.allSatisfy { $0 >= .seconds(4) && $0 <= .seconds(8) } && Set(equal).count > 100)
+        // Decorrelated: between the initial delay and three times the previous one, capped.
+        #expect(delays(.decorrelated, retry: 4, previous: .seconds(5)).allSatisfy { $0 >= .seconds(1) && $0 <= .seconds(15) })
+        #expect(delays(.decorrelated, retry: 7, previous: .seconds(20)).allSatisfy { $0 <= .seconds(30) })
+    }
+
+    @Test func retryAfterIsReadInBothForms() {
+        // RFC 9110: "Retry-After = HTTP-date / delay-seconds".
+        #expect(RetryAfter.parse("120", unixNow: 0) == .seconds(120))
+        #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:49:37 GMT", unixNow: 784_111_700) == .seconds(77))
+        #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:49:37 GMT", unixNow: 784_112_000) == .zero, "a date in the past: no wait")
+        #expect(RetryAfter.parse("soon", unixNow: 0) == nil)
+        #expect(RetryAfter.parse("-5", unixNow: 0) == nil)
+    }
+
+    @Test func retryAfterIsHonouredOnlyWhenThePolicySaysSo() {
+        let answer = ExchangeOutcome.response(Response(status: 429, headers: [Header("Retry-After", "20")]))
+        var random = SeededRandom(seed: 1, stream: .device)
+        var table = RetryTable(networkError: rule, serverError: rule, rateLimited: rule)
+        #expect(table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0) == .retry(after: .seconds(1)), "ignored, as many SDKs do")
+        table.rateLimited.honoursRetryAfter = true
+        #expect(table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0) == .retry(after: .seconds(20)))
+        // A Retry-After shorter than the back-off does not shorten it.
+        #expect(table.decision(for: answer, retriesSoFar: 6, previous: nil, random: &random, unixNow: 0) == .retry(after: .seconds(30)))
+    }
+
+    @Test func aRetryBudgetStopsRetriesWhenSpent() {
+        // Budget 0 per new request, reserve 10: the eleventh retry is refused.
+        var table = RetryTable(networkError: rule, serverError: rule, rateLimited: rule, retryBudget: 0)
+        table.rateLimited.maximumRetries = 100
+        var queue = OfflineQueue(retryTable: table, timeout: .seconds(10), capacity: 10)
+        var random = SeededRandom(seed: 1, stream: .device)
+        var actions = queue.enqueue(OfflineQueue.Item(operation: "op", request: Request(method: "POST", path: "/"), ledgerKey: nil), now: .start)
+        var retries = 0
+        var now = Instant.start
+        for _ in 0..<20 {
+            guard case .send(let outgoing)? = actions.first(where: { if case .send = $0 { true } else { false } }) else { break }
+            let completion = ExchangeCompletion(requestID: outgoing.id, operation: "op", sentAt: now, outcome: .response(Response(status: 429)))
+            actions = queue.complete(completion, now: now, random: &random, unixNow: 0)
+            if actions.contains(where: { if case .drop(let reason) = $0 { reason == "retryBudgetExhausted" } else { false } }) { break }
+            guard case .schedule(let token, let at)? = actions.first(where: { if case .schedule = $0 { true } else { false } }) else { break }
+            retries += 1
+            now = at
+            actions = queue.timerFired(token, now: now)
+        }
+        #expect(retries == 10)
+    }
+}

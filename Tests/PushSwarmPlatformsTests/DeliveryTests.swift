@@ -53,3 +53,19 @@ import PushSwarmMetrics
         }
     }
 }
+
+/// `Scenarios/retry-storm.json` against `retry-storm-full-jitter.json`: the same herd of taps on
+/// a per-IP limit, retried in lockstep or spread.
+@Suite struct RetryStormTests {
+    @Test func jitterCutsRetryAmplificationAndTheTimeToRecover() async throws {
+        let lockstep = await Run.simulated(try loadScenario("retry-storm")).run()
+        let spread = await Run.simulated(try loadScenario("retry-storm-full-jitter")).run()
+        #expect(lockstep.metrics.retries > 500, "the limit answered a storm of 429s")
+        #expect(spread.metrics.retryAmplification < lockstep.metrics.retryAmplification)
+        let slow = try #require(lockstep.metrics.durations["rateLimitRecovery"]?.value(atQuantile: 0.99))
+        let fast = try #require(spread.metrics.durations["rateLimitRecovery"]?.value(atQuantile: 0.99))
+        #expect(fast * 2 < slow, "p99 from the first 429 to acceptance: \(fast) µs with jitter, \(slow) µs without")
+        #expect((lockstep.metrics.droppedByReason["http429RetriesExhausted"] ?? 0) > (spread.metrics.droppedByReason["http429RetriesExhausted"] ?? 0))
+        #expect(lockstep.lost == 0 && spread.lost == 0)
+    }
+}

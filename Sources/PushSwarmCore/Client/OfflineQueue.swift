@@ -31,11 +31,17 @@ public struct OfflineQueue: Sendable {
     private var waitingForTimer: UInt64?
     public private(set) var isParkedUntilLaunch = false
     private var nextID: UInt64 = 0
+    private var previousDelay: TimeSpan?
+    /// When the head item was first answered 429 (the start of its rate-limit episode).
+    private var firstRateLimitedAt: Instant?
+    /// Retries the budget still allows (`RetryTable.retryBudget`).
+    private var budget: Double?
 
     public init(retryTable: RetryTable, timeout: TimeSpan, capacity: Int) {
         self.retryTable = retryTable
         self.timeout = timeout
         self.capacity = capacity
+        budget = retryTable.retryBudget.map { _ in retryTable.budgetReserve }
     }
 
     /// Items not yet delivered or dropped, including the one in flight.
@@ -44,22 +50,32 @@ public struct OfflineQueue: Sendable {
     public mutating func enqueue(_ item: Item, now: Instant) -> [ClientAction] {
         guard count < capacity else { return [.drop(reason: "queueFull")] }
         items.append(item)
+        if let ratio = retryTable.retryBudget, let current = budget { budget = min(current + ratio, retryTable.budgetReserve + ratio * 100) }
         return sendHeadIfIdle(now: now)
     }
 
-    /// Handles the end of the request in flight; stale completions are ignored.
-    public mutating func complete(_ completion: ExchangeCompletion, now: Instant) -> [ClientAction] {
+    /// Handles the end of the request in flight; stale completions are ignored. `random` draws
+    /// the retry table's jitter; `unixNow` reads an HTTP-date `Retry-After`.
+    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64) -> [ClientAction] {
         guard completion.requestID == inFlightID, head < items.count else { return [] }
         inFlightID = nil
         var actions: [ClientAction] = []
-        switch retryTable.decision(for: completion.outcome, retriesSoFar: retriesSoFar) {
+        if case .response(let response) = completion.outcome, response.status == 429, firstRateLimitedAt == nil { firstRateLimitedAt = now }
+        var decision = retryTable.decision(for: completion.outcome, retriesSoFar: retriesSoFar, previous: previousDelay, random: &random, unixNow: unixNow)
+        if case .retry = decision, let current = budget {
+            // The budget says no more retries for now: given up like an exhausted rule.
+            if current < 1 { decision = .drop(reason: "retryBudgetExhausted") } else { budget = current - 1 }
+        }
+        switch decision {
         case .success:
             if let key = items[head].ledgerKey { actions.append(.confirmed(key)) }
+            if let since = firstRateLimitedAt { actions.append(.duration("rateLimitRecovery", now - since)) }
             removeHead()
         case .drop(let reason):
             actions.append(.drop(reason: reason))
             removeHead()
         case .retry(let delay):
+            previousDelay = delay
             retriesSoFar += 1
             nextID += 1
             waitingForTimer = nextID
@@ -99,6 +115,8 @@ public struct OfflineQueue: Sendable {
 
     private mutating func removeHead() {
         retriesSoFar = 0
+        previousDelay = nil
+        firstRateLimitedAt = nil
         head += 1
         if head == items.count {
             items.removeAll(keepingCapacity: true)

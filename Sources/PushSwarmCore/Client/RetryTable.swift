@@ -10,14 +10,48 @@ public struct RetryTable: Sendable, Equatable {
     public var serverError: RetryRule
     /// A 429 answer.
     public var rateLimited: RetryRule
+    /// Retries allowed per first attempt, over the client's life (a retry budget: 0.2 lets at most
+    /// one retry through for each five new requests, plus `budgetReserve`); nil: no budget.
+    public var retryBudget: Double?
+    public var budgetReserve: Double = 10
 
-    public init(networkError: RetryRule, serverError: RetryRule, rateLimited: RetryRule) {
+    public init(networkError: RetryRule, serverError: RetryRule, rateLimited: RetryRule, retryBudget: Double? = nil) {
         self.networkError = networkError
         self.serverError = serverError
         self.rateLimited = rateLimited
+        self.retryBudget = retryBudget
     }
 
-    /// What to do after `outcome`, given that `retryNumber` retries were already made.
+    /// What to do after `outcome`, given that `retryNumber` retries were already made; the delay
+    /// with the rule's jitter (drawn from `random`, `previous` being the last delay used) and, if
+    /// the rule honours it, no shorter than the answer's `Retry-After` (`unixNow`: the device's
+    /// clock, for the HTTP-date form).
+    public func decision(
+        for outcome: ExchangeOutcome, retriesSoFar retryNumber: Int, previous: TimeSpan?, random: inout SeededRandom, unixNow: Int64
+    ) -> RetryDecision {
+        let decision = decision(for: outcome, retriesSoFar: retryNumber)
+        guard case .retry(let base) = decision, let rule = rule(for: outcome) else { return decision }
+        var delay = rule.jittered(base, previous: previous, random: &random)
+        if rule.honoursRetryAfter, case .response(let response) = outcome, let value = response.header("Retry-After"),
+           let wait = RetryAfter.parse(value, unixNow: unixNow) {
+            delay = max(delay, wait)
+        }
+        return .retry(after: delay)
+    }
+
+    private func rule(for outcome: ExchangeOutcome) -> RetryRule? {
+        switch outcome {
+        case .response(let response):
+            switch response.status {
+            case 429: rateLimited
+            case 500..<600: serverError
+            default: nil
+            }
+        case .transportError, .timeout: networkError
+        }
+    }
+
+    /// The decision without jitter or Retry-After: the rule's capped exponential delay.
     public func decision(for outcome: ExchangeOutcome, retriesSoFar retryNumber: Int) -> RetryDecision {
         let rule: RetryRule
         let label: String
@@ -63,13 +97,49 @@ public struct RetryRule: Sendable, Equatable {
     public var maximumDelay: TimeSpan
     public var maximumRetries: Int
     public var whenExhausted: WhenExhausted
+    /// How the delay is spread (AWS's "Exponential Backoff And Jitter" names).
+    public var jitter: Jitter
+    /// Wait at least what the answer's `Retry-After` says (real SDKs often ignore it: the default).
+    public var honoursRetryAfter: Bool
 
-    public init(initialDelay: TimeSpan, multiplier: Double = 2, maximumDelay: TimeSpan, maximumRetries: Int, whenExhausted: WhenExhausted) {
+    public enum Jitter: String, Sendable, CaseIterable {
+        /// The capped exponential delay itself: every client that failed together retries together.
+        case none
+        /// A uniform draw in [0, delay].
+        case full
+        /// delay / 2 plus a uniform draw in [0, delay / 2].
+        case equal
+        /// A uniform draw in [initial, previous × 3], capped.
+        case decorrelated
+    }
+
+    public init(
+        initialDelay: TimeSpan, multiplier: Double = 2, maximumDelay: TimeSpan, maximumRetries: Int, whenExhausted: WhenExhausted,
+        jitter: Jitter = .none, honoursRetryAfter: Bool = false
+    ) {
         self.initialDelay = initialDelay
         self.multiplier = multiplier
         self.maximumDelay = maximumDelay
         self.maximumRetries = maximumRetries
         self.whenExhausted = whenExhausted
+        self.jitter = jitter
+        self.honoursRetryAfter = honoursRetryAfter
+    }
+
+    /// `base` (the capped exponential delay) spread by the rule's jitter.
+    public func jittered(_ base: TimeSpan, previous: TimeSpan?, random: inout SeededRandom) -> TimeSpan {
+        switch jitter {
+        case .none:
+            return base
+        case .full:
+            return .seconds(random.nextUnit() * base.seconds)
+        case .equal:
+            return .seconds(base.seconds / 2 + random.nextUnit() * base.seconds / 2)
+        case .decorrelated:
+            let low = initialDelay.seconds
+            let high = max(low, (previous ?? initialDelay).seconds * 3)
+            return .seconds(min(maximumDelay.seconds, low + random.nextUnit() * (high - low)))
+        }
     }
 
     /// The wait before retry number `retry` (1 for the first): initial × multiplier^(retry−1), capped.
@@ -88,4 +158,40 @@ public enum RetryDecision: Sendable, Equatable {
     case retry(after: TimeSpan)
     case drop(reason: String)
     case keepForNextLaunch
+}
+
+/// RFC 9110's `Retry-After`: delay-seconds or an HTTP-date.
+public enum RetryAfter {
+    /// The wait it asks for; nil when the value is neither form. A date in the past is no wait.
+    public static func parse(_ value: String, unixNow: Int64) -> TimeSpan? {
+        let text = value.trimmingSpaces
+        if !text.isEmpty, text.allSatisfy(\.isASCIIDigit), let seconds = Int64(text) { return .seconds(Double(seconds)) }
+        guard let date = httpDate(text) else { return nil }
+        return .seconds(Double(max(0, date - unixNow)))
+    }
+
+    /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form senders must use, as Unix seconds.
+    static func httpDate(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int64(parts[1]), let year = Int64(parts[3]) else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3, let hour = Int64(clock[0]), let minute = Int64(clock[1]), let second = Int64(clock[2]),
+              (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        // Days from the civil date (Howard Hinnant's algorithm).
+        let month = Int64(monthIndex + 1)
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return days * 86_400 + hour * 3_600 + minute * 60 + second
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

@@ -46,6 +46,8 @@ public enum ClientAction: Sendable {
     case confirmed(LedgerKey)
     /// Increment a named counter.
     case count(String)
+    /// Record a span the client measured under a name (`rateLimitRecovery`).
+    case duration(String, TimeSpan)
     /// Open a WebSocket; its end arrives as a `SocketEvent`.
     case openSocket(SocketOpen)
     /// Send a text message on an open socket; `operation` names a request that expects a reply

@@ -160,6 +160,8 @@ public final class Run {
                 queue.schedule(.device(index, event), at: max(time, now))
             case .count(let name):
                 metrics.increment(name)
+            case .duration(let name, let span):
+                metrics.recordDuration(name, microseconds: UInt64(max(0, span.microseconds)))
             case .drop(let reason):
                 metrics.recordDrop(reason: reason)
             case .backoff(let delay, let retryNumber):

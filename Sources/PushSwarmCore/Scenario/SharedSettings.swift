@@ -103,6 +103,7 @@ extension JSONReader {
         if let row = try object.optional("networkError", { try $0.retryRule(base: base.networkError) }) { table.networkError = row }
         if let row = try object.optional("serverError", { try $0.retryRule(base: base.serverError) }) { table.serverError = row }
         if let row = try object.optional("rateLimited", { try $0.retryRule(base: base.rateLimited) }) { table.rateLimited = row }
+        if let budget = try object.optional("budget", { try $0.number(in: 0...100) }) { table.retryBudget = budget }
         try object.finish()
         return table
     }
@@ -118,6 +119,10 @@ extension JSONReader {
         if let exhausted = try object.optional("whenExhausted", { try $0.choice(["drop", "keepForNextLaunch"]) }) {
             rule.whenExhausted = RetryRule.WhenExhausted(rawValue: exhausted) ?? .drop
         }
+        if let jitter = try object.optional("jitter", { try $0.choice(RetryRule.Jitter.allCases.map(\.rawValue)) }) {
+            rule.jitter = RetryRule.Jitter(rawValue: jitter) ?? .none
+        }
+        if let honours = try object.optional("honourRetryAfter", { try $0.bool() }) { rule.honoursRetryAfter = honours }
         try object.finish()
         return rule
     }

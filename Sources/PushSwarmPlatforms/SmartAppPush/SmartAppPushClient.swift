@@ -65,7 +65,7 @@ struct SmartAppPushClient: PlatformClient {
     }
 
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        queue.complete(completion, now: now)
+        queue.complete(completion, now: now, random: &random, unixNow: device.clock.unixMicroseconds(now) / 1_000_000)
     }
 
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
