@@ -69,3 +69,26 @@ import PushSwarmMetrics
         #expect(lockstep.lost == 0 && spread.lost == 0)
     }
 }
+
+/// Faults injected by the mock, as a whole run's clients see them in simulated time.
+@Suite struct FaultRunTests {
+    @Test func everyInjectedFaultIsCountedUnderItsReason() async throws {
+        let result = await Run.simulated(try loadScenario("meiro") { object in
+            object["devices"] = 1_000
+            object["behaviour"] = ["newInstallShare": 0.3]
+            object["platforms"] = ["meiro": ["mock": ["faults": [
+                ["kind": "reset", "rate": 0.1], ["kind": "truncated", "rate": 0.1], ["kind": "malformed", "rate": 0.1],
+                ["kind": "http5xx", "status": 504, "rate": 0.1], ["kind": "stall", "every": "10m", "for": "30s"],
+            ]]]]
+        }).run()
+        let errors = result.metrics.transportErrorsByReason
+        for reason in ["connectionReset", "closedBeforeResponse", "malformedResponse"] {
+            #expect(errors[reason] ?? 0 > 0, "\(reason)")
+        }
+        #expect(result.metrics.byStatus[504] ?? 0 > 0)
+        // Every request is accounted for, and what the clients saw accepted is in the ledger.
+        let completed = result.metrics.operations.values.reduce(0) { $0 + $1.completed }
+        #expect(completed == result.metrics.sent)
+        #expect(result.lost == 0)
+    }
+}

@@ -22,6 +22,8 @@ public struct MockHost: Sendable {
         public var latency: TimeSpan
         /// The operation the service classified the request as (for its metrics).
         public var operation: String
+        /// How the answer goes wrong on the wire, if a fault says so.
+        public var fault: InjectedFault? = nil
     }
 
     /// Answers `request` and says how long the answer takes to arrive.
@@ -44,11 +46,39 @@ public struct MockHost: Sendable {
             let response = Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body)
             return Answer(response: response, latency: latency, operation: "injected503")
         }
+        var wireFault: InjectedFault?
+        for rule in behaviour.faults where rule.paths.isEmpty || rule.paths.contains(where: { request.path.hasPrefix($0) }) {
+            let strikes: Bool
+            var stallEnd: Instant?
+            switch rule.when {
+            case .rate(let chance): strikes = random.chance(chance)
+            case .periodic:
+                stallEnd = rule.windowEnd(containing: now)
+                strikes = stallEnd != nil
+            }
+            guard strikes else { continue }
+            switch rule.kind {
+            case .serverError(let status):
+                let body = JSONWriter.bytes(of: ["error": .string("injected fault: \(status)")])
+                return Answer(response: Response(status: status, headers: [Header("Content-Type", "application/json")], body: body), latency: latency, operation: "injected\(status)")
+            case .stall:
+                // The answer waits for the end of the stall; the work is done on arrival.
+                if let end = stallEnd { latency = latency + (end - now) }
+            case .reset: wireFault = .reset
+            case .truncated: wireFault = .truncated
+            case .malformed: wireFault = .malformed
+            case .slowBody(let rate): wireFault = .slowBody(bytesPerSecond: rate)
+            }
+            break
+        }
         let reply = service.handle(request, from: source, at: now)
         if let key = reply.accepted, !random.chance(behaviour.loseAcceptedRate) {
             ledger.record(key, operation: reply.operation, source: source, at: now)
         }
-        return Answer(response: reply.response, latency: latency, operation: reply.operation)
+        if case .slowBody(let rate)? = wireFault {
+            latency = latency + .seconds(Double(reply.response.body.count + 200) / Double(max(rate, 1)))
+        }
+        return Answer(response: reply.response, latency: latency, operation: reply.operation, fault: wireFault)
     }
 
     /// A mock's answer on a WebSocket session, and when it arrives.

@@ -108,6 +108,10 @@ public final class SimulatedTransport: RunTransport {
             if answer.latency > outgoing.timeout {
                 outcome = .timeout
                 completedAt = now + outgoing.timeout
+            } else if let reason = answer.fault?.transportReason {
+                // A reset, truncated or malformed answer: the client sees the connection fail.
+                outcome = .transportError(reason: reason)
+                completedAt = now + answer.latency
             } else {
                 outcome = .response(answer.response)
                 completedAt = now + answer.latency

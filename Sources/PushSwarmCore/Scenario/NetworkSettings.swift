@@ -20,6 +20,8 @@ public struct MockBehaviour: Sendable, Equatable {
     public var loseAcceptedRate: Double = 0
     /// Limits applied before the service sees a request, in order; the first that refuses answers.
     public var rateLimits: [RateLimitRule] = []
+    /// Faults injected after the limits admit a request, in order; the first that strikes applies.
+    public var faults: [FaultRule] = []
 
     public init() {}
 }

@@ -9,6 +9,7 @@ extension ObjectReader {
         if let rate = try optional("http503Rate", { try $0.fraction() }) { behaviour.http503Rate = rate }
         if let rate = try optional("loseAcceptedRate", { try $0.fraction() }) { behaviour.loseAcceptedRate = rate }
         if let rules = try optional("rateLimits", { try $0.array().map { try $0.rateLimitRule() } }) { behaviour.rateLimits = rules }
+        if let rules = try optional("faults", { try $0.array().map { try $0.faultRule() } }) { behaviour.faults = rules }
         return behaviour
     }
 }
@@ -59,6 +60,42 @@ extension JSONReader {
         if let paths = try object.optional("paths", { try $0.array().map { try $0.nonEmptyString() } }) { rule.paths = paths }
         try object.finish()
         return rule
+    }
+
+    /// `{"kind": "stall", "every": "10s", "for": "1s"}`, `{"kind": "http5xx", "status": 502, "rate": 0.01}`,
+    /// `{"kind": "slowBody", "bytesPerSecond": 200, "rate": 0.05}`; `reset`, `truncated` and
+    /// `malformed` take a `rate` or a window the same way.
+    public func faultRule() throws -> FaultRule {
+        var object = try object()
+        let kindName = try object.required("kind") { try $0.choice(["http5xx", "stall", "reset", "truncated", "malformed", "slowBody"]) }
+        let kind: FaultRule.Kind
+        switch kindName {
+        case "http5xx":
+            kind = .serverError(status: try object.optional("status") { try $0.integer(minimum: 500, maximum: 599) } ?? 503)
+        case "stall": kind = .stall
+        case "reset": kind = .reset
+        case "truncated": kind = .truncated
+        case "malformed": kind = .malformed
+        default: kind = .slowBody(bytesPerSecond: try object.required("bytesPerSecond") { try $0.integer(minimum: 1, maximum: 1_000_000_000) })
+        }
+        let rate = try object.optional("rate") { try $0.fraction() }
+        let every = try object.optional("every") { try $0.positiveDuration() }
+        let length = try object.optional("for") { try $0.positiveDuration() }
+        let offset = try object.optional("offset") { try $0.duration() } ?? .zero
+        let when: FaultRule.When
+        switch (rate, every, length) {
+        case (let rate?, nil, nil):
+            guard kindName != "stall" else { throw fail("a stall needs a window: \"every\" and \"for\", not \"rate\"") }
+            when = .rate(rate)
+        case (nil, let every?, let length?):
+            guard length <= every else { throw fail("\"for\" must not be longer than \"every\"") }
+            when = .periodic(period: every, length: length, offset: offset)
+        default:
+            throw fail("a fault needs either \"rate\" (a chance per request) or \"every\" and \"for\" (a window)")
+        }
+        let paths = try object.optional("paths") { try $0.array().map { try $0.nonEmptyString() } } ?? []
+        try object.finish()
+        return FaultRule(kind: kind, when: when, paths: paths)
     }
 
     /// A rate: a number per second, or `"10/s"`, `"600/m"`, `"3600/h"`.

@@ -58,6 +58,40 @@ public final class HTTPResponder: @unchecked Sendable {
         loop.execute { [self] in connection?.drop(reset: reset) }
     }
 
+    /// A fault, after `nanoseconds`: the status line, headers and half the body of `response`,
+    /// then the connection closes (the client sees the answer end early).
+    public func respondTruncated(_ response: Response, afterNanoseconds nanoseconds: UInt64) {
+        later(nanoseconds) { connection in
+            let bytes = ServerConnection.serialize(response, close: true, omitBody: false)
+            connection.respondRaw(Array(bytes.prefix(bytes.count - max(1, (response.body.count + 1) / 2))))
+        }
+    }
+
+    /// A fault, after `nanoseconds`: the connection reset instead of an answer.
+    public func reset(afterNanoseconds nanoseconds: UInt64) {
+        later(nanoseconds) { $0.drop(reset: true) }
+    }
+
+    /// A fault, after `nanoseconds`: bytes that are not HTTP, then the connection closes.
+    public func respondMalformed(afterNanoseconds nanoseconds: UInt64) {
+        later(nanoseconds) { $0.respondRaw(Array("HTTP/1.1 2OO WHAT\r\nContent-Length: x\r\n\r\n".utf8)) }
+    }
+
+    /// A fault, after `nanoseconds`: `response` with its body sent at `bytesPerSecond`, then closed.
+    public func respondSlowly(_ response: Response, bytesPerSecond: Int, afterNanoseconds nanoseconds: UInt64) {
+        later(nanoseconds) { $0.respondPaced(response, bytesPerSecond: bytesPerSecond) }
+    }
+
+    private func later(_ nanoseconds: UInt64, _ action: @escaping @Sendable (ServerConnection) -> Void) {
+        loop.execute { [self] in
+            if nanoseconds == 0 {
+                if let connection { action(connection) }
+            } else {
+                loop.schedule(afterNanoseconds: nanoseconds) { [self] in if let connection { action(connection) } }
+            }
+        }
+    }
+
     /// Completes a WebSocket handshake and hands the socket to `delegate`; only for requests with
     /// `isWebSocketUpgrade`. Call on the loop's thread, from the handler.
     public func acceptWebSocket(_ delegate: any WebSocketDelegate) {
@@ -337,6 +371,39 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
         }
         if parser.isIdle { armIdleTimer() } else { armReadTimer() }
         processBuffered()
+    }
+
+    /// Writes `bytes` as the answer and closes after them (a fault).
+    func respondRaw(_ bytes: [UInt8]) {
+        guard awaitingAnswer, let connection else { return }
+        awaitingAnswer = false
+        timer?.cancel()
+        connection.write(bytes)
+        connection.closeAfterWrites()
+        self.connection = nil
+        listener.forget(self)
+    }
+
+    /// Writes the head at once and the body in tenths of a second's worth, then closes (a fault).
+    func respondPaced(_ response: Response, bytesPerSecond: Int) {
+        guard awaitingAnswer, let connection else { return }
+        awaitingAnswer = false
+        timer?.cancel()
+        let bytes = Self.serialize(response, close: true, omitBody: currentIsHead)
+        let headLength = bytes.count - (currentIsHead ? 0 : response.body.count)
+        connection.write(Array(bytes.prefix(headLength)))
+        self.connection = nil
+        listener.forget(self)
+        let chunk = max(1, bytesPerSecond / 10)
+        var offset = headLength
+        func next() {
+            guard offset < bytes.count else { return connection.closeAfterWrites() }
+            let end = min(bytes.count, offset + chunk)
+            connection.write(Array(bytes[offset..<end]))
+            offset = end
+            connection.loop.schedule(afterNanoseconds: 100_000_000) { next() }
+        }
+        connection.loop.schedule(afterNanoseconds: 100_000_000) { next() }
     }
 
     func drop(reset: Bool) {

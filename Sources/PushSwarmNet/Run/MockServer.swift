@@ -52,8 +52,26 @@ public final class MockServer: Sendable {
         var forwarded = request.request
         forwarded.path = platformPath
         let answer = mocks.exchange(platform: platform, forwarded, from: SourceAddress(peer: request.peer), at: clock.now)
-        count(answer.operation, answer.response.status)
-        responder.respond(answer.response, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000)
+        let delay = UInt64(max(0, answer.latency.microseconds)) * 1_000
+        switch answer.fault {
+        case nil:
+            count(answer.operation, answer.response.status)
+            responder.respond(answer.response, afterNanoseconds: delay)
+        case .reset?:
+            count(answer.operation, 0)
+            responder.reset(afterNanoseconds: delay)
+        case .truncated?:
+            count(answer.operation, 0)
+            responder.respondTruncated(answer.response, afterNanoseconds: delay)
+        case .malformed?:
+            count(answer.operation, 0)
+            responder.respondMalformed(afterNanoseconds: delay)
+        case .slowBody(let rate)?:
+            count(answer.operation, answer.response.status)
+            // The simulated answer time includes the trickle; on the wire the trickle itself takes it.
+            let trickle = UInt64(Double(answer.response.body.count + 200) / Double(max(rate, 1)) * 1e9)
+            responder.respondSlowly(answer.response, bytesPerSecond: rate, afterNanoseconds: delay > trickle ? delay - trickle : 0)
+        }
     }
 
     /// A device's WebSocket handshake: the platform's mock accepts it as a session or refuses it.
