@@ -57,6 +57,9 @@ public struct Summary: Sendable {
     public var ledgerAccepted: UInt64 { ledger?.values.reduce(0) { $0 + $1.accepted } ?? 0 }
     public var ledgerDuplicates: UInt64 { ledger?.values.reduce(0) { $0 + $1.duplicates } ?? 0 }
 
+    /// Generator lag p99 above this marks a wall run as saturated: its latencies include its own delay.
+    public static let saturationThresholdMs = 100.0
+
     public var json: JSONValue {
         var root = JSONObject()
         root["schema"] = .number(Double(Self.schemaVersion))
@@ -105,6 +108,14 @@ public struct Summary: Sendable {
             durations[name + "Ms"] = .object(entry)
         }
         root["durations"] = .object(durations)
+        if let lag = metrics.durations["generatorLag"] {
+            // A generator that starts work late measures its own lateness, not the service's.
+            let p99 = Double(lag.value(atQuantile: 0.99) ?? 0) / 1_000
+            root["generator"] = [
+                "lagP99Ms": .number(p99), "saturatedThresholdMs": .number(Self.saturationThresholdMs),
+                "saturated": .bool(p99 > Self.saturationThresholdMs),
+            ]
+        }
 
         var operations = JSONObject()
         for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {

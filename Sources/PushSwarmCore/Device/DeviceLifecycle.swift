@@ -38,6 +38,8 @@ public struct DeviceLifecycle: Sendable {
         case notificationDelivered(PushNotification)
         case notificationTapped(id: UInt64)
         case notificationDismissed(id: UInt64)
+        /// A workload (open or closed model) asks the user for one event now.
+        case workloadEvent
     }
 
     public enum Output: Sendable {
@@ -56,6 +58,8 @@ public struct DeviceLifecycle: Sendable {
 
     public let profile: DeviceProfile
     let behaviour: Behaviour
+    /// False when a workload drives the device: no sessions of its own, events on demand.
+    public var followsOwnDay = true
     private let eventWeights: [Double]
     private let eventWeightTotal: Double
 
@@ -112,7 +116,7 @@ public struct DeviceLifecycle: Sendable {
         if let installAt = profile.installAt {
             outputs.append(.schedule(.install, at: max(installAt, now)))
         } else {
-            scheduleNextSession(after: now, random: &random, into: &outputs)
+            if followsOwnDay { scheduleNextSession(after: now, random: &random, into: &outputs) }
             scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
         }
         return outputs
@@ -127,7 +131,7 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.intent(.installed))
             outputs.append(.count("installs"))
             // People open an app they just installed within minutes.
-            outputs.append(.schedule(.sessionDue, at: now + .seconds(30 + 600 * random.nextUnit())))
+            if followsOwnDay { outputs.append(.schedule(.sessionDue, at: now + .seconds(30 + 600 * random.nextUnit()))) }
             scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
 
         case .sessionDue:
@@ -223,6 +227,13 @@ public struct DeviceLifecycle: Sendable {
                 startSession(source: .notification, now: now, random: &random, into: &outputs)
             }
             outputs.append(.intent(.notificationTapped(notification)))
+
+        case .workloadEvent:
+            guard appState != .notInstalled else { return [.count("workload.notInstalled")] }
+            guard eventWeightTotal > 0 else { return [] }
+            let entry = behaviour.eventMix[random.pickIndex(weights: eventWeights, total: eventWeightTotal)]
+            outputs.append(.count("workload.events"))
+            outputs.append(.intent(.userEvent(name: entry.name, parameters: EventParameters.make(entry.parameters, random: &random))))
 
         case .notificationDismissed(let id):
             guard let notification = pendingNotifications.removeValue(forKey: id) else { return [] }

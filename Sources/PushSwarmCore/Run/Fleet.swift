@@ -58,8 +58,10 @@ public struct Fleet: Sendable {
     public func makeDevice(_ profile: DeviceProfile) -> VirtualDevice {
         let index = profile.index
         let group = group(of: profile)
+        var lifecycle = DeviceLifecycle(profile: profile, behaviour: group.behaviour)
+        if group.workload != .lifecycle { lifecycle.followsOwnDay = false }
         return VirtualDevice(
-            lifecycle: DeviceLifecycle(profile: profile, behaviour: group.behaviour),
+            lifecycle: lifecycle,
             client: group.client.makeClient(for: profile),
             random: SeededRandom(seed: scenario.seed, stream: .device, index: UInt64(index)),
             calendar: calendar

@@ -15,6 +15,8 @@ public final class Run {
         case device(Int, VirtualDevice.Event)
         case campaign(Int)
         case transportTimer(UInt64)
+        /// The next open-model arrival of group number `group`.
+        case arrival(group: Int)
     }
 
     private struct SocketKey: Hashable {
@@ -32,6 +34,13 @@ public final class Run {
     private var sources: [SourceAddress] = []
     private var platforms: [String] = []
     private var groupIndices: [Int] = []
+    /// Devices of each group, in index order (open-model arrivals go round robin over them).
+    private var groupDevices: [[Int]] = []
+    private var arrivalCursor: [Int] = []
+    private var workloadRandom: SeededRandom
+    /// Requests each device has in flight, and the closed-model devices (their think time by group).
+    private var deviceInFlight: [Int] = []
+    private var closedLoop: [Int: Distribution] = [:]
     private var pushGateway: [String: Int] = [:]
     private var metrics = RunMetrics()
     private var confirmed = Set<LedgerKey>()
@@ -49,6 +58,7 @@ public final class Run {
         self.mocks = mocks
         fleet = Fleet(scenario: scenario)
         deliveryRandom = SeededRandom(seed: scenario.seed, stream: .delivery)
+        workloadRandom = SeededRandom(seed: scenario.seed, stream: .delivery, index: 1)
     }
 
     /// A simulated-time run against the built-in mocks.
@@ -61,6 +71,7 @@ public final class Run {
         let wallStart = Date()
         var end = Instant.start + scenario.duration
         devices.reserveCapacity(scenario.devices)
+        deviceInFlight = Array(repeating: 0, count: scenario.devices)
         for index in 0..<scenario.devices {
             let profile = fleet.profile(at: index)
             let device = fleet.makeDevice(profile)
@@ -75,6 +86,7 @@ public final class Run {
         for (index, campaign) in scenario.campaigns.enumerated() {
             queue.schedule(.campaign(index), at: Instant.start + campaign.at)
         }
+        startWorkloads()
 
         var now = Instant.start
         var interrupted = false
@@ -111,12 +123,18 @@ public final class Run {
             }
             guard let (time, item) = queue.popNext() else { break }
             let isDraining = time > end
+            if scenario.clock == .wall, !isDraining {
+                // How late the generator starts what was due: the run's own saturation.
+                let lag = transport.currentTime - time
+                metrics.recordDuration("generatorLag", microseconds: UInt64(max(0, lag.microseconds)))
+            }
             if isDraining && inFlight == 0 { break }
             switch item {
             case .device(let index, let event):
                 switch event {
                 case .completion(let completion):
                     inFlight -= 1
+                    deviceInFlight[index] -= 1
                     record(completion, at: time)
                 case .socket(let socketEvent):
                     // Replies and closes still count after the end; they finish what was sent.
@@ -126,12 +144,28 @@ public final class Run {
                 }
                 let actions = await devices[index].handle(event, now: time)
                 execute(actions, device: index, now: time, isDraining: isDraining)
+                if let think = closedLoop[index], !isDraining, case .completion = event, deviceInFlight[index] == 0,
+                   await devices[index].pendingRequests == 0 {
+                    // A closed-model user got every answer: think, then the next event.
+                    queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: time + think.sampleSpan(using: &workloadRandom))
+                }
             case .campaign(let index):
                 guard !isDraining else { continue }
                 launch(scenario.campaigns[index], now: time)
             case .transportTimer(let token):
                 guard !isDraining else { continue }
                 transport.timerFired(token, at: time)
+            case .arrival(let group):
+                guard !isDraining, case .open(let workload) = scenario.groups[group].workload, !groupDevices[group].isEmpty else { continue }
+                let members = groupDevices[group]
+                let index = members[arrivalCursor[group] % members.count]
+                arrivalCursor[group] += 1
+                metrics.increment("workload.arrivals")
+                let actions = await devices[index].handle(.lifecycle(.workloadEvent), now: time)
+                execute(actions, device: index, now: time, isDraining: false)
+                if let next = workload.nextArrival(after: time - .start, random: &workloadRandom), Instant.start + next <= end {
+                    queue.schedule(.arrival(group: group), at: Instant.start + next)
+                }
             }
         }
         transport.closeAllSockets()
@@ -190,9 +224,35 @@ public final class Run {
         }
     }
 
+    /// Schedules each group's load shape: the first arrival of an open model, the first event of
+    /// each closed-model user.
+    private func startWorkloads() {
+        groupDevices = Array(repeating: [], count: scenario.groups.count)
+        arrivalCursor = Array(repeating: 0, count: scenario.groups.count)
+        for (index, group) in groupIndices.enumerated() { groupDevices[group].append(index) }
+        for (number, group) in scenario.groups.enumerated() {
+            switch group.workload {
+            case .lifecycle:
+                break
+            case .open(let workload):
+                if let first = workload.nextArrival(after: .zero, random: &workloadRandom) {
+                    queue.schedule(.arrival(group: number), at: Instant.start + first)
+                }
+            case .closed(let workload):
+                for index in groupDevices[number].prefix(workload.concurrency) {
+                    closedLoop[index] = workload.thinkTime
+                    // Users start spread over the first think time, not all in one microsecond.
+                    let offset = workload.thinkTime.sampleSpan(using: &workloadRandom)
+                    queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: Instant.start + workload.start + TimeSpan(microseconds: offset.microseconds / 2))
+                }
+            }
+        }
+    }
+
     private func send(_ outgoing: OutgoingRequest, device index: Int, now: Instant) {
         metrics.recordSent(operation: outgoing.operation, retryNumber: outgoing.retryNumber)
         inFlight += 1
+        deviceInFlight[index] += 1
         if let (completion, at) = transport.send(outgoing, device: index, platform: platforms[index], source: sources[index], at: now) {
             queue.schedule(.device(index, .completion(completion)), at: at)
         }

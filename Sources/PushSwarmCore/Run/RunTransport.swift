@@ -34,6 +34,9 @@ public protocol RunTransport: AnyObject {
 
     /// True once the run was asked to stop early (Ctrl-C): no new requests, report what happened.
     var isInterrupted: Bool { get }
+
+    /// The run's time now (in wall time, the clock; in simulated time, where the run has got to).
+    var currentTime: Instant { get }
 }
 
 /// Something a transport delivers to the run, at `at`.
@@ -210,4 +213,6 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public var isInterrupted: Bool { false }
+
+    public var currentTime: Instant { clock.now }
 }

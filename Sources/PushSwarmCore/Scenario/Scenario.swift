@@ -28,6 +28,8 @@ public struct DeviceGroup: Sendable {
     public var weight: Double
     public var platform: String
     public var os: OperatingSystem
+    /// Whether its devices follow their own day or a load shape the scenario sets.
+    public var workload: Workload = .lifecycle
     public var client: any ClientProfile
     public var behaviour: Behaviour
 }

@@ -86,8 +86,11 @@ public struct ScenarioDecoder: Sendable {
                 let os = try object.required("os") { OperatingSystem(rawValue: try $0.choice(OperatingSystem.allCases.map(\.rawValue))) } ?? .android
                 let client = try platform.clientProfile(object.reader("client"), os: os)
                 let groupBehaviour = try object.optional("behaviour") { try decodeBehaviour($0, base: behaviour) } ?? behaviour
+                let workload = try object.optional("workload") { try decodeWorkload($0, duration: duration) } ?? .lifecycle
                 try object.finish()
-                return DeviceGroup(name: name, weight: weight, platform: platformName, os: os, client: client, behaviour: groupBehaviour)
+                var group = DeviceGroup(name: name, weight: weight, platform: platformName, os: os, client: client, behaviour: groupBehaviour)
+                group.workload = workload
+                return group
             }
         }
 
@@ -161,6 +164,68 @@ public struct ScenarioDecoder: Sendable {
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
         try object.finish()
         return network
+    }
+
+    /// `{"model": "open", "rate": "100/s"}`; `"rate": {"from": "10/s", "to": "200/s", "over": "5m"}`
+    /// (a ramp); `"steps": [{"rate": "50/s", "for": "1m"}, …]` (steps or phases, each constant or
+    /// a ramp with `from`/`to`); `"arrivals": "constant"|"poisson"`; `"start"`. Or
+    /// `{"model": "closed", "concurrency": 50, "thinkTime": "1s"}`. Or `{"model": "lifecycle"}`.
+    public func decodeWorkload(_ reader: JSONReader, duration: TimeSpan) throws -> Workload {
+        var object = try reader.object()
+        let model = try object.required("model") { try $0.choice(["lifecycle", "open", "closed"]) }
+        let start = try object.optional("start") { try $0.duration() } ?? .zero
+        let workload: Workload
+        switch model {
+        case "open":
+            var segments: [OpenWorkload.Segment] = []
+            if let rate = object.reader("rate") {
+                guard !object.has("steps") else { throw reader.fail("give \"rate\" or \"steps\", not both") }
+                segments = [try decodeSegment(rate, length: duration)]
+            } else {
+                segments = try object.required("steps") { steps in
+                    let list = try steps.array()
+                    guard !list.isEmpty else { throw steps.fail("needs at least one step") }
+                    return try list.map { step in
+                        var stepObject = try step.object()
+                        let length = try stepObject.required("for") { try $0.positiveDuration() }
+                        let segment: OpenWorkload.Segment
+                        if let rate = stepObject.reader("rate") {
+                            segment = try decodeSegment(rate, length: length)
+                        } else {
+                            let from = try stepObject.required("from") { try $0.ratePerSecondOrZero() }
+                            let to = try stepObject.required("to") { try $0.ratePerSecondOrZero() }
+                            segment = OpenWorkload.Segment(length: length, fromRate: from, toRate: to)
+                        }
+                        try stepObject.finish()
+                        return segment
+                    }
+                }
+            }
+            let arrivals = try object.optional("arrivals") { try $0.choice(["constant", "poisson"]) } ?? "constant"
+            workload = .open(OpenWorkload(segments: segments, isPoisson: arrivals == "poisson", start: start))
+        case "closed":
+            let concurrency = try object.required("concurrency") { try $0.integer(minimum: 1, maximum: 10_000_000) }
+            let think = try object.optional("thinkTime") { try $0.durationDistribution() } ?? .constant(0)
+            workload = .closed(ClosedWorkload(concurrency: concurrency, thinkTime: think, start: start))
+        default:
+            workload = .lifecycle
+        }
+        try object.finish()
+        return workload
+    }
+
+    /// A rate (constant over `length`) or `{"from", "to", "over"}` (a ramp, then the end rate).
+    private func decodeSegment(_ reader: JSONReader, length: TimeSpan) throws -> OpenWorkload.Segment {
+        guard case .object = reader.value else {
+            let rate = try reader.ratePerSecondOrZero()
+            return OpenWorkload.Segment(length: length, fromRate: rate, toRate: rate)
+        }
+        var object = try reader.object()
+        let from = try object.required("from") { try $0.ratePerSecondOrZero() }
+        let to = try object.required("to") { try $0.ratePerSecondOrZero() }
+        let over = try object.optional("over") { try $0.positiveDuration() } ?? length
+        try object.finish()
+        return OpenWorkload.Segment(length: over, fromRate: from, toRate: to)
     }
 
     /// Reads a `behaviour` object over `base`: only the keys present change.

@@ -98,6 +98,13 @@ extension JSONReader {
         return FaultRule(kind: kind, when: when, paths: paths)
     }
 
+    /// A rate that may be zero (a ramp from nothing).
+    public func ratePerSecondOrZero() throws -> Double {
+        if case .number(let number) = value, number == 0 { return 0 }
+        if case .string(let text) = value, text.hasPrefix("0/") || text == "0" { return 0 }
+        return try ratePerSecond()
+    }
+
     /// A rate: a number per second, or `"10/s"`, `"600/m"`, `"3600/h"`.
     public func ratePerSecond() throws -> Double {
         let rate: Double

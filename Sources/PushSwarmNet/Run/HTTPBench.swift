@@ -138,6 +138,7 @@ public enum RequestSampler {
         func timerFired(_ token: UInt64, at now: Instant) { inner.timerFired(token, at: now) }
         func closeAllSockets() { inner.closeAllSockets() }
         func takeArrived() -> [Arrival] { inner.takeArrived() }
+        var currentTime: Instant { inner.currentTime }
         func wait(until instant: Instant?) async -> Instant { await inner.wait(until: instant) }
         var isInterrupted: Bool { captured.count >= limit }
     }

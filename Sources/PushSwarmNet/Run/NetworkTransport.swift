@@ -216,6 +216,8 @@ public final class NetworkTransport: RunTransport, Sendable {
 
     public var isInterrupted: Bool { state.withLock { $0.interrupted } }
 
+    public var currentTime: Instant { clock.now }
+
     /// Asks the run to stop (Ctrl-C): requests in flight finish, nothing new starts.
     public func interrupt() {
         state.withLock { $0.interrupted = true }

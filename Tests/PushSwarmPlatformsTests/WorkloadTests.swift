@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import PushSwarmCore
+@testable import PushSwarmPlatforms
+import PushSwarmMetrics
+
+/// Workload models (open and closed) against the mock's limiters, measured from the ledger.
+@Suite struct WorkloadTests {
+    /// SmartAppPush devices behind one address, driven by `workload`, against `limits`; the spec's
+    /// own limiter lifted and 429s not retried, so the ledger shows exactly what the limit admitted.
+    func run(workload: JSONValue, limits: JSONValue = [], duration: String = "60s", devices: Int = 500) async throws -> RunResult {
+        let text = """
+        {"name": "workload", "seed": 3, "duration": "\(duration)", "devices": \(devices), "network": {"devicesPerSourceIP": \(devices)},
+         "groups": [{"name": "load", "platform": "smartapppush", "os": "android", "workload": \(JSONWriter.text(of: workload))}],
+         "behaviour": {"newInstallShare": 0, "eventMix": {"screen_viewed": 1}},
+         "platforms": {"smartapppush": {"retry": {"rateLimited": {"maxRetries": 0}},
+           "mock": {"latency": "5ms", "rateLimitPerSecond": 1000000, "rateLimits": \(JSONWriter.text(of: limits))}}}}
+        """
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+        return await Run.simulated(scenario).run()
+    }
+
+    func accepted(_ result: RunResult) -> UInt64 { result.ledgers["smartapppush"]?.accepted ?? 0 }
+
+    @Test func aTokenBucketUnderAnOpenOverloadAcceptsBurstPlusRateTimesTime() async throws {
+        // Rate r = 10/s, burst b = 20, open load λ = 50/s > r for T = 60 s: b + r·T = 620 (±1).
+        let result = try await run(workload: ["model": "open", "rate": "50/s"], limits: [["algorithm": "tokenBucket", "rate": "10/s", "burst": 20]])
+        #expect(result.metrics.counters["workload.arrivals"] == 3_000)
+        #expect(abs(Int(accepted(result)) - 620) <= 1, "accepted \(accepted(result))")
+        #expect(result.metrics.byStatus[429] == 3_000 - accepted(result))
+    }
+
+    @Test func aFixedWindowAcceptsItsLimitPerWindow() async throws {
+        // 59 s: six windows (the last one partly), each offered far more than its 100.
+        let result = try await run(workload: ["model": "open", "rate": "50/s"], limits: [["algorithm": "fixedWindow", "limit": 100, "window": "10s"]], duration: "59s")
+        #expect(accepted(result) == 600)
+        #expect(result.ledgers["smartapppush"]?.peakAcceptedPerSecondByOperation["smartapppush.events"] == 50, "each window's 100 go in its first two seconds")
+    }
+
+    @Test func openArrivalsFollowTheRateProfile() async throws {
+        // A ramp from 0 to 100/s over 60 s brings ∫ rate dt = 3,000 arrivals.
+        let ramp = try await run(workload: ["model": "open", "rate": ["from": 0, "to": "100/s", "over": "60s"]])
+        #expect(abs(Int(ramp.metrics.counters["workload.arrivals"] ?? 0) - 3_000) <= 2)
+        // Steps: 20/s for 10 s, then 50/s for 20 s, then nothing.
+        let steps = try await run(workload: ["model": "open", "steps": [["rate": "20/s", "for": "10s"], ["rate": "50/s", "for": "20s"], ["rate": 0, "for": "30s"]]])
+        #expect(abs(Int(steps.metrics.counters["workload.arrivals"] ?? 0) - 1_200) <= 1)
+        // Poisson arrivals at 50/s: about 3,000 in a minute (within 5 %).
+        let poisson = try await run(workload: ["model": "open", "rate": "50/s", "arrivals": "poisson"])
+        let count = Double(poisson.metrics.counters["workload.arrivals"] ?? 0)
+        #expect(abs(count - 3_000) < 150)
+    }
+
+    @Test func aClosedModelWaitsForEachAnswerAndThinks() async throws {
+        // 10 users, a 5 ms answer and a 1 s think: about one event per user per 1.005 s.
+        let result = try await run(workload: ["model": "closed", "concurrency": 10, "thinkTime": "1s"])
+        let events = Int(result.metrics.counters["workload.events"] ?? 0)
+        #expect(events >= 590 && events <= 600, "events \(events)")
+        #expect(result.metrics.operations["smartapppush.events"]?.sent == UInt64(events))
+        // The service slowing down slows a closed model down (and not an open one).
+        let slow = try await run(workload: ["model": "closed", "concurrency": 10, "thinkTime": "1s"], limits: [["algorithm": "leakyBucket", "rate": "5/s", "burst": 100]])
+        #expect(Int(slow.metrics.counters["workload.events"] ?? 0) < events * 6 / 10)
+    }
+}
