@@ -93,6 +93,60 @@ import Testing
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
     }
 
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
+    func countsAgainstNginxLimitReqEqualItsAccessLogAndTheSimulationPredictsThem() throws {
+        // A limiter PushSwarm did not write: nginx's limit_req, 10r/s burst=5 nodelay per address,
+        // answering 429. POST to a static file is a 405 that error_page turns into a 200, so the
+        // content phase runs after limit_req (a `return` would run before it).
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-limit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data("{}".utf8).write(to: directory.appendingPathComponent("html/events"))
+        let port = freePort()
+        let config = """
+            worker_processes 1; daemon off; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
+            events { worker_connections 1024; }
+            http {
+              log_format statuses '$status $remote_addr'; access_log \(directory.path)/access.log statuses;
+              client_body_temp_path \(directory.path);
+              limit_req_zone $binary_remote_addr zone=perip:1m rate=10r/s;
+              server {
+                listen 127.0.0.1:\(port);
+                location / {
+                  limit_req zone=perip burst=5 nodelay; limit_req_status 429;
+                  root \(directory.path)/html; error_page 405 =200 @ok;
+                }
+                location @ok { default_type application/json; return 200 '{"fingerprint":"0"}'; }
+              }
+            }
+            """
+        try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+        let nginx = try Peer(which("nginx")!, ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path])
+        defer { nginx.stop() }
+        #expect(waitForPort(port))
+        let scenario = "Tests/Fixtures/nginx-limit-req.json"
+        let wall = directory.appendingPathComponent("wall").path
+        let run = try cli.run(["run", scenario, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", wall, "--quiet"])
+        #expect(run.status == 0, "\(run.error)")
+        nginx.stop()
+        let lines = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8).split(separator: "\n")
+        let logged = Dictionary(grouping: lines, by: { $0.split(separator: " ").first.map(String.init) ?? "" }).mapValues(\.count)
+        let measured = try summary(wall)["requests"]?["byStatus"]
+        #expect((logged["200"] ?? 0) > 100 && (logged["429"] ?? 0) > 100, "the limit was hit: \(logged)")
+        #expect(measured?["200"]?.numberValue == Double(logged["200"] ?? -1), "200s: PushSwarm \(String(describing: measured?["200"])), nginx \(logged["200"] ?? 0)")
+        #expect(measured?["429"]?.numberValue == Double(logged["429"] ?? -1), "429s: PushSwarm \(String(describing: measured?["429"])), nginx \(logged["429"] ?? 0)")
+        #expect(Set(lines.compactMap { $0.split(separator: " ").last.map(String.init) }) == ["127.0.0.1", "127.0.0.2"], "two NAT addresses")
+        // The simulated run, against the mock's nginx-style limiter, predicts nginx's counts within 2 %.
+        let simulated = directory.appendingPathComponent("sim").path
+        #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
+        let predicted = try summary(simulated)["requests"]?["byStatus"]
+        for status in ["200", "429"] {
+            let actual = Double(logged[status] ?? 0)
+            let model = predicted?[status]?.numberValue ?? 0
+            #expect(abs(model - actual) <= 0.02 * actual, "\(status): simulated \(model), nginx \(actual)")
+        }
+    }
+
     @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {
         let directory = NSTemporaryDirectory() + "pushswarm-interrupt-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
