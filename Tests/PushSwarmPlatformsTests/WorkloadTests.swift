@@ -60,4 +60,26 @@ import PushSwarmMetrics
         let slow = try await run(workload: ["model": "closed", "concurrency": 10, "thinkTime": "1s"], limits: [["algorithm": "leakyBucket", "rate": "5/s", "burst": 100]])
         #expect(Int(slow.metrics.counters["workload.events"] ?? 0) < events * 6 / 10)
     }
+
+    @Test func aStallShowsInTheOpenModelsP99FromTheIntendedStart() async throws {
+        // A stall of 1 s every 10 s: a tenth of the arrivals wait for it, so it is the p99, not
+        // only the maximum. With 20 devices at 50/s, arrivals queue on a device behind a stalled
+        // request: latency from the intended start counts that wait; service time does not.
+        let text = """
+        {"name": "stall", "seed": 3, "duration": "120s", "devices": 20,
+         "groups": [{"name": "load", "platform": "smartapppush", "os": "android", "workload": {"model": "open", "rate": "50/s"}}],
+         "behaviour": {"newInstallShare": 0, "eventMix": {"screen_viewed": 1}},
+         "platforms": {"smartapppush": {"mock": {"latency": "20ms", "rateLimitPerSecond": 1000000, "faults": [{"kind": "stall", "every": "10s", "for": "1s"}]}}}}
+        """
+        let result = await Run.simulated(try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))).run()
+        let events = try #require(result.metrics.operations["smartapppush.events"])
+        #expect(events.sent == 6_000)
+        let p99 = try #require(events.latency.value(atQuantile: 0.99))
+        #expect(p99 > 500_000, "the stall is the p99 (\(p99) µs), not only the maximum")
+        let median = try #require(events.latency.value(atQuantile: 0.5))
+        #expect(median < 30_000)
+        let latencyP90 = try #require(events.latency.value(atQuantile: 0.9))
+        let serviceP90 = try #require(events.serviceTime.value(atQuantile: 0.9))
+        #expect(latencyP90 > 2 * serviceP90, "queueing behind a stalled request counts from the intended start: \(latencyP90) vs service \(serviceP90) µs")
+    }
 }

@@ -11,6 +11,8 @@ public struct OfflineQueue: Sendable {
         public var request: Request
         /// What the service's ledger will hold for this item once accepted, if it keeps one.
         public var ledgerKey: LedgerKey?
+        /// When the app raised it (set by `enqueue`).
+        public var raisedAt: Instant?
 
         public init(operation: String, request: Request, ledgerKey: LedgerKey?) {
             self.operation = operation
@@ -32,6 +34,7 @@ public struct OfflineQueue: Sendable {
     public private(set) var isParkedUntilLaunch = false
     private var nextID: UInt64 = 0
     private var previousDelay: TimeSpan?
+    private var retryDueAt: Instant?
     /// When the head item was first answered 429 (the start of its rate-limit episode).
     private var firstRateLimitedAt: Instant?
     /// Retries the budget still allows (`RetryTable.retryBudget`).
@@ -49,6 +52,8 @@ public struct OfflineQueue: Sendable {
 
     public mutating func enqueue(_ item: Item, now: Instant) -> [ClientAction] {
         guard count < capacity else { return [.drop(reason: "queueFull")] }
+        var item = item
+        item.raisedAt = now
         items.append(item)
         if let ratio = retryTable.retryBudget, let current = budget { budget = min(current + ratio, retryTable.budgetReserve + ratio * 100) }
         return sendHeadIfIdle(now: now)
@@ -94,6 +99,8 @@ public struct OfflineQueue: Sendable {
     public mutating func timerFired(_ token: UInt64, now: Instant) -> [ClientAction] {
         guard token == waitingForTimer else { return [] }
         waitingForTimer = nil
+        // A retry is due when its back-off ends, not when its item was raised.
+        retryDueAt = now
         return sendHeadIfIdle(now: now)
     }
 
@@ -110,7 +117,12 @@ public struct OfflineQueue: Sendable {
         nextID += 1
         inFlightID = nextID
         let item = items[head]
-        return [.send(OutgoingRequest(id: nextID, operation: item.operation, request: item.request, timeout: timeout, retryNumber: retriesSoFar))]
+        // Due when raised (a first attempt that waited behind others) or when its back-off ended.
+        let due = retriesSoFar == 0 ? item.raisedAt : retryDueAt
+        return [.send(OutgoingRequest(
+            id: nextID, operation: item.operation, request: item.request, timeout: timeout, retryNumber: retriesSoFar,
+            intendedStart: due.map { min($0, now) }
+        ))]
     }
 
     private mutating func removeHead() {

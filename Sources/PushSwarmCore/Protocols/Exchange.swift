@@ -9,13 +9,17 @@ public struct OutgoingRequest: Sendable {
     public var timeout: TimeSpan
     /// 0 for a first attempt, n for the n-th retry.
     public var retryNumber: Int
+    /// When the request was due, if earlier than now: it waited in the device's queue behind
+    /// another. Latency counts from here (no coordinated omission); nil: due now.
+    public var intendedStart: Instant?
 
-    public init(id: UInt64, operation: String, request: Request, timeout: TimeSpan, retryNumber: Int) {
+    public init(id: UInt64, operation: String, request: Request, timeout: TimeSpan, retryNumber: Int, intendedStart: Instant? = nil) {
         self.id = id
         self.operation = operation
         self.request = request
         self.timeout = timeout
         self.retryNumber = retryNumber
+        self.intendedStart = intendedStart
     }
 }
 

@@ -266,7 +266,8 @@ public final class Run {
                 latencyMicroseconds: UInt64(max(0, (now - completion.sentAt).microseconds)),
                 serviceMicroseconds: completion.timings.map { UInt64(max(0, $0.service.microseconds)) },
                 connectMicroseconds: completion.timings?.connect.map { UInt64(max(0, $0.microseconds)) },
-                firstByteMicroseconds: completion.timings.map { UInt64(max(0, $0.firstByte.microseconds)) }
+                // Time to first byte is a socket's measure; simulated time has none.
+                firstByteMicroseconds: scenario.clock == .wall ? completion.timings.map { UInt64(max(0, $0.firstByte.microseconds)) } : nil
             )
         case .transportError(let reason):
             metrics.recordTransportError(operation: completion.operation, reason: reason)

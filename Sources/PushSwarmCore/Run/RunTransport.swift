@@ -123,7 +123,9 @@ public final class SimulatedTransport: RunTransport {
             outcome = .transportError(reason: "noService")
             completedAt = now
         }
-        let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: outcome)
+        // Latency counts from when the request was due; the service's own time is the mock's answer time.
+        let timings = TransportTimings(connect: nil, firstByte: completedAt - now, service: completedAt - now)
+        let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now, outcome: outcome, timings: timings)
         return (completion, completedAt)
     }
 

@@ -70,6 +70,7 @@ public final class NetworkTransport: RunTransport, Sendable {
         )
         let id = outgoing.id
         let operation = outgoing.operation
+        let intended = outgoing.intendedStart ?? now
         client.execute(request) { [self] result in
             let outcome: ExchangeOutcome
             var detail: (String, String)?
@@ -88,7 +89,7 @@ public final class NetworkTransport: RunTransport, Sendable {
                 firstByte: TimeSpan(microseconds: Int64(measured.firstByte / 1_000)),
                 service: TimeSpan(microseconds: Int64(measured.service / 1_000))
             )
-            let completion = ExchangeCompletion(requestID: id, operation: operation, sentAt: now, outcome: outcome, timings: timings)
+            let completion = ExchangeCompletion(requestID: id, operation: operation, sentAt: intended, outcome: outcome, timings: timings)
             deliver(Arrival(device: device, completion: completion, at: clock.now), detail: detail)
         }
         return nil
