@@ -23,15 +23,9 @@ enum BenchCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        do {
-            arguments = try Arguments(words, valued: ["--scenario", "--connections", "--duration", "--loops"], switches: ["--help", "--json"])
-        } catch {
-            PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
-            return .badInput
-        }
-        if arguments.flags.contains("--help") {
-            print(usage)
-            return .success
+        switch PushSwarmCommand.parse(words, valued: ["--scenario", "--connections", "--duration", "--loops"], switches: ["--help", "--json"], usage: usage) {
+        case .success(let parsed): arguments = parsed
+        case .failure(let code): return code
         }
         guard arguments.positionals.count == 1, let url = TargetURL(arguments.positionals[0]), url.origin.scheme == "http",
               let ip = IPAddress(url.origin.host == "localhost" ? "127.0.0.1" : url.origin.host), ip.isLoopback

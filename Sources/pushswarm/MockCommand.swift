@@ -29,15 +29,9 @@ enum MockCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        do {
-            arguments = try Arguments(words, valued: ["--listen", "--seed"], switches: ["--help"])
-        } catch {
-            PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
-            return .badInput
-        }
-        if arguments.flags.contains("--help") {
-            print(usage)
-            return .success
+        switch PushSwarmCommand.parse(words, valued: ["--listen", "--seed"], switches: ["--help"], usage: usage) {
+        case .success(let parsed): arguments = parsed
+        case .failure(let code): return code
         }
         guard arguments.positionals.count <= 1 else {
             PushSwarmCommand.printError("mock takes at most one scenario file\n\n\(usage)")

@@ -10,7 +10,7 @@ struct PushSwarmCommand {
     static let version = "0.1.0"
 
     /// Exit codes, documented in the README.
-    enum ExitCode: Int32 {
+    enum ExitCode: Int32, Error {
         case success = 0
         /// The run could not be carried out (a report could not be written).
         case failure = 1
@@ -23,6 +23,7 @@ struct PushSwarmCommand {
 
         Usage:
           pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--target URL] [--out DIR]
+          pushswarm capacity FILE --slo 'p99<200ms,errors<1%' [--from RATE] [--clock wall]
           pushswarm mock [FILE] [--listen ADDRESS:PORT]
           pushswarm bench URL [--connections N] [--duration D]
           pushswarm validate FILE
@@ -30,6 +31,7 @@ struct PushSwarmCommand {
 
         Commands:
           run        Run a scenario and write its report (see `pushswarm run --help`).
+          capacity   Step an open load up until an objective breaks: the highest rate that held.
           mock       Serve the built-in mock services on real sockets until Ctrl-C.
           bench      Closed-loop HTTP load like wrk, with each device's own requests.
           validate   Check a scenario file without running it.
@@ -43,6 +45,7 @@ struct PushSwarmCommand {
         let code: ExitCode
         switch command {
         case "run": code = await RunCommand.main(words)
+        case "capacity": code = await CapacityCommand.main(words)
         case "mock": code = await MockCommand.main(words)
         case "bench": code = await BenchCommand.main(words)
         case "validate": code = ValidateCommand.main(words)
@@ -57,6 +60,23 @@ struct PushSwarmCommand {
             code = .badInput
         }
         exit(code.rawValue)
+    }
+
+    /// A command's words parsed; on a usage error (printed with `usage`) or `--help` (the usage
+    /// printed), the exit code instead.
+    static func parse(_ words: [String], valued: Set<String>, switches: Set<String>, usage: String) -> Result<Arguments, ExitCode> {
+        let arguments: Arguments
+        do {
+            arguments = try Arguments(words, valued: valued, switches: switches.union(["--help"]))
+        } catch {
+            printError("\(error.message)\n\n\(usage)")
+            return .failure(.badInput)
+        }
+        if arguments.flags.contains("--help") {
+            print(usage)
+            return .failure(.success)
+        }
+        return .success(arguments)
     }
 
     static func printError(_ message: String) {

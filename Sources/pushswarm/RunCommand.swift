@@ -29,18 +29,9 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        do {
-            arguments = try Arguments(
-                words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file"],
-                switches: ["--help", "--quiet", "--insecure"]
-            )
-        } catch {
-            PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
-            return .badInput
-        }
-        if arguments.flags.contains("--help") {
-            print(usage)
-            return .success
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        case .success(let parsed): arguments = parsed
+        case .failure(let code): return code
         }
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             PushSwarmCommand.printError("run takes one scenario file\n\n\(usage)")
@@ -86,7 +77,7 @@ enum RunCommand {
     }
 
     /// A wall-clock run: targets parsed, the socket plan checked, Ctrl-C wired to a clean stop.
-    static func runWall(_ scenario: Scenario, arguments: Arguments, targetWords: [String]) async -> RunResult? {
+    static func runWall(_ scenario: Scenario, arguments: Arguments, targetWords: [String], quiet: Bool = false) async -> RunResult? {
         var targets: [String: TargetURL] = [:]
         for word in targetWords {
             var platform: String?
@@ -119,7 +110,7 @@ enum RunCommand {
             return nil
         }
         if !wall.plan.fits { PushSwarmCommand.printError("note: \(wall.plan.explanation)") }
-        if !arguments.flags.contains("--quiet") {
+        if !quiet && !arguments.flags.contains("--quiet") {
             let where_ = wall.mockServer.map { "the built-in mocks on 127.0.0.1:\($0.port)" } ?? targets.values.map(\.description).sorted().joined(separator: ", ")
             print("wall-clock run for \(scenario.duration) against \(where_); Ctrl-C stops early and still writes the report")
         }

@@ -11,15 +11,9 @@ enum ValidateCommand {
 
     static func main(_ words: [String]) -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        do {
-            arguments = try Arguments(words, valued: [], switches: ["--help"])
-        } catch {
-            PushSwarmCommand.printError("\(error.message)\n\n\(usage)")
-            return .badInput
-        }
-        if arguments.flags.contains("--help") {
-            print(usage)
-            return .success
+        switch PushSwarmCommand.parse(words, valued: [], switches: ["--help"], usage: usage) {
+        case .success(let parsed): arguments = parsed
+        case .failure(let code): return code
         }
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             PushSwarmCommand.printError("validate takes one scenario file\n\n\(usage)")

@@ -1,0 +1,150 @@
+public import PushSwarmMetrics
+
+/// What "the service held" means for a capacity search: `p99<200ms,errors<1%`.
+public struct ServiceLevelObjective: Sendable, Equatable, CustomStringConvertible {
+    /// The latency quantile checked (0.99 for `p99`) and its limit, if any.
+    public var latencyQuantile = 0.99
+    public var latencyLimit: TimeSpan?
+    /// Highest share of requests that may end in anything but a 1xx-3xx answer (4xx, 5xx,
+    /// transport errors, timeouts), if any.
+    public var errorRateLimit: Double?
+
+    public init(latencyQuantile: Double = 0.99, latencyLimit: TimeSpan? = nil, errorRateLimit: Double? = nil) {
+        self.latencyQuantile = latencyQuantile
+        self.latencyLimit = latencyLimit
+        self.errorRateLimit = errorRateLimit
+    }
+
+    /// Reads `p99<200ms,errors<1%` (either part may be left out; `p50`…`p999`; errors as a
+    /// percentage or a fraction).
+    public init(parsing text: String) throws(ScenarioError) {
+        let parts = text.split(separator: ",").map { $0.filter { $0 != " " } }
+        guard !parts.isEmpty else { throw ScenarioError(path: "--slo", message: "expected something like p99<200ms,errors<1%") }
+        for part in parts {
+            let pieces = part.split(separator: "<", maxSplits: 1).map(String.init)
+            guard pieces.count == 2 else { throw ScenarioError(path: "--slo", message: "\"\(part)\" is not NAME<LIMIT, such as p99<200ms or errors<1%") }
+            if pieces[0] == "errors" {
+                let number = pieces[1].hasSuffix("%") ? Double(pieces[1].dropLast()).map { $0 / 100 } : Double(pieces[1])
+                guard let number, number >= 0, number <= 1 else {
+                    throw ScenarioError(path: "--slo", message: "errors<\(pieces[1]): expected a percentage such as 1% or a fraction such as 0.01")
+                }
+                errorRateLimit = number
+            } else if pieces[0].hasPrefix("p"), let digits = Double(pieces[0].dropFirst()), digits > 0 {
+                // p99 → 0.99, p999 → 0.999, p50 → 0.5.
+                let quantile = pieces[0].count > 3 ? digits / 1_000 : digits / 100
+                guard quantile < 1, let limit = TimeSpan(parsing: pieces[1]), limit > .zero else {
+                    throw ScenarioError(path: "--slo", message: "\(part): expected a percentile such as p99 and a duration such as 200ms")
+                }
+                latencyQuantile = quantile
+                latencyLimit = limit
+            } else {
+                throw ScenarioError(path: "--slo", message: "unknown objective \"\(pieces[0])\"; use pNN<duration and errors<percent")
+            }
+        }
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let latencyLimit { parts.append("p\(Self.percentile(latencyQuantile))<\(latencyLimit)") }
+        if let errorRateLimit {
+            let percent = errorRateLimit * 100
+            parts.append("errors<\(percent == percent.rounded() ? String(Int(percent)) : String(percent))%")
+        }
+        return parts.joined(separator: ",")
+    }
+
+    static func percentile(_ quantile: Double) -> String {
+        let scaled = quantile * 1_000
+        return scaled.truncatingRemainder(dividingBy: 10) == 0 ? String(Int(quantile * 100)) : String(Int(scaled))
+    }
+}
+
+/// One step of a capacity search: an open load at `rate` for the scenario's duration.
+public struct CapacityStep: Sendable {
+    public var rate: Double
+    public var sent: UInt64
+    public var latency: UInt64?
+    public var errorRate: Double
+    public var held: Bool
+}
+
+/// Steps a scenario's open load up until the objective breaks, then narrows the gap: the highest
+/// rate that held, with every step run.
+public struct CapacitySearch: Sendable {
+    public var scenario: Scenario
+    public var objective: ServiceLevelObjective
+    public var startRate: Double
+    /// Stop narrowing once the gap between the best rate that held and the lowest that broke is
+    /// within this share of the former.
+    public var precision: Double
+    public var maximumSteps: Int
+
+    public init(scenario: Scenario, objective: ServiceLevelObjective, startRate: Double, precision: Double = 0.02, maximumSteps: Int = 24) throws(ScenarioError) {
+        guard scenario.groups.contains(where: { if case .open = $0.workload { true } else { false } }) else {
+            throw ScenarioError(path: "$.groups", message: "a capacity search needs a group with an open workload ({\"model\": \"open\", \"rate\": …}) whose rate it can step")
+        }
+        self.scenario = scenario
+        self.objective = objective
+        self.startRate = startRate
+        self.precision = precision
+        self.maximumSteps = maximumSteps
+    }
+
+    /// The scenario with its open groups sharing `rate` per second, constant.
+    public func scenario(at rate: Double) -> Scenario {
+        var stepped = scenario
+        let open = stepped.groups.indices.filter { if case .open = stepped.groups[$0].workload { true } else { false } }
+        for index in open {
+            guard case .open(var workload) = stepped.groups[index].workload else { continue }
+            let share = rate / Double(open.count)
+            workload.segments = [OpenWorkload.Segment(length: scenario.duration, fromRate: share, toRate: share)]
+            stepped.groups[index].workload = .open(workload)
+        }
+        return stepped
+    }
+
+    /// Whether a run's results meet the objective, and the figures checked.
+    public func judge(_ metrics: RunMetrics, rate: Double) -> CapacityStep {
+        var latency = LatencyHistogram()
+        var ok: UInt64 = 0
+        for operation in metrics.operations.values {
+            latency.merge(operation.latency)
+            ok += operation.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
+        }
+        let sent = metrics.sent
+        let errorRate = sent > 0 ? Double(sent - min(sent, ok)) / Double(sent) : 0
+        let value = latency.value(atQuantile: objective.latencyQuantile)
+        var held = sent > 0
+        if let limit = objective.latencyLimit, let value, value > UInt64(max(0, limit.microseconds)) { held = false }
+        if let limit = objective.errorRateLimit, errorRate > limit { held = false }
+        return CapacityStep(rate: rate, sent: sent, latency: value, errorRate: errorRate, held: held)
+    }
+
+    /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives its metrics.
+    public func run(_ execute: (Scenario) async -> RunMetrics, progress: (CapacityStep) -> Void = { _ in }) async -> (steps: [CapacityStep], capacity: Double?) {
+        var steps: [CapacityStep] = []
+        var good: Double?
+        var bad: Double?
+        var rate = startRate
+        while steps.count < maximumSteps {
+            let step = judge(await execute(scenario(at: rate)), rate: rate)
+            steps.append(step)
+            progress(step)
+            if step.held { good = max(good ?? 0, rate) } else { bad = min(bad ?? .infinity, rate) }
+            switch (good, bad) {
+            case (let held?, nil):
+                rate = held * 2
+            case (nil, let broke?):
+                // Even the first step broke: halve until one holds.
+                rate = broke / 2
+                if rate < 0.01 { return (steps, nil) }
+            case (let held?, let broke?):
+                if (broke - held) / held <= precision { return (steps, held) }
+                rate = (held + broke) / 2
+            case (nil, nil):
+                return (steps, nil)
+            }
+        }
+        return (steps, good)
+    }
+}

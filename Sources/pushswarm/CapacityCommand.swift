@@ -1,0 +1,111 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+
+/// `pushswarm capacity FILE --slo 'p99<200ms,errors<1%'`: the highest open-model rate at which
+/// the service still meets the objective.
+enum CapacityCommand {
+    static let usage = """
+        Usage: pushswarm capacity FILE --slo OBJECTIVE [options]
+
+        Steps the arrival rate of FILE's open-workload groups up (doubling from --from) until the
+        objective breaks, then narrows the gap to --precision, running the scenario once per step
+        for its duration. Prints the step table and the highest rate that held, and writes
+        capacity.json.
+
+        Options:
+          --slo OBJECTIVE   pNN<duration and/or errors<percent, e.g. 'p99<200ms,errors<1%'.
+                            Errors are answers other than 1xx-3xx, transport errors, timeouts.
+          --from RATE       First step (default 10/s).
+          --precision P     Stop when the gap is within P of the rate that held (default 2%).
+          --clock KIND      simulated (default) or wall (each step in real time, against the
+                            built-in mocks or --target).
+          --target URL      Wall clock: the service to measure, as for `run`.
+          --seed N, --devices N, --duration D   As for `run` (duration: each step's length).
+          --out DIR         Write capacity.json into DIR instead of Reports/<run-id>.
+          -h, --help        Show this help.
+        """
+
+    static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
+        let arguments: Arguments
+        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file"], switches: ["--help", "--insecure"], usage: usage) {
+        case .success(let parsed): arguments = parsed
+        case .failure(let code): return code
+        }
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            PushSwarmCommand.printError("capacity takes one scenario file\n\n\(usage)")
+            return .badInput
+        }
+        guard var scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
+        let search: CapacitySearch
+        do {
+            try RunCommand.applyOverrides(arguments, to: &scenario)
+            guard let sloText = arguments.value("--slo") else { throw ScenarioError(path: "--slo", message: "is required, e.g. --slo 'p99<200ms,errors<1%'") }
+            let objective = try ServiceLevelObjective(parsing: sloText)
+            var start = 10.0
+            if let text = arguments.value("--from") { start = try JSONReader(.string(text), path: "--from").ratePerSecond() }
+            var precision = 0.02
+            if let text = arguments.value("--precision") {
+                let number = text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
+                guard let number, number > 0, number < 1 else { throw ScenarioError(path: "--precision", message: "expected a share such as 2% or 0.02, found \"\(text)\"") }
+                precision = number
+            }
+            search = try CapacitySearch(scenario: scenario, objective: objective, startRate: start, precision: precision)
+        } catch {
+            PushSwarmCommand.printError("\(error)")
+            return .badInput
+        }
+        let targetWords = arguments.values("--target")
+        if !targetWords.isEmpty && scenario.clock != .wall {
+            PushSwarmCommand.printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
+            return .badInput
+        }
+        let quantile = "p\(Int((search.objective.latencyQuantile * 1_000).rounded()) % 10 == 0 ? String(Int(search.objective.latencyQuantile * 100)) : String(Int(search.objective.latencyQuantile * 1_000)))"
+        print("capacity search: \(scenario.name), \(search.objective), steps of \(scenario.duration) in \(scenario.clock.rawValue) time")
+        print("rate/s      sent  \(quantile.padding(toLength: 10, withPad: " ", startingAt: 0))  errors  held")
+        var failedToRun = false
+        let (steps, capacity) = await search.run({ stepped in
+            if stepped.clock == .wall {
+                guard let result = await RunCommand.runWall(stepped, arguments: arguments, targetWords: targetWords, quiet: true) else {
+                    failedToRun = true
+                    return RunMetrics()
+                }
+                return result.metrics
+            }
+            return await Run.simulated(stepped).run().metrics
+        }, progress: { step in
+            let latency = step.latency.map { String(format: "%.2f ms", Double($0) / 1_000) } ?? "-"
+            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")")
+        })
+        if failedToRun { return .badInput }
+        if let capacity {
+            print("capacity: \(String(format: "%.2f", capacity)) requests/s held \(search.objective)")
+        } else {
+            print("capacity: not found: the objective did not hold at any rate tried")
+        }
+        var json = JSONObject()
+        json["scenario"] = .string(scenario.name)
+        json["objective"] = .string(search.objective.description)
+        json["capacityPerSecond"] = capacity.map { .number($0) } ?? .null
+        json["steps"] = .array(steps.map { step -> JSONValue in
+            var entry = JSONObject()
+            entry["rate"] = .number(step.rate)
+            entry["sent"] = .number(Double(step.sent))
+            entry["latencyMs"] = step.latency.map { JSONValue.number(Double($0) / 1_000) } ?? .null
+            entry["errorRate"] = .number(step.errorRate)
+            entry["held"] = .bool(step.held)
+            return .object(entry)
+        })
+        let directory = arguments.value("--out") ?? "Reports/\(RunCommand.makeRunID(scenario: scenario))-capacity"
+        let file = (directory as NSString).appendingPathComponent("capacity.json")
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Data((JSONWriter.text(of: .object(json), indent: 2) + "\n").utf8).write(to: URL(fileURLWithPath: file))
+        } catch {
+            PushSwarmCommand.printError("cannot write \(file): \(error.localizedDescription)")
+            return .failure
+        }
+        print("Capacity report written to \(file)")
+        return .success
+    }
+}

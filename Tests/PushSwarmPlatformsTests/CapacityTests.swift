@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+@testable import PushSwarmCore
+@testable import PushSwarmPlatforms
+import PushSwarmMetrics
+
+/// `pushswarm capacity`'s search, in simulated time.
+@Suite struct CapacityTests {
+    @Test func theObjectiveIsReadAsWritten() throws {
+        let objective = try ServiceLevelObjective(parsing: "p99<200ms, errors<1%")
+        #expect(objective.latencyQuantile == 0.99 && objective.latencyLimit == .milliseconds(200) && objective.errorRateLimit == 0.01)
+        #expect(objective.description == "p99<200ms,errors<1%")
+        #expect(try ServiceLevelObjective(parsing: "p999<1s").latencyQuantile == 0.999)
+        #expect(try ServiceLevelObjective(parsing: "errors<0.05").errorRateLimit == 0.05)
+        #expect(throws: ScenarioError.self) { try ServiceLevelObjective(parsing: "p99>200ms") }
+        #expect(throws: ScenarioError.self) { try ServiceLevelObjective(parsing: "errors<150%") }
+        #expect(throws: ScenarioError.self) { try ServiceLevelObjective(parsing: "latency<2s") }
+    }
+
+    @Test func theSearchFindsTheConfiguredLimitWithinFivePercent() async throws {
+        // capacity-events.json: a token bucket admitting 200 events/s in all.
+        let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
+        let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms,errors<1%"), startRate: 10)
+        let (steps, capacity) = await search.run { await Run.simulated($0).run().metrics }
+        let found = try #require(capacity)
+        #expect(abs(found - 200) <= 10, "capacity \(found)/s")
+        #expect(steps.contains { !$0.held } && steps.contains { $0.held })
+        // Every step ran at its rate: sent ≈ rate × duration.
+        for step in steps { #expect(abs(Double(step.sent) - step.rate * 20) <= 2) }
+    }
+
+    @Test func aLatencyObjectiveBreaksWhenTheServiceQueues() async throws {
+        // A leaky bucket without nodelay delays the excess instead of refusing it: past 100/s the
+        // answers queue, and p99 < 200 ms is what breaks.
+        let scenario = try loadScenario("capacity-events") { object in
+            object["duration"] = "20s"
+            object["platforms"] = ["smartapppush": ["retry": ["rateLimited": ["maxRetries": 0]], "mock": [
+                "latency": "10ms", "rateLimitPerSecond": 1_000_000,
+                "rateLimits": [["algorithm": "leakyBucket", "rate": "100/s", "burst": 100_000, "key": "global"]],
+            ]]]
+        }
+        let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms"), startRate: 10)
+        let (steps, capacity) = await search.run { await Run.simulated($0).run().metrics }
+        let found = try #require(capacity)
+        #expect(found >= 95 && found <= 115, "capacity \(found)/s")
+        // Just above capacity nothing is refused or timed out: latency is what broke.
+        let nearest = try #require(steps.filter { !$0.held }.min { $0.rate < $1.rate })
+        #expect(nearest.errorRate == 0 && (nearest.latency ?? 0) > 200_000)
+    }
+
+    @Test func aScenarioWithoutAnOpenWorkloadIsRefused() throws {
+        #expect(throws: ScenarioError.self) { try CapacitySearch(scenario: try loadScenario("quickstart"), objective: ServiceLevelObjective(), startRate: 10) }
+    }
+}
