@@ -24,6 +24,8 @@ public struct Summary: Sendable {
     public var simulatedSeconds: Double
     /// Wall-clock fields: differ between otherwise identical runs.
     public var wallSeconds: Double
+    /// Wall time only: the share of the machine's cores the run kept busy (1 = all of them).
+    public var cpuBusy: Double?
     public var runID: String
     public var version: String
     public var metrics: RunMetrics
@@ -59,6 +61,18 @@ public struct Summary: Sendable {
 
     /// Generator lag p99 above this marks a wall run as saturated: its latencies include its own delay.
     public static let saturationThresholdMs = 100.0
+    /// CPU use above this share of the cores also marks it saturated: the generator competed with itself.
+    public static let saturationCPUShare = 0.9
+
+    public var lagP99Milliseconds: Double? {
+        metrics.durations["generatorLag"].map { Double($0.value(atQuantile: 0.99) ?? 0) / 1_000 }
+    }
+
+    /// A wall run whose generator fell behind or pegged the CPU, or missed starts.
+    public var isSaturated: Bool {
+        (lagP99Milliseconds ?? 0) > Self.saturationThresholdMs || (cpuBusy ?? 0) > Self.saturationCPUShare
+            || (metrics.counters["workload.missedStarts"] ?? 0) > 0
+    }
 
     public var json: JSONValue {
         var root = JSONObject()
@@ -108,13 +122,13 @@ public struct Summary: Sendable {
             durations[name + "Ms"] = .object(entry)
         }
         root["durations"] = .object(durations)
-        if let lag = metrics.durations["generatorLag"] {
+        if let lagP99 = lagP99Milliseconds {
             // A generator that starts work late measures its own lateness, not the service's.
-            let p99 = Double(lag.value(atQuantile: 0.99) ?? 0) / 1_000
-            root["generator"] = [
-                "lagP99Ms": .number(p99), "saturatedThresholdMs": .number(Self.saturationThresholdMs),
-                "saturated": .bool(p99 > Self.saturationThresholdMs),
-            ]
+            var generator: JSONObject = ["lagP99Ms": .number(lagP99), "saturatedThresholdMs": .number(Self.saturationThresholdMs)]
+            if let cpuBusy { generator["cpuBusy"] = .number((cpuBusy * 1_000).rounded() / 1_000) }
+            generator["missedStarts"] = count(metrics.counters["workload.missedStarts"] ?? 0)
+            generator["saturated"] = .bool(isSaturated)
+            root["generator"] = .object(generator)
         }
 
         var operations = JSONObject()

@@ -58,12 +58,13 @@ public enum TerminalReport {
         let drops = metrics.droppedByReason.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
         lines.append("Dropped     \(group(metrics.droppedByReason.values.reduce(0, +)))\(drops.isEmpty ? "" : " (\(drops))")")
         lines.append("Queued      \(group(UInt64(summary.pendingAtEnd))) requests still in device queues at the end")
-        if let lag = metrics.durations["generatorLag"], let p99 = lag.value(atQuantile: 0.99) {
-            let milliseconds = Double(p99) / 1_000
-            let verdict = milliseconds > Summary.saturationThresholdMs
-                ? "SATURATED: work started late, so latencies include PushSwarm's own delay; run fewer devices or a lower rate"
+        if let milliseconds = summary.lagP99Milliseconds {
+            let verdict = summary.isSaturated
+                ? "SATURATED: work started late or the CPU was pegged, so latencies include PushSwarm's own delay; run fewer devices or a lower rate"
                 : "ok"
-            lines.append("Generator   lag p99 \(format2(milliseconds)) ms (\(verdict))")
+            let cpu = summary.cpuBusy.map { " · CPU \(Int(($0 * 100).rounded())) % of the cores" } ?? ""
+            let missed = metrics.counters["workload.missedStarts"].map { " · \(group($0)) starts missed" } ?? ""
+            lines.append("Generator   lag p99 \(format2(milliseconds)) ms\(cpu)\(missed) (\(verdict))")
         }
         if summary.ledger != nil {
             let verdict = summary.lost == 0 ? "ok: every item devices saw accepted is in the ledger" : "LOST: \(summary.lost) items devices saw accepted are missing from the ledger"

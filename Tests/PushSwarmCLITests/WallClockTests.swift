@@ -42,6 +42,7 @@ import Testing
     @Test(arguments: [
         "Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json",
         "Tests/Fixtures/all-platforms-wall-vs-simulated.json", "Tests/Fixtures/open-token-bucket.json",
+        "Tests/Fixtures/open-fixed-window.json",
     ])
     func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) throws {
         let (simulatedSummary, wallSummary) = try runInBothClocks(scenario)

@@ -49,3 +49,31 @@ import Testing
         #expect(recorder.snapshot().sent == 8_000)
     }
 }
+
+/// When a wall run marks itself saturated: its own lateness, its CPU, or starts it missed.
+@Suite struct SaturationTests {
+    func summary(lagMicroseconds: UInt64, cpu: Double?, missed: UInt64 = 0) -> Summary {
+        var metrics = RunMetrics()
+        for _ in 0..<100 { metrics.recordDuration("generatorLag", microseconds: lagMicroseconds) }
+        if missed > 0 { metrics.increment("workload.missedStarts", by: missed) }
+        var summary = Summary(
+            scenario: "s", seed: 1, clock: "wall", devices: 1, simulatedSeconds: 1, wallSeconds: 1, runID: "r", version: "v",
+            metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0
+        )
+        summary.cpuBusy = cpu
+        return summary
+    }
+
+    @Test func aRunIsSaturatedByLagCPUOrMissedStarts() throws {
+        #expect(!summary(lagMicroseconds: 2_000, cpu: 0.4).isSaturated)
+        #expect(summary(lagMicroseconds: 250_000, cpu: 0.4).isSaturated, "lag p99 over 100 ms")
+        #expect(summary(lagMicroseconds: 2_000, cpu: 0.95).isSaturated, "CPU over 90 % of the cores")
+        #expect(summary(lagMicroseconds: 2_000, cpu: 0.4, missed: 3).isSaturated, "starts missed")
+        let generator = try #require(summary(lagMicroseconds: 2_000, cpu: 0.95).json["generator"])
+        #expect(generator["saturated"] == .bool(true) && generator["cpuBusy"] == .number(0.95))
+        // Simulated runs have no generator section: nothing of theirs is late.
+        var simulated = Summary(scenario: "s", seed: 1, clock: "simulated", devices: 1, simulatedSeconds: 1, wallSeconds: 1, runID: "r", version: "v", metrics: RunMetrics(), ledger: nil, lost: 0, pendingAtEnd: 0)
+        simulated.cpuBusy = nil
+        #expect(simulated.json["generator"] == nil)
+    }
+}

@@ -52,6 +52,9 @@ public final class Run {
     private var openSockets = Set<SocketKey>()
     private var peakOpenSockets = 0
 
+    /// An open-model arrival reached later than this, in wall time, is a missed start.
+    static let maximumStartLag = TimeSpan.seconds(1)
+
     public init(scenario: Scenario, transport: any RunTransport, mocks: MockFleet?) {
         self.scenario = scenario
         self.transport = transport
@@ -69,6 +72,8 @@ public final class Run {
 
     public func run() async -> RunResult {
         let wallStart = Date()
+        let cpuStart = ProcessInfo.processInfo.systemUptime
+        let cpuClockStart = clock()
         var end = Instant.start + scenario.duration
         devices.reserveCapacity(scenario.devices)
         deviceInFlight = Array(repeating: 0, count: scenario.devices)
@@ -157,15 +162,21 @@ public final class Run {
                 transport.timerFired(token, at: time)
             case .arrival(let group):
                 guard !isDraining, case .open(let workload) = scenario.groups[group].workload, !groupDevices[group].isEmpty else { continue }
+                if let next = workload.nextArrival(after: time - .start, random: &workloadRandom), Instant.start + next <= end {
+                    queue.schedule(.arrival(group: group), at: Instant.start + next)
+                }
+                // An arrival the generator reaches more than a second late did not start when it
+                // should have: counted as missed, not sent late (as load testers drop iterations).
+                if scenario.clock == .wall, transport.currentTime - time > Self.maximumStartLag {
+                    metrics.increment("workload.missedStarts")
+                    continue
+                }
                 let members = groupDevices[group]
                 let index = members[arrivalCursor[group] % members.count]
                 arrivalCursor[group] += 1
                 metrics.increment("workload.arrivals")
                 let actions = await devices[index].handle(.lifecycle(.workloadEvent), now: time)
                 execute(actions, device: index, now: time, isDraining: false)
-                if let next = workload.nextArrival(after: time - .start, random: &workloadRandom), Instant.start + next <= end {
-                    queue.schedule(.arrival(group: group), at: Instant.start + next)
-                }
             }
         }
         transport.closeAllSockets()
@@ -174,11 +185,19 @@ public final class Run {
         var pending = 0
         for device in devices { pending += await device.pendingRequests }
         if interrupted { metrics.increment("run.interrupted") }
-        return RunResult(
+        var cpuBusy: Double?
+        if scenario.clock == .wall {
+            let elapsed = ProcessInfo.processInfo.systemUptime - cpuStart
+            let cpuSeconds = Double(clock() - cpuClockStart) / Double(CLOCKS_PER_SEC)
+            if elapsed > 0 { cpuBusy = cpuSeconds / elapsed / Double(ProcessInfo.processInfo.activeProcessorCount) }
+        }
+        var result = RunResult(
             scenario: scenario.name, seed: scenario.seed, clock: scenario.clock, devices: scenario.devices,
             duration: end - .start, wallSeconds: Date().timeIntervalSince(wallStart), metrics: metrics,
             ledgers: mocks?.ledgers ?? [:], confirmedKeys: confirmed, pendingAtEnd: pending
         )
+        result.cpuBusy = cpuBusy
+        return result
     }
 
     private func execute(_ actions: [VirtualDevice.Action], device index: Int, now: Instant, isDraining: Bool) {

@@ -17,6 +17,8 @@ public struct RunResult: Sendable {
     public var confirmedKeys: Set<LedgerKey>
     /// Requests still in devices' queues when the run ended (not sent, or sent and unanswered).
     public var pendingAtEnd: Int
+    /// Wall time only: the share of the machine's cores this process kept busy over the run.
+    public var cpuBusy: Double? = nil
 
     /// Items devices believe were delivered that no ledger holds.
     public var lost: Int {
@@ -44,10 +46,12 @@ extension RunResult {
             }
             ledgerOperations = operations
         }
-        return Summary(
+        var summary = Summary(
             scenario: scenario, seed: seed, clock: clock.rawValue, devices: devices, simulatedSeconds: duration.seconds,
             wallSeconds: wallSeconds, runID: runID, version: version, metrics: metrics, ledger: ledgerOperations,
             lost: lost, pendingAtEnd: pendingAtEnd
         )
+        summary.cpuBusy = cpuBusy
+        return summary
     }
 }
