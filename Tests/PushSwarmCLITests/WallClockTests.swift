@@ -148,6 +148,27 @@ import Testing
         }
     }
 
+    @Test func jitterCutsRetryAmplificationInWallTimeToo() throws {
+        // retry-storm.json, short: the same herd against the loopback mock's per-IP limit, retried
+        // in lockstep and with full jitter, each for 60 s of wall time.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-storm-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var amplification: [String: Double] = [:]
+        var dropped: [String: Double] = [:]
+        for jitter in ["none", "full"] {
+            let out = directory.appendingPathComponent(jitter).path
+            let run = try cli.run(["run", "Tests/Fixtures/retry-storm-\(jitter)-jitter.json", "--clock", "wall", "--out", out, "--quiet"])
+            #expect(run.status == 0, "\(run.error)")
+            let report = try summary(out)
+            amplification[jitter] = report["retries"]?["amplification"]?.numberValue
+            dropped[jitter] = report["dropped"]?["total"]?.numberValue
+            #expect(report["ledger"]?["lost"] == .number(0))
+        }
+        #expect((amplification["none"] ?? 0) > 2, "a storm: \(amplification)")
+        #expect((amplification["full"] ?? 9) < (amplification["none"] ?? 0), "jitter lowers amplification: \(amplification)")
+        #expect((dropped["full"] ?? 9_999) < (dropped["none"] ?? 0), "and requests given up: \(dropped)")
+    }
+
     @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {
         let directory = NSTemporaryDirectory() + "pushswarm-interrupt-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
