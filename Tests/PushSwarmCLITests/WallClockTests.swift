@@ -169,6 +169,22 @@ import Testing
         #expect((dropped["full"] ?? 9_999) < (dropped["none"] ?? 0), "and requests given up: \(dropped)")
     }
 
+    @Test func capacityAgainstTheLoopbackMockFindsItsConfiguredLimit() throws {
+        // capacity-events.json: the mock's edge admits 200 events/s in all. Steps of 5 s in wall time.
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-capacity-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let run = try cli.run([
+            "capacity", "Scenarios/capacity-events.json", "--slo", "p99<200ms,errors<1%", "--clock", "wall",
+            "--duration", "5s", "--from", "100/s", "--precision", "4%", "--out", out,
+        ])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.output.contains("rate/s"), "the step table is printed")
+        let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
+        let capacity = try #require(report["capacityPerSecond"]?.numberValue)
+        #expect(abs(capacity - 200) <= 10, "capacity \(capacity)/s against a limit of 200/s")
+        #expect((report["steps"]?.arrayValue?.count ?? 0) >= 4)
+    }
+
     @Test func ctrlCStopsAWallRunThatStillWritesItsReport() throws {
         let directory = NSTemporaryDirectory() + "pushswarm-interrupt-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }

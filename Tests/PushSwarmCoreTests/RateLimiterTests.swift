@@ -72,6 +72,11 @@ import PushSwarmMetrics
         #expect(limiter.check(a, at: .start) == .refuse(retryAfter: .seconds(1)))
         let tenant = RateLimiter(rule: RateLimitRule(algorithm: .fixedWindow(limit: 1, window: .seconds(1)), key: .header("X-Api-Key")))
         #expect(tenant.key(for: Request(method: "GET", path: "/", headers: [Header("x-api-key", "t1")]), path: "/", from: SourceAddress(index: 0)) == "t1")
+        // SmartAppPush carries its tenant and API key in the body.
+        let bodyKey = RateLimiter(rule: RateLimitRule(algorithm: .fixedWindow(limit: 1, window: .seconds(1)), key: .bodyField("api_key")))
+        let event = Request(method: "POST", path: "/events", body: Array(#"{"tenant_id":"t","api_key":"k-42","event_name":"x"}"#.utf8))
+        #expect(bodyKey.key(for: event, path: "/events", from: SourceAddress(index: 0)) == "k-42")
+        #expect(bodyKey.key(for: Request(method: "POST", path: "/events", body: Array("not json".utf8)), path: "/events", from: SourceAddress(index: 0)) == "")
     }
 
     @Test func theMockRefusesWithTheRulesStatusAndRetryAfter() {

@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// A rate limit a mock service applies before it looks at a request, as a real service's edge
 /// would: one of four algorithms, keyed by what the scenario chooses, answering 429 or 503 with or
 /// without `Retry-After`.
@@ -25,6 +27,8 @@ public struct RateLimitRule: Sendable, Equatable {
         case sourceIPAndEndpoint
         /// Each value of a request header (a tenant or API key header); requests without it share one.
         case header(String)
+        /// Each value of a top-level field of a JSON body (SmartAppPush's `api_key` or `tenant_id`).
+        case bodyField(String)
         /// One limit for everything.
         case global
     }
@@ -82,8 +86,16 @@ public struct RateLimiter: Sendable {
         case .endpoint: path
         case .sourceIPAndEndpoint: "\(source.index) \(path)"
         case .header(let name): request.header(name) ?? ""
+        case .bodyField(let name): Self.field(name, of: request.body)
         case .global: ""
         }
+    }
+
+    /// A top-level string (or number) field of a JSON body; empty when there is none.
+    static func field(_ name: String, of body: [UInt8]) -> String {
+        guard let value = try? JSONParser.parse(body), let field = value[name] else { return "" }
+        if let text = field.stringValue { return text }
+        return field.numberValue.map { String($0) } ?? ""
     }
 
     public mutating func check(_ key: String, at now: Instant) -> Verdict {

@@ -45,10 +45,9 @@ extension JSONReader {
             case "sourceIPAndEndpoint": return .sourceIPAndEndpoint
             case "global": return .global
             default:
-                guard text.hasPrefix("header:"), text.count > 7 else {
-                    throw reader.fail("must be sourceIP, endpoint, sourceIPAndEndpoint, global or header:<name>")
-                }
-                return .header(String(text.dropFirst(7)))
+                if text.hasPrefix("header:"), text.count > 7 { return .header(String(text.dropFirst(7))) }
+                if text.hasPrefix("body:"), text.count > 5 { return .bodyField(String(text.dropFirst(5))) }
+                throw reader.fail("must be sourceIP, endpoint, sourceIPAndEndpoint, global, header:<name> or body:<field>")
             }
         }) { rule.key = key }
         if let status = try object.optional("status", { reader -> Int in
