@@ -16,6 +16,8 @@ struct PushSwarmCommand {
         case failure = 1
         /// Bad input: a scenario file, a flag, a command.
         case badInput = 2
+        /// The run finished and its report is written, but a threshold failed.
+        case thresholdsFailed = 99
     }
 
     static let usage = """
@@ -23,6 +25,7 @@ struct PushSwarmCommand {
 
         Usage:
           pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--target URL] [--out DIR]
+                             [--threshold EXPR ...] [--junit FILE]
           pushswarm capacity FILE --slo 'p99<200ms,errors<1%' [--from RATE] [--clock wall]
           pushswarm mock [FILE] [--listen ADDRESS:PORT]
           pushswarm bench URL [--connections N] [--duration D]
@@ -36,7 +39,8 @@ struct PushSwarmCommand {
           bench      Closed-loop HTTP load like wrk, with each device's own requests.
           validate   Check a scenario file without running it.
 
-        Exit codes: 0 success, 1 run failed, 2 bad input (scenario file, flag or command).
+        Exit codes: 0 success, 1 run failed, 2 bad input (scenario file, flag or command),
+        99 a threshold failed (the report is still written).
         """
 
     static func main() async {

@@ -22,6 +22,11 @@ enum RunCommand {
                               repeat for several.
           --insecure          Wall clock: accept any TLS certificate (self-signed staging).
           --ca-file FILE      Wall clock: trust the certificates in FILE (PEM) as well.
+          --threshold EXPR    A condition the run must meet, besides the scenario's
+                              "thresholds"; repeat for several. Examples:
+                              'p99(smartapppush.events) < 200ms', 'rate(status=429) < 1%',
+                              'rate(errors) < 0.5%', 'ledger.lost == 0'. Any failing: exit 99.
+          --junit FILE        Write one JUnit test case per threshold to FILE.
           --out DIR           Write the report into DIR instead of Reports/<run-id>.
           --quiet             Print only the path of the summary.
           -h, --help          Show this help.
@@ -29,7 +34,7 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -40,8 +45,11 @@ enum RunCommand {
         guard var scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
         do {
             try applyOverrides(arguments, to: &scenario)
+            for text in arguments.values("--threshold") {
+                do { scenario.thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
+            }
         } catch {
-            PushSwarmCommand.printError(error.description)
+            PushSwarmCommand.printError("\(error)")
             return .badInput
         }
         let targetWords = arguments.values("--target")
@@ -72,6 +80,33 @@ enum RunCommand {
             print(summaryPath)
         } else {
             print(TerminalReport.render(summary, reportPath: summaryPath))
+        }
+        return judge(scenario.thresholds, summary: summary, junit: arguments.value("--junit"), quiet: arguments.flags.contains("--quiet"))
+    }
+
+    /// Prints each threshold's verdict, writes the JUnit file if asked: 99 when any failed.
+    static func judge(_ thresholds: [Threshold], summary: Summary, junit: String?, quiet: Bool) -> PushSwarmCommand.ExitCode {
+        if let junit {
+            do {
+                try Data(Threshold.junit(thresholds, summary: summary).utf8).write(to: URL(fileURLWithPath: junit))
+            } catch {
+                PushSwarmCommand.printError("cannot write \(junit): \(error.localizedDescription)")
+                return .failure
+            }
+        }
+        guard !thresholds.isEmpty else { return .success }
+        var failed = 0
+        if !quiet { print("\nThresholds") }
+        for threshold in thresholds {
+            let holds = threshold.holds(summary)
+            if !holds { failed += 1 }
+            if !quiet || !holds {
+                print("  \(holds ? "ok  " : "FAIL") \(threshold.text)  (measured \(threshold.format(threshold.measure(summary))))")
+            }
+        }
+        if failed > 0 {
+            PushSwarmCommand.printError("\(failed) of \(thresholds.count) thresholds failed (exit 99)")
+            return .thresholdsFailed
         }
         return .success
     }

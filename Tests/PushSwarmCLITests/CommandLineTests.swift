@@ -117,4 +117,33 @@ import PushSwarmMetrics
             #expect(summary["operations"]?["smartapppush.events"]?["latencyMs"]?[key]?.numberValue != nil, "\(key)")
         }
     }
+
+    @Test func aFailingThresholdExitsNinetyNineAndFailsItsJUnitCase() throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-thresholds-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let junit = directory + "/junit.xml"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let failing = try run(["run", "Scenarios/meiro.json", "--threshold", "p50 < 1ms", "--threshold", "ledger.lost == 0", "--junit", junit, "--out", directory, "--quiet"])
+        #expect(failing.status == 99)
+        #expect(failing.error.contains("1 of 2 thresholds failed"))
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(xml.contains("failures=\"1\""))
+        #expect(xml.contains("name=\"p50 &lt; 1ms\"><failure"))
+        #expect(xml.contains("name=\"ledger.lost == 0\"/>"))
+        // The report is written all the same.
+        #expect(FileManager.default.fileExists(atPath: directory + "/summary.json"))
+        let holding = try run(["run", "Scenarios/meiro.json", "--threshold", "ledger.lost == 0", "--junit", junit, "--out", directory, "--quiet"])
+        #expect(holding.status == 0)
+        #expect(try String(contentsOfFile: junit, encoding: .utf8).contains("failures=\"0\""))
+        // A threshold that cannot be read is bad input, named.
+        let bad = try run(["run", "Scenarios/meiro.json", "--threshold", "p99 < 200"])
+        #expect(bad.status == 2 && bad.error.contains("--threshold: a latency limit needs a unit"))
+        // In a scenario file, the error names the JSON path.
+        var object = try #require(try JSONParser.parse(Array(try Data(contentsOf: Self.root.appendingPathComponent("Scenarios/meiro.json")))).objectValue)
+        object["thresholds"] = ["ledger.lost == 0", "rate(status=429) < lots"]
+        let file = directory + "/bad-threshold.json"
+        try Data(JSONWriter.bytes(of: .object(object))).write(to: URL(fileURLWithPath: file))
+        let invalid = try run(["validate", file])
+        #expect(invalid.status == 2 && invalid.error.contains("$.thresholds[1]: \"lots\" is not a number"))
+    }
 }

@@ -77,3 +77,42 @@ import Testing
         #expect(simulated.json["generator"] == nil)
     }
 }
+
+/// Thresholds as a CI job writes them.
+@Suite struct ThresholdTests {
+    func summary() -> Summary {
+        var metrics = RunMetrics()
+        for index in 0..<100 {
+            metrics.recordSent(operation: "a.events", retryNumber: 0)
+            metrics.recordResponse(operation: "a.events", status: index < 3 ? 429 : 200, latencyMicroseconds: UInt64(1_000 * (index + 1)))
+        }
+        return Summary(
+            scenario: "s", seed: 1, clock: "simulated", devices: 1, simulatedSeconds: 1, wallSeconds: 1, runID: "r", version: "v",
+            metrics: metrics, ledger: [:], lost: 2, pendingAtEnd: 0
+        )
+    }
+
+    @Test func thresholdsAreReadAndJudged() throws {
+        let run = summary()
+        func holds(_ text: String) throws -> Bool { try Threshold(parsing: text).holds(run) }
+        #expect(try holds("p99(a.events) < 200ms"))
+        #expect(try !holds("p99(a.events) < 50ms"))
+        #expect(try holds("p50 <= 51ms") && !holds("max < 99ms"))
+        #expect(try holds("rate(status=429) < 5%") && !holds("rate(status=429) < 1%"))
+        #expect(try holds("rate(errors) == 0.03"))
+        #expect(try !holds("ledger.lost == 0") && holds("ledger.lost <= 2"))
+        #expect(try holds("requests.sent >= 100") && holds("counter(none) == 0"))
+        #expect(try !holds("p99(b.unknown) < 1s"), "no data is not a pass")
+        #expect(throws: Threshold.ParseError.self) { try Threshold(parsing: "p99(a.events) 200ms") }
+        #expect(throws: Threshold.ParseError.self) { try Threshold(parsing: "p99 < 200") }
+        #expect(throws: Threshold.ParseError.self) { try Threshold(parsing: "latency < 2s") }
+    }
+
+    @Test func junitHasOneCasePerThresholdAndFailsTheBrokenOnes() throws {
+        let thresholds = try ["p99 < 1s", "ledger.lost == 0"].map { try Threshold(parsing: $0) }
+        let xml = Threshold.junit(thresholds, summary: summary())
+        #expect(xml.contains("tests=\"2\" failures=\"1\""))
+        #expect(xml.contains("<testcase classname=\"s\" name=\"p99 &lt; 1s\"/>"))
+        #expect(xml.contains("name=\"ledger.lost == 0\"><failure message=\"measured 2\"/></testcase>"))
+    }
+}

@@ -1,3 +1,4 @@
+public import PushSwarmMetrics
 /// A validated scenario: who the devices are, how they behave, what they talk to, for how long.
 /// Built only by `ScenarioDecoder`, so every instance has passed validation.
 public struct Scenario: Sendable {
@@ -20,6 +21,8 @@ public struct Scenario: Sendable {
     public var campaigns: [Campaign]
     /// The configured platforms, by name, for every platform a group or campaign uses.
     public var platforms: [String: any PlatformConfiguration]
+    /// Conditions the run must meet (`p99(smartapppush.events) < 200ms`); a failed one exits 99.
+    public var thresholds: [Threshold] = []
 }
 
 /// A share of the fleet with one platform, OS and client profile, and its own behaviour.

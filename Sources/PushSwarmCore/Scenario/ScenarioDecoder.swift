@@ -118,13 +118,21 @@ public struct ScenarioDecoder: Sendable {
                 )
             }
         } ?? []
+        let thresholds = try root.optional("thresholds") { reader in
+            try reader.array().map { element -> Threshold in
+                let text = try element.nonEmptyString()
+                do { return try Threshold(parsing: text) } catch let error as Threshold.ParseError { throw element.fail(error.message) }
+            }
+        } ?? []
         try root.finish()
 
-        return Scenario(
+        var scenario = Scenario(
             name: name, description: description, seed: seed, clock: clock, duration: duration,
             startUnixSeconds: start, devices: devices, groups: groups, locales: locales, network: network,
             campaigns: campaigns, platforms: configured
         )
+        scenario.thresholds = thresholds
+        return scenario
     }
 
     private func unknownPlatform(_ name: String, at path: String) -> ScenarioError {
