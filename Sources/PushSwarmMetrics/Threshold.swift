@@ -72,10 +72,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
             if operation?.isEmpty == true { operation = nil }
         }
         if head == "max" { return .latency(quantile: 1, operation: operation) }
-        if head.hasPrefix("p"), let digits = Double(head.dropFirst()), digits > 0 {
-            let quantile = head.count > 3 ? digits / 1_000 : digits / 100
-            if quantile < 1 { return .latency(quantile: quantile, operation: operation) }
-        }
+        if let quantile = Quantity.quantile(named: head), quantile < 1 { return .latency(quantile: quantile, operation: operation) }
         throw ParseError(message: "unknown metric \"\(name)\": use pNN(operation), max(operation), rate(status=NNN), rate(errors), ledger.lost, ledger.duplicates, requests.sent, retries.amplification or counter(name)")
     }
 
@@ -90,8 +87,8 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
             if text.hasSuffix("s") { return try number(text.dropLast()) * 1_000 }
             throw ParseError(message: "a latency limit needs a unit: \"\(text)\" should be like 200ms or 1.5s")
         case .statusRate, .errorRate:
-            if text.hasSuffix("%") { return try number(text.dropLast()) / 100 }
-            return try number(Substring(text))
+            guard let share = Quantity.share(text) else { throw ParseError(message: "\"\(text)\" is not a number") }
+            return share
         default:
             return try number(Substring(text))
         }
@@ -102,12 +99,12 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         let metrics = summary.metrics
         switch metric {
         case .latency(let quantile, let operation):
-            var histogram = LatencyHistogram()
+            let histogram: LatencyHistogram
             if let operation {
                 guard let entry = metrics.operations[operation] else { return nil }
                 histogram = entry.latency
             } else {
-                for entry in metrics.operations.values { histogram.merge(entry.latency) }
+                histogram = metrics.allLatencies
             }
             guard !histogram.isEmpty else { return nil }
             let micros = quantile >= 1 ? histogram.maximum : (histogram.value(atQuantile: quantile) ?? 0)
@@ -115,8 +112,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         case .statusRate(let status):
             return metrics.sent > 0 ? Double(metrics.byStatus[status] ?? 0) / Double(metrics.sent) : 0
         case .errorRate:
-            let ok = metrics.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
-            return metrics.sent > 0 ? Double(metrics.sent - min(metrics.sent, ok)) / Double(metrics.sent) : 0
+            return metrics.errorRate
         case .ledgerLost: return summary.ledger == nil ? nil : Double(summary.lost)
         case .ledgerDuplicates: return summary.ledger == nil ? nil : Double(summary.ledgerDuplicates)
         case .requestsSent: return Double(metrics.sent)

@@ -32,11 +32,7 @@ enum CapacityCommand {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
-        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
-            PushSwarmCommand.printError("capacity takes one scenario file\n\n\(usage)")
-            return .badInput
-        }
-        guard var scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
+        guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "capacity", usage: usage) else { return .badInput }
         let search: CapacitySearch
         do {
             try RunCommand.applyOverrides(arguments, to: &scenario)
@@ -46,8 +42,7 @@ enum CapacityCommand {
             if let text = arguments.value("--from") { start = try JSONReader(.string(text), path: "--from").ratePerSecond() }
             var precision = 0.02
             if let text = arguments.value("--precision") {
-                let number = text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
-                guard let number, number > 0, number < 1 else { throw ScenarioError(path: "--precision", message: "expected a share such as 2% or 0.02, found \"\(text)\"") }
+                guard let number = Quantity.share(text), number > 0, number < 1 else { throw ScenarioError(path: "--precision", message: "expected a share such as 2% or 0.02, found \"\(text)\"") }
                 precision = number
             }
             search = try CapacitySearch(scenario: scenario, objective: objective, startRate: start, precision: precision)
@@ -60,7 +55,7 @@ enum CapacityCommand {
             PushSwarmCommand.printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
             return .badInput
         }
-        let quantile = "p\(Int((search.objective.latencyQuantile * 1_000).rounded()) % 10 == 0 ? String(Int(search.objective.latencyQuantile * 100)) : String(Int(search.objective.latencyQuantile * 1_000)))"
+        let quantile = Quantity.name(ofQuantile: search.objective.latencyQuantile)
         print("capacity search: \(scenario.name), \(search.objective), steps of \(scenario.duration) in \(scenario.clock.rawValue) time")
         print("rate/s      sent  \(quantile.padding(toLength: 10, withPad: " ", startingAt: 0))  errors  held")
         var failedToRun = false

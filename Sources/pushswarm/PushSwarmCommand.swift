@@ -87,6 +87,15 @@ struct PushSwarmCommand {
         FileHandle.standardError.write(Data(("pushswarm: " + message + "\n").utf8))
     }
 
+    /// The one scenario file `command` takes, read and validated; nil (the problem printed) otherwise.
+    static func loadScenarioArgument(_ arguments: Arguments, command: String, usage: String) -> Scenario? {
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            printError("\(command) takes one scenario file\n\n\(usage)")
+            return nil
+        }
+        return loadScenario(path)
+    }
+
     /// Reads and validates a scenario file, printing what is wrong when it is not valid.
     static func loadScenario(_ path: String) -> Scenario? {
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -38,11 +38,7 @@ enum RunCommand {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
-        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
-            PushSwarmCommand.printError("run takes one scenario file\n\n\(usage)")
-            return .badInput
-        }
-        guard var scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
+        guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "run", usage: usage) else { return .badInput }
         do {
             try applyOverrides(arguments, to: &scenario)
             for text in arguments.values("--threshold") {

@@ -15,13 +15,9 @@ enum ValidateCommand {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
-        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
-            PushSwarmCommand.printError("validate takes one scenario file\n\n\(usage)")
-            return .badInput
-        }
-        guard let scenario = PushSwarmCommand.loadScenario(path) else { return .badInput }
+        guard let scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "validate", usage: usage) else { return .badInput }
         let groups = scenario.groups.map { "\($0.name) (\($0.platform), \($0.os.rawValue))" }.joined(separator: ", ")
-        print("\(path): valid scenario \"\(scenario.name)\": \(scenario.devices) devices for \(scenario.duration), groups \(groups), \(scenario.campaigns.count) campaign(s), \(scenario.clock.rawValue) clock")
+        print("\(arguments.positionals[0]): valid scenario \"\(scenario.name)\": \(scenario.devices) devices for \(scenario.duration), groups \(groups), \(scenario.campaigns.count) campaign(s), \(scenario.clock.rawValue) clock")
         return .success
     }
 }

@@ -10,14 +10,10 @@ import PushSwarmMetrics
     let start = Instant.start + .hours(2)
 
     static func snapshot(user: String? = nil, token: String? = "fcm-1", permission: Bool = true, installedAtStart: Bool = false) -> DeviceSnapshot {
-        let profile = DeviceProfile(
-            index: 2, groupIndex: 0, platform: "flocktory", os: .android, osVersion: "Android 14", appVersion: "3.0.0",
-            locale: LocaleShare(country: "RU", language: "ru", timeZone: "Europe/Moscow", weight: 1),
-            utcOffsetAtStart: 10_800, source: SourceAddress(index: 0), installAt: installedAtStart ? nil : .start,
-            accountID: user, isLoggedInAtStart: false, grantsPushPermission: permission, sessionsPerDay: 2, pushTokenStyle: .fcm
+        deviceSnapshot(
+            platform: "flocktory", index: 2, appVersion: "3.0.0", locale: LocaleShare(country: "RU", language: "ru", timeZone: "Europe/Moscow", weight: 1),
+            utcOffset: 10_800, installedAtStart: installedAtStart, accountID: user, userID: user, permission: permission, token: token
         )
-        let calendar = RunCalendar(startUnixSeconds: 1_772_409_600, zones: ZoneOffsets(zones: ["Europe/Moscow"], from: 1_772_323_200, through: 1_772_582_400))
-        return DeviceSnapshot(profile: profile, userID: user, pushPermissionGranted: permission, pushToken: token, currentScreen: "home", clock: calendar)
     }
 
     func requests(_ actions: [ClientAction]) -> [OutgoingRequest] {

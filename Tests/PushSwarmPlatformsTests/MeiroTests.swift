@@ -10,14 +10,10 @@ import PushSwarmMetrics
     let start = Instant.start + .hours(1)
 
     func snapshot(permission: Bool = true, token: String? = "fcm-token-1", installedAtStart: Bool = true) -> DeviceSnapshot {
-        let profile = DeviceProfile(
-            index: 0, groupIndex: 0, platform: "meiro", os: .android, osVersion: "Android 14", appVersion: "1.2.0",
-            locale: LocaleShare(country: "CZ", language: "cs", timeZone: "Europe/Prague", weight: 1),
-            utcOffsetAtStart: 3_600, source: SourceAddress(index: 0), installAt: installedAtStart ? nil : .start,
-            accountID: nil, isLoggedInAtStart: false, grantsPushPermission: permission, sessionsPerDay: 2, pushTokenStyle: .fcm
+        deviceSnapshot(
+            platform: "meiro", appVersion: "1.2.0", locale: LocaleShare(country: "CZ", language: "cs", timeZone: "Europe/Prague", weight: 1),
+            utcOffset: 3_600, installedAtStart: installedAtStart, permission: permission, token: token
         )
-        let calendar = RunCalendar(startUnixSeconds: 1_772_409_600, zones: ZoneOffsets(zones: ["Europe/Prague"], from: 1_772_323_200, through: 1_772_582_400))
-        return DeviceSnapshot(profile: profile, userID: nil, pushPermissionGranted: permission, pushToken: token, currentScreen: "home", clock: calendar)
     }
 
     func sent(_ actions: [ClientAction]) -> [JSONValue] {
@@ -139,10 +135,7 @@ import PushSwarmMetrics
     }
 
     @Test func theScenarioRunsWithEveryRequestAccountedFor() async throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Scenarios/meiro.json")
-        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(try Data(contentsOf: url)))
-        let result = await Run.simulated(scenario).run()
+        let result = await Run.simulated(try loadScenario("meiro")).run()
         let summary = try JSONParser.parse(result.summary(runID: "test", version: "test").jsonText)
         #expect(summary["ledger"]?["lost"] == .number(0))
         #expect((summary["operations"]?["meiro.token_registered"]?["byStatus"]?["200"]?.numberValue ?? 0) > 0)

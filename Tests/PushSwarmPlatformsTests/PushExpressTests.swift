@@ -10,14 +10,10 @@ import PushSwarmMetrics
     let start = Instant.start + .hours(1)
 
     func snapshot(os: OperatingSystem = .android, installedAtStart: Bool = false, userID: String? = nil) -> DeviceSnapshot {
-        let profile = DeviceProfile(
-            index: 0, groupIndex: 0, platform: "pushexpress", os: os, osVersion: os == .ios ? "iOS 17.5" : "Android 14", appVersion: "2.0.1",
-            locale: LocaleShare(country: "DE", language: "de", timeZone: "Europe/Berlin", weight: 1),
-            utcOffsetAtStart: 3_600, source: SourceAddress(index: 0), installAt: installedAtStart ? nil : .start,
-            accountID: nil, isLoggedInAtStart: false, grantsPushPermission: true, sessionsPerDay: 2, pushTokenStyle: .fcm
+        deviceSnapshot(
+            platform: "pushexpress", os: os, appVersion: "2.0.1", locale: LocaleShare(country: "DE", language: "de", timeZone: "Europe/Berlin", weight: 1),
+            utcOffset: 3_600, installedAtStart: installedAtStart, userID: userID, token: "fcm-token-1"
         )
-        let calendar = RunCalendar(startUnixSeconds: 1_772_409_600, zones: ZoneOffsets(zones: ["Europe/Berlin"], from: 1_772_323_200, through: 1_772_582_400))
-        return DeviceSnapshot(profile: profile, userID: userID, pushPermissionGranted: true, pushToken: "fcm-token-1", currentScreen: "home", clock: calendar)
     }
 
     func requests(_ actions: [ClientAction]) -> [OutgoingRequest] {

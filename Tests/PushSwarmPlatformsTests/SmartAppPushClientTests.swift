@@ -8,14 +8,10 @@ import PushSwarmMetrics
     let now = Instant.start + .hours(10)
 
     func snapshot(user: String? = nil, permission: Bool = true, os: OperatingSystem = .android) -> DeviceSnapshot {
-        let profile = DeviceProfile(
-            index: 0, groupIndex: 0, platform: "smartapppush", os: os, osVersion: "Android 14", appVersion: "2.1.0",
-            locale: LocaleShare(country: "TR", language: "tr", timeZone: "Europe/Istanbul", weight: 1),
-            utcOffsetAtStart: 10_800, source: SourceAddress(index: 0), installAt: nil, accountID: "user_0",
-            isLoggedInAtStart: false, grantsPushPermission: true, sessionsPerDay: 2, pushTokenStyle: .fcm
+        deviceSnapshot(
+            platform: "smartapppush", os: os, appVersion: "2.1.0", locale: LocaleShare(country: "TR", language: "tr", timeZone: "Europe/Istanbul", weight: 1),
+            utcOffset: 10_800, accountID: "user_0", userID: user, permission: permission, token: "tok-1"
         )
-        let calendar = RunCalendar(startUnixSeconds: 1_772_409_600, zones: ZoneOffsets(zones: ["Europe/Istanbul"], from: 1_772_323_200, through: 1_772_582_400))
-        return DeviceSnapshot(profile: profile, userID: user, pushPermissionGranted: permission, pushToken: "tok-1", currentScreen: "home", clock: calendar)
     }
 
     func client(_ variant: SmartAppPushClientProfile.Variant = .oneSignal) -> SmartAppPushClient {

@@ -87,14 +87,10 @@ import PushSwarmMetrics
     }
 
     static func snapshot(os: OperatingSystem = .android, user: String? = "player-1", token: String? = "fcm-1", permission: Bool = true) -> DeviceSnapshot {
-        let profile = DeviceProfile(
-            index: 4, groupIndex: 0, platform: "smartico", os: os, osVersion: os == .ios ? "iOS 17.5" : "Android 14", appVersion: "1.2.29",
-            locale: LocaleShare(country: "BG", language: "bg", timeZone: "Europe/Sofia", weight: 1),
-            utcOffsetAtStart: 10_800, source: SourceAddress(index: 3), installAt: nil,
-            accountID: user, isLoggedInAtStart: user != nil, grantsPushPermission: permission, sessionsPerDay: 2, pushTokenStyle: .fcm
+        deviceSnapshot(
+            platform: "smartico", index: 4, os: os, appVersion: "1.2.29", locale: LocaleShare(country: "BG", language: "bg", timeZone: "Europe/Sofia", weight: 1),
+            utcOffset: 10_800, source: 3, accountID: user, userID: user, loggedInAtStart: user != nil, permission: permission, token: token
         )
-        let calendar = RunCalendar(startUnixSeconds: 1_772_409_600, zones: ZoneOffsets(zones: ["Europe/Sofia"], from: 1_772_323_200, through: 1_772_582_400))
-        return DeviceSnapshot(profile: profile, userID: user, pushPermissionGranted: permission, pushToken: token, currentScreen: "home", clock: calendar)
     }
 
     let start = Instant.start + .hours(1)

@@ -30,7 +30,7 @@ public struct MockHost: Sendable {
     public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant) -> Answer {
         var latency = behaviour.latency.sampleSpan(using: &random)
         if !limiters.isEmpty {
-            let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+            let path = request.pathWithoutQuery
             for index in limiters.indices where limiters[index].applies(to: path) {
                 let key = limiters[index].key(for: request, path: path, from: source)
                 switch limiters[index].check(key, at: now) {

@@ -16,6 +16,11 @@ public struct Request: Sendable, Equatable {
     public func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
+
+    /// The path without its query (`/events?x=1` → `/events`): what services route by.
+    public var pathWithoutQuery: String {
+        path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
+    }
 }
 
 /// One HTTP response as a mock service builds it or a transport received it.

@@ -24,14 +24,11 @@ public struct ServiceLevelObjective: Sendable, Equatable, CustomStringConvertibl
             let pieces = part.split(separator: "<", maxSplits: 1).map(String.init)
             guard pieces.count == 2 else { throw ScenarioError(path: "--slo", message: "\"\(part)\" is not NAME<LIMIT, such as p99<200ms or errors<1%") }
             if pieces[0] == "errors" {
-                let number = pieces[1].hasSuffix("%") ? Double(pieces[1].dropLast()).map { $0 / 100 } : Double(pieces[1])
-                guard let number, number >= 0, number <= 1 else {
+                guard let number = Quantity.share(pieces[1]), number >= 0, number <= 1 else {
                     throw ScenarioError(path: "--slo", message: "errors<\(pieces[1]): expected a percentage such as 1% or a fraction such as 0.01")
                 }
                 errorRateLimit = number
-            } else if pieces[0].hasPrefix("p"), let digits = Double(pieces[0].dropFirst()), digits > 0 {
-                // p99 → 0.99, p999 → 0.999, p50 → 0.5.
-                let quantile = pieces[0].count > 3 ? digits / 1_000 : digits / 100
+            } else if let quantile = Quantity.quantile(named: pieces[0]) {
                 guard quantile < 1, let limit = TimeSpan(parsing: pieces[1]), limit > .zero else {
                     throw ScenarioError(path: "--slo", message: "\(part): expected a percentile such as p99 and a duration such as 200ms")
                 }
@@ -45,17 +42,12 @@ public struct ServiceLevelObjective: Sendable, Equatable, CustomStringConvertibl
 
     public var description: String {
         var parts: [String] = []
-        if let latencyLimit { parts.append("p\(Self.percentile(latencyQuantile))<\(latencyLimit)") }
+        if let latencyLimit { parts.append("\(Quantity.name(ofQuantile: latencyQuantile))<\(latencyLimit)") }
         if let errorRateLimit {
             let percent = errorRateLimit * 100
             parts.append("errors<\(percent == percent.rounded() ? String(Int(percent)) : String(percent))%")
         }
         return parts.joined(separator: ",")
-    }
-
-    static func percentile(_ quantile: Double) -> String {
-        let scaled = quantile * 1_000
-        return scaled.truncatingRemainder(dividingBy: 10) == 0 ? String(Int(quantile * 100)) : String(Int(scaled))
     }
 }
 
@@ -105,15 +97,9 @@ public struct CapacitySearch: Sendable {
 
     /// Whether a run's results meet the objective, and the figures checked.
     public func judge(_ metrics: RunMetrics, rate: Double) -> CapacityStep {
-        var latency = LatencyHistogram()
-        var ok: UInt64 = 0
-        for operation in metrics.operations.values {
-            latency.merge(operation.latency)
-            ok += operation.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
-        }
         let sent = metrics.sent
-        let errorRate = sent > 0 ? Double(sent - min(sent, ok)) / Double(sent) : 0
-        let value = latency.value(atQuantile: objective.latencyQuantile)
+        let errorRate = metrics.errorRate
+        let value = metrics.allLatencies.value(atQuantile: objective.latencyQuantile)
         var held = sent > 0
         if let limit = objective.latencyLimit, let value, value > UInt64(max(0, limit.microseconds)) { held = false }
         if let limit = objective.errorRateLimit, errorRate > limit { held = false }

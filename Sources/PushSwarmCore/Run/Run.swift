@@ -38,8 +38,7 @@ public final class Run {
     private var groupDevices: [[Int]] = []
     private var arrivalCursor: [Int] = []
     private var workloadRandom: SeededRandom
-    /// Requests each device has in flight, and the closed-model devices (their think time by group).
-    private var deviceInFlight: [Int] = []
+    /// Closed-model devices and their think time.
     private var closedLoop: [Int: Distribution] = [:]
     private var pushGateway: [String: Int] = [:]
     private var metrics = RunMetrics()
@@ -72,11 +71,9 @@ public final class Run {
 
     public func run() async -> RunResult {
         let wallStart = Date()
-        let cpuStart = ProcessInfo.processInfo.systemUptime
         let cpuClockStart = clock()
         var end = Instant.start + scenario.duration
         devices.reserveCapacity(scenario.devices)
-        deviceInFlight = Array(repeating: 0, count: scenario.devices)
         for index in 0..<scenario.devices {
             let profile = fleet.profile(at: index)
             let device = fleet.makeDevice(profile)
@@ -128,9 +125,9 @@ public final class Run {
             }
             guard let (time, item) = queue.popNext() else { break }
             let isDraining = time > end
-            if scenario.clock == .wall, !isDraining {
-                // How late the generator starts what was due: the run's own saturation.
-                let lag = transport.currentTime - time
+            // How late the generator starts what was due (wall time): the run's own saturation.
+            let lag = scenario.clock == .wall && !isDraining ? transport.currentTime - time : .zero
+            if scenario.clock == .wall && !isDraining {
                 metrics.recordDuration("generatorLag", microseconds: UInt64(max(0, lag.microseconds)))
             }
             if isDraining && inFlight == 0 { break }
@@ -139,7 +136,6 @@ public final class Run {
                 switch event {
                 case .completion(let completion):
                     inFlight -= 1
-                    deviceInFlight[index] -= 1
                     record(completion, at: time)
                 case .socket(let socketEvent):
                     // Replies and closes still count after the end; they finish what was sent.
@@ -149,8 +145,7 @@ public final class Run {
                 }
                 let actions = await devices[index].handle(event, now: time)
                 execute(actions, device: index, now: time, isDraining: isDraining)
-                if let think = closedLoop[index], !isDraining, case .completion = event, deviceInFlight[index] == 0,
-                   await devices[index].pendingRequests == 0 {
+                if case .completion = event, !isDraining, let think = closedLoop[index], await devices[index].pendingRequests == 0 {
                     // A closed-model user got every answer: think, then the next event.
                     queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: time + think.sampleSpan(using: &workloadRandom))
                 }
@@ -167,7 +162,7 @@ public final class Run {
                 }
                 // An arrival the generator reaches more than a second late did not start when it
                 // should have: counted as missed, not sent late (as load testers drop iterations).
-                if scenario.clock == .wall, transport.currentTime - time > Self.maximumStartLag {
+                if lag > Self.maximumStartLag {
                     metrics.increment("workload.missedStarts")
                     continue
                 }
@@ -187,7 +182,7 @@ public final class Run {
         if interrupted { metrics.increment("run.interrupted") }
         var cpuBusy: Double?
         if scenario.clock == .wall {
-            let elapsed = ProcessInfo.processInfo.systemUptime - cpuStart
+            let elapsed = Date().timeIntervalSince(wallStart)
             let cpuSeconds = Double(clock() - cpuClockStart) / Double(CLOCKS_PER_SEC)
             if elapsed > 0 { cpuBusy = cpuSeconds / elapsed / Double(ProcessInfo.processInfo.activeProcessorCount) }
         }
@@ -271,7 +266,6 @@ public final class Run {
     private func send(_ outgoing: OutgoingRequest, device index: Int, now: Instant) {
         metrics.recordSent(operation: outgoing.operation, retryNumber: outgoing.retryNumber)
         inFlight += 1
-        deviceInFlight[index] += 1
         if let (completion, at) = transport.send(outgoing, device: index, platform: platforms[index], source: sources[index], at: now) {
             queue.schedule(.device(index, .completion(completion)), at: at)
         }

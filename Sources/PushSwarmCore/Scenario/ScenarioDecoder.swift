@@ -200,8 +200,8 @@ public struct ScenarioDecoder: Sendable {
                         if let rate = stepObject.reader("rate") {
                             segment = try decodeSegment(rate, length: length)
                         } else {
-                            let from = try stepObject.required("from") { try $0.ratePerSecondOrZero() }
-                            let to = try stepObject.required("to") { try $0.ratePerSecondOrZero() }
+                            let from = try stepObject.required("from") { try $0.ratePerSecond(allowingZero: true) }
+                            let to = try stepObject.required("to") { try $0.ratePerSecond(allowingZero: true) }
                             segment = OpenWorkload.Segment(length: length, fromRate: from, toRate: to)
                         }
                         try stepObject.finish()
@@ -225,12 +225,12 @@ public struct ScenarioDecoder: Sendable {
     /// A rate (constant over `length`) or `{"from", "to", "over"}` (a ramp, then the end rate).
     private func decodeSegment(_ reader: JSONReader, length: TimeSpan) throws -> OpenWorkload.Segment {
         guard case .object = reader.value else {
-            let rate = try reader.ratePerSecondOrZero()
+            let rate = try reader.ratePerSecond(allowingZero: true)
             return OpenWorkload.Segment(length: length, fromRate: rate, toRate: rate)
         }
         var object = try reader.object()
-        let from = try object.required("from") { try $0.ratePerSecondOrZero() }
-        let to = try object.required("to") { try $0.ratePerSecondOrZero() }
+        let from = try object.required("from") { try $0.ratePerSecond(allowingZero: true) }
+        let to = try object.required("to") { try $0.ratePerSecond(allowingZero: true) }
         let over = try object.optional("over") { try $0.positiveDuration() } ?? length
         try object.finish()
         return OpenWorkload.Segment(length: over, fromRate: from, toRate: to)

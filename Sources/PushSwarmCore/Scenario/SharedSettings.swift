@@ -97,15 +97,9 @@ extension JSONReader {
         return FaultRule(kind: kind, when: when, paths: paths)
     }
 
-    /// A rate that may be zero (a ramp from nothing).
-    public func ratePerSecondOrZero() throws -> Double {
-        if case .number(let number) = value, number == 0 { return 0 }
-        if case .string(let text) = value, text.hasPrefix("0/") || text == "0" { return 0 }
-        return try ratePerSecond()
-    }
-
-    /// A rate: a number per second, or `"10/s"`, `"600/m"`, `"3600/h"`.
-    public func ratePerSecond() throws -> Double {
+    /// A rate: a number per second, or `"10/s"`, `"600/m"`, `"3600/h"`; zero only when
+    /// `allowingZero` (a ramp from nothing, a step with no traffic).
+    public func ratePerSecond(allowingZero: Bool = false) throws -> Double {
         let rate: Double
         switch value {
         case .number(let number):
@@ -124,7 +118,7 @@ extension JSONReader {
         default:
             throw fail("expected a rate such as \"10/s\", found \(value.kindName)")
         }
-        guard rate > 0, rate.isFinite else { throw fail("must be above zero") }
+        guard rate.isFinite, rate > 0 || (allowingZero && rate == 0) else { throw fail(allowingZero ? "must not be negative" : "must be above zero") }
         return rate
     }
 }

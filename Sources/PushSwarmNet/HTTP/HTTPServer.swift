@@ -40,7 +40,7 @@ public final class HTTPResponder: @unchecked Sendable {
         self.upgrade = upgrade
     }
 
-    /// Sends `response`, from any thread.
+    /// Sends `response`, from any thread (one closure: the benchmark's hot path).
     public func respond(_ response: Response) {
         loop.execute { [self] in connection?.respond(response) }
     }
@@ -48,14 +48,13 @@ public final class HTTPResponder: @unchecked Sendable {
     /// Sends `response` after `nanoseconds` (a mock's latency), from the loop's thread or any.
     public func respond(_ response: Response, afterNanoseconds nanoseconds: UInt64) {
         guard nanoseconds > 0 else { return respond(response) }
-        loop.execute { [self] in
-            loop.schedule(afterNanoseconds: nanoseconds) { [self] in connection?.respond(response) }
-        }
+        later(nanoseconds) { $0.respond(response) }
     }
 
-    /// Closes without answering (a fault: the client sees its request fail); `reset` sends a RST.
-    public func dropConnection(reset: Bool) {
-        loop.execute { [self] in connection?.drop(reset: reset) }
+    /// Closes without answering, after `nanoseconds` (a fault: the client sees its request
+    /// fail); `reset` sends a RST.
+    public func dropConnection(reset: Bool, afterNanoseconds nanoseconds: UInt64 = 0) {
+        later(nanoseconds) { $0.drop(reset: reset) }
     }
 
     /// A fault, after `nanoseconds`: the status line, headers and half the body of `response`,
@@ -65,11 +64,6 @@ public final class HTTPResponder: @unchecked Sendable {
             let bytes = ServerConnection.serialize(response, close: true, omitBody: false)
             connection.respondRaw(Array(bytes.prefix(bytes.count - max(1, (response.body.count + 1) / 2))))
         }
-    }
-
-    /// A fault, after `nanoseconds`: the connection reset instead of an answer.
-    public func reset(afterNanoseconds nanoseconds: UInt64) {
-        later(nanoseconds) { $0.drop(reset: true) }
     }
 
     /// A fault, after `nanoseconds`: bytes that are not HTTP, then the connection closes.
@@ -82,6 +76,7 @@ public final class HTTPResponder: @unchecked Sendable {
         later(nanoseconds) { $0.respondPaced(response, bytesPerSecond: bytesPerSecond) }
     }
 
+    /// Runs `action` on the connection's loop after `nanoseconds` (at once for 0), if it is still open.
     private func later(_ nanoseconds: UInt64, _ action: @escaping @Sendable (ServerConnection) -> Void) {
         loop.execute { [self] in
             if nanoseconds == 0 {

@@ -59,7 +59,7 @@ public final class MockServer: Sendable {
             responder.respond(answer.response, afterNanoseconds: delay)
         case .reset?:
             count(answer.operation, 0)
-            responder.reset(afterNanoseconds: delay)
+            responder.dropConnection(reset: true, afterNanoseconds: delay)
         case .truncated?:
             count(answer.operation, 0)
             responder.respondTruncated(answer.response, afterNanoseconds: delay)

@@ -156,7 +156,7 @@ struct FlocktoryClient: PlatformClient {
             request.headers.removeAll { $0.name == "Cookie" }
             if let body = URLQuery.parameters(ofTarget: request.path)?["body"], var object = (try? JSONParser.parse(Array(body.utf8)))?.objectValue {
                 object["site-session-id"] = nil
-                let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+                let path = request.pathWithoutQuery
                 request.path = "\(path)?\(URLQuery.build([("body", JSONWriter.text(of: .object(object)))]))"
             }
         }

@@ -41,7 +41,7 @@ struct FlocktoryMock: MockService {
     }
 
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let path = request.pathWithoutQuery
         guard request.method == "GET" else {
             var response = Self.plain(405, "every Flocktory call is a GET")
             response.headers.append(Header("Allow", "GET"))

@@ -16,7 +16,7 @@ struct MeiroMock: MockService {
     func serves(path: String) -> Bool { path == MeiroMessages.path }
 
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let path = request.pathWithoutQuery
         guard path == MeiroMessages.path else {
             return MockReply(response: Self.error(404, "not found: \(request.method) \(path)"), operation: "meiro.unknown")
         }

@@ -36,7 +36,7 @@ struct PushExpressMock: MockService {
     func serves(path: String) -> Bool { path.hasPrefix("/apps/") }
 
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let path = request.pathWithoutQuery
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard parts.count >= 3, parts[0] == "apps", parts[2] == "instances" else {
             return MockReply(response: Self.error(404, "not found: \(request.method) \(path)"), operation: PushExpressMessages.Operation.unknown)

@@ -45,7 +45,7 @@ public struct SmartAppPushMock: MockService {
     }
 
     public mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let path = request.pathWithoutQuery
         let operation: String
         switch path {
         case SmartAppPushMessages.Path.events: operation = SmartAppPushMessages.Operation.events

@@ -282,7 +282,7 @@ struct SmarticoMock: MockService {
     // MARK: - HTTP public API
 
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
-        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let path = request.pathWithoutQuery
         guard path == SmarticoMessages.publicPath else {
             return MockReply(response: Self.httpError(404, "not found: \(request.method) \(path)"), operation: SmarticoMessages.Operation.unknown)
         }

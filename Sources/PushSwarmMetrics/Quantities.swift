@@ -1,0 +1,37 @@
+/// Quantities as people write them in objectives and thresholds (`p99`, `1%`), read and written
+/// in one place.
+public enum Quantity {
+    /// The quantile a percentile name stands for: `p99` → 0.99, `p999` → 0.999, `p50` → 0.5.
+    /// Nil when `name` is not `p` and a number above zero; the caller decides whether 1 or more is allowed.
+    public static func quantile(named name: some StringProtocol) -> Double? {
+        guard name.hasPrefix("p"), let digits = Double(name.dropFirst()), digits > 0 else { return nil }
+        return name.count > 3 ? digits / 1_000 : digits / 100
+    }
+
+    /// The percentile name of a quantile: 0.99 → `p99`, 0.999 → `p999`.
+    public static func name(ofQuantile quantile: Double) -> String {
+        let perMille = Int((quantile * 1_000).rounded())
+        return perMille % 10 == 0 ? "p\(perMille / 10)" : "p\(perMille)"
+    }
+
+    /// A share written as a percentage (`1%`) or a fraction (`0.01`); nil when it is not a number.
+    public static func share(_ text: some StringProtocol) -> Double? {
+        text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
+    }
+}
+
+extension RunMetrics {
+    /// Every operation's latency in one histogram.
+    public var allLatencies: LatencyHistogram {
+        var merged = LatencyHistogram()
+        for operation in operations.values { merged.merge(operation.latency) }
+        return merged
+    }
+
+    /// The share of requests sent that ended in anything but a 1xx–3xx answer: 4xx, 5xx,
+    /// transport errors, timeouts (and requests still in flight).
+    public var errorRate: Double {
+        let ok = byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
+        return sent > 0 ? Double(sent - min(sent, ok)) / Double(sent) : 0
+    }
+}
