@@ -43,6 +43,27 @@ public struct LatencyHistogram: Sendable, Equatable {
 
     public var isEmpty: Bool { totalCount == 0 }
 
+    /// A histogram from its saved form (`buckets` as count indices and counts); nil when an index
+    /// is outside this range, so a damaged file is refused rather than misread.
+    public init?(restoring buckets: [(index: Int, count: UInt64)], minimum: UInt64, maximum: UInt64, sum: UInt64) {
+        self.init()
+        for (index, count) in buckets {
+            guard counts.indices.contains(index) else { return nil }
+            counts[index] &+= count
+            totalCount &+= count
+        }
+        if totalCount > 0 {
+            self.minimum = minimum
+            self.maximum = maximum
+            self.sum = sum
+        }
+    }
+
+    /// Non-zero buckets as (count index, count), ascending: the exact saved form.
+    public var savedBuckets: [(index: Int, count: UInt64)] {
+        counts.indices.compactMap { counts[$0] == 0 ? nil : ($0, counts[$0]) }
+    }
+
     /// Records `value` once (or `count` times).
     public mutating func record(_ value: UInt64, count: UInt64 = 1) {
         guard count > 0 else { return }
@@ -92,14 +113,6 @@ public struct LatencyHistogram: Sendable, Equatable {
 
     public var mean: Double? {
         totalCount == 0 ? nil : Double(sum) / Double(totalCount)
-    }
-
-    /// Non-zero buckets as (lowest value of the bucket, count), ascending: a compact, exact form
-    /// for files that another process merges.
-    public var nonZeroBuckets: [(value: UInt64, count: UInt64)] {
-        counts.indices.compactMap { index in
-            counts[index] == 0 ? nil : (Self.lowestEquivalentValue(forIndex: index), counts[index])
-        }
     }
 
     static func countsIndex(for value: UInt64) -> Int {

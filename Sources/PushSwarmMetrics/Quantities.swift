@@ -14,6 +14,13 @@ public enum Quantity {
         return perMille % 10 == 0 ? "p\(perMille / 10)" : "p\(perMille)"
     }
 
+    /// A latency written with its unit (`200ms`, `1.5s`) in milliseconds; nil without a unit or a number.
+    public static func milliseconds(_ text: some StringProtocol) -> Double? {
+        if text.hasSuffix("ms") { return Double(text.dropLast(2)) }
+        if text.hasSuffix("s") { return Double(text.dropLast()).map { $0 * 1_000 } }
+        return nil
+    }
+
     /// A share written as a percentage (`1%`) or a fraction (`0.01`); nil when it is not a number.
     public static func share(_ text: some StringProtocol) -> Double? {
         text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)

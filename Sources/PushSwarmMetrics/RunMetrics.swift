@@ -19,6 +19,9 @@ public struct RunMetrics: Sendable, Equatable {
     /// Named spans clients measured (`rateLimitRecovery`: from an item's first 429 until the
     /// service accepted it), in microseconds.
     public var durations: [String: LatencyHistogram] = [:]
+    /// The same measurements interval by interval, for charts and time series (recorded when the
+    /// caller says when: `at` microseconds after the run's start).
+    public var timeline = Timeline()
 
     public init() {}
 
@@ -31,7 +34,8 @@ public struct RunMetrics: Sendable, Equatable {
         operations.values.reduce(into: [:]) { $0.merge($1.byStatus, uniquingKeysWith: +) }
     }
 
-    public mutating func recordSent(operation: String, retryNumber: Int) {
+    public mutating func recordSent(operation: String, retryNumber: Int, at microseconds: Int64? = nil) {
+        if let microseconds { timeline.recordSent(at: microseconds, isRetry: retryNumber > 0) }
         operations[operation, default: OperationMetrics()].sent += 1
         if retryNumber > 0 {
             retriesByAttempt[retryNumber, default: 0] += 1
@@ -43,8 +47,9 @@ public struct RunMetrics: Sendable, Equatable {
     /// times come from real sockets only.
     public mutating func recordResponse(
         operation: String, status: Int, latencyMicroseconds: UInt64, serviceMicroseconds: UInt64? = nil,
-        connectMicroseconds: UInt64? = nil, firstByteMicroseconds: UInt64? = nil
+        connectMicroseconds: UInt64? = nil, firstByteMicroseconds: UInt64? = nil, at microseconds: Int64? = nil
     ) {
+        if let microseconds { timeline.recordResponse(at: microseconds, status: status, latencyMicroseconds: latencyMicroseconds) }
         operations[operation, default: OperationMetrics()].byStatus[status, default: 0] += 1
         operations[operation, default: OperationMetrics()].latency.record(latencyMicroseconds)
         operations[operation, default: OperationMetrics()].serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
@@ -52,12 +57,14 @@ public struct RunMetrics: Sendable, Equatable {
         if let firstByteMicroseconds { operations[operation, default: OperationMetrics()].timeToFirstByte.record(firstByteMicroseconds) }
     }
 
-    public mutating func recordTransportError(operation: String, reason: String) {
+    public mutating func recordTransportError(operation: String, reason: String, at microseconds: Int64? = nil) {
+        if let microseconds { timeline.recordTransportError(at: microseconds) }
         operations[operation, default: OperationMetrics()].transportErrors += 1
         transportErrorsByReason[reason, default: 0] += 1
     }
 
-    public mutating func recordTimeout(operation: String) {
+    public mutating func recordTimeout(operation: String, at microseconds: Int64? = nil) {
+        if let microseconds { timeline.recordTimeout(at: microseconds) }
         operations[operation, default: OperationMetrics()].timeouts += 1
     }
 
@@ -106,5 +113,6 @@ public struct RunMetrics: Sendable, Equatable {
             merged.merge(theirs)
             return merged
         }
+        timeline.merge(other.timeline)
     }
 }

@@ -33,6 +33,14 @@ public struct Summary: Sendable {
     public var ledger: [String: LedgerOperation]?
     public var lost: Int
     public var pendingAtEnd: Int
+    /// Set on one shard's output: shard `index` (from 1) of `count`.
+    public var shard: (index: Int, count: Int)?
+    /// Set on a merged summary: how many shard outputs it adds up.
+    public var mergedFrom = 0
+    /// The run's thresholds as written, so a merge can judge the whole run.
+    public var thresholds: [String] = []
+    /// The scenario file as the run read it (for the HTML report and for reruns).
+    public var scenarioText: String?
 
     public init(
         scenario: String, seed: UInt64, clock: String, devices: Int, simulatedSeconds: Double, wallSeconds: Double,
@@ -85,6 +93,8 @@ public struct Summary: Sendable {
         root["wallSeconds"] = .number((wallSeconds * 1_000).rounded() / 1_000)
         root["runId"] = .string(runID)
         root["version"] = .string(version)
+        if let shard { root["shard"] = ["index": .number(Double(shard.index)), "count": .number(Double(shard.count))] }
+        if mergedFrom > 0 { root["mergedFrom"] = .number(Double(mergedFrom)) }
 
         var requests = JSONObject()
         requests["sent"] = count(metrics.sent)
@@ -168,6 +178,32 @@ public struct Summary: Sendable {
         root["queue"] = ["pendingAtEnd": .number(Double(pendingAtEnd))]
         root["counters"] = .object(countObject(metrics.counters))
         return .object(root)
+    }
+
+    /// Adds another shard's summary of the same scenario: metrics exactly (histograms bucket by
+    /// bucket), ledgers and counts by sum. A ledger's per-source peak takes the larger of the two:
+    /// shards hold whole source addresses, so one address's peak is in one shard.
+    public mutating func merge(_ other: Summary) {
+        metrics.merge(other.metrics)
+        devices += other.devices
+        simulatedSeconds = max(simulatedSeconds, other.simulatedSeconds)
+        wallSeconds = max(wallSeconds, other.wallSeconds)
+        if let theirs = other.cpuBusy { cpuBusy = max(cpuBusy ?? 0, theirs) }
+        lost += other.lost
+        pendingAtEnd += other.pendingAtEnd
+        if let theirs = other.ledger {
+            var merged = ledger ?? [:]
+            for (name, entry) in theirs {
+                var mine = merged[name] ?? LedgerOperation(accepted: 0, duplicates: 0, peakAcceptedPerSecondPerSource: 0)
+                mine.accepted += entry.accepted
+                mine.duplicates += entry.duplicates
+                mine.peakAcceptedPerSecondPerSource = max(mine.peakAcceptedPerSecondPerSource, entry.peakAcceptedPerSecondPerSource)
+                merged[name] = mine
+            }
+            ledger = merged
+        }
+        for threshold in other.thresholds where !thresholds.contains(threshold) { thresholds.append(threshold) }
+        if scenarioText == nil { scenarioText = other.scenarioText }
     }
 
     /// summary.json's text: pretty, deterministic, ending in a newline.

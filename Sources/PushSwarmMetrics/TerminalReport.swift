@@ -72,8 +72,13 @@ public enum TerminalReport {
         } else {
             lines.append("Ledger      not checked (the target is not a built-in mock)")
         }
-        let notificationKeys = ["notifications.sent", "notifications.delivered", "notifications.displayed", "notifications.tapped", "notifications.dismissed"]
-        let notifications = notificationKeys.compactMap { key in metrics.counters[key].map { "\(key.dropFirst("notifications.".count)) \(group($0))" } }
+        // The push funnel, with what never reached a device: held while offline (delivered later),
+        // expired past its time to live, undeliverable to a stale token.
+        let funnel = [
+            ("sent", "sent"), ("heldWhileUnreachable", "held offline"), ("expired", "expired"), ("undeliverable", "undeliverable"),
+            ("delivered", "delivered"), ("displayed", "displayed"), ("tapped", "tapped"), ("dismissed", "dismissed"),
+        ]
+        let notifications = funnel.compactMap { key, label in metrics.counters["notifications." + key].map { "\(label) \(group($0))" } }
         if !notifications.isEmpty {
             lines.append("Pushes      " + notifications.joined(separator: " · "))
         }
@@ -99,7 +104,7 @@ public enum TerminalReport {
     }
 
     /// 1234567 → "1,234,567".
-    static func group(_ value: UInt64) -> String {
+    public static func group(_ value: UInt64) -> String {
         let digits = String(value)
         var result = ""
         for (index, character) in digits.enumerated() {
@@ -109,11 +114,10 @@ public enum TerminalReport {
         return result
     }
 
-    static func format2(_ value: Double) -> String {
-        let scaled = (value * 100).rounded()
-        let whole = Int64(scaled) / 100
-        let fraction = abs(Int64(scaled) % 100)
-        return "\(whole).\(fraction < 10 ? "0" : "")\(fraction)"
+    public static func format2(_ value: Double) -> String {
+        let scaled = Int64((abs(value) * 100).rounded())
+        let fraction = scaled % 100
+        return "\(value < 0 && scaled > 0 ? "-" : "")\(scaled / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 
     static func formatDuration(_ seconds: Double) -> String {

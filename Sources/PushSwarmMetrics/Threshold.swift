@@ -83,8 +83,8 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         }
         switch metric {
         case .latency:
-            if text.hasSuffix("ms") { return try number(text.dropLast(2)) }
-            if text.hasSuffix("s") { return try number(text.dropLast()) * 1_000 }
+            if let milliseconds = Quantity.milliseconds(text) { return milliseconds }
+            if text.hasSuffix("s") { throw ParseError(message: "\"\(text)\" is not a number") }
             throw ParseError(message: "a latency limit needs a unit: \"\(text)\" should be like 200ms or 1.5s")
         case .statusRate, .errorRate:
             guard let share = Quantity.share(text) else { throw ParseError(message: "\"\(text)\" is not a number") }

@@ -29,6 +29,9 @@ struct PushSwarmCommand {
           pushswarm capacity FILE --slo 'p99<200ms,errors<1%' [--from RATE] [--clock wall]
           pushswarm mock [FILE] [--listen ADDRESS:PORT]
           pushswarm bench URL [--connections N] [--duration D]
+          pushswarm run FILE --shard I/N | --workers N
+          pushswarm merge DIR... [--out DIR] [--threshold EXPR ...]
+          pushswarm compare BASELINE CURRENT [--tolerance 10%] [--json FILE]
           pushswarm validate FILE
           pushswarm help | --help | --version
 
@@ -37,10 +40,12 @@ struct PushSwarmCommand {
           capacity   Step an open load up until an objective breaks: the highest rate that held.
           mock       Serve the built-in mock services on real sockets until Ctrl-C.
           bench      Closed-loop HTTP load like wrk, with each device's own requests.
+          merge      Add the reports of a sharded run into one (exact histograms).
+          compare    Compare two runs' reports: exit 1 when the current is worse (nightly runs).
           validate   Check a scenario file without running it.
 
-        Exit codes: 0 success, 1 run failed, 2 bad input (scenario file, flag or command),
-        99 a threshold failed (the report is still written).
+        Exit codes: 0 success, 1 run failed (compare: the current run is worse), 2 bad input
+        (scenario file, flag or command), 99 a threshold failed (the report is still written).
         """
 
     static func main() async {
@@ -53,6 +58,8 @@ struct PushSwarmCommand {
         case "mock": code = await MockCommand.main(words)
         case "bench": code = await BenchCommand.main(words)
         case "validate": code = ValidateCommand.main(words)
+        case "compare": code = CompareCommand.main(words)
+        case "merge": code = MergeCommand.main(words)
         case "help", "--help", "-h":
             print(usage)
             code = .success

@@ -7,7 +7,9 @@ enum RunCommand {
     static let usage = """
         Usage: pushswarm run FILE [options]
 
-        Runs the scenario in FILE and writes Reports/<run-id>/summary.json.
+        Runs the scenario in FILE and writes its report into Reports/<run-id>/: summary.json,
+        report.html (open it in a browser), timeseries.ndjson (one line per interval) and
+        metrics.json (exact, for `pushswarm compare` and `pushswarm merge`).
 
         Options:
           --seed N            Seed for all randomness (default: the scenario's, else 1).
@@ -27,6 +29,16 @@ enum RunCommand {
                               'p99(smartapppush.events) < 200ms', 'rate(status=429) < 1%',
                               'rate(errors) < 0.5%', 'ledger.lost == 0'. Any failing: exit 99.
           --junit FILE        Write one JUnit test case per threshold to FILE.
+          --shard I/N         Run only shard I of N: the devices the whole run has at those
+                              indices (whole NAT addresses), for `pushswarm merge`, which
+                              judges the thresholds on the whole run.
+          --workers N         Run the fleet as N shard processes on this machine and merge
+                              them (more sockets than one process may open; more cores).
+                              Each shard has its own built-in mock; see docs/distributed.md.
+          --start-at TIME     Wait until TIME (RFC 3339 or Unix seconds) before starting:
+                              shards started one by one put their load on together.
+          --metrics-listen A  Wall clock: serve the run's measurements so far in Prometheus's
+                              text format at http://A/metrics (A such as 127.0.0.1:9464).
           --out DIR           Write the report into DIR instead of Reports/<run-id>.
           --quiet             Print only the path of the summary.
           -h, --help          Show this help.
@@ -34,15 +46,40 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--metrics-listen"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "run", usage: usage) else { return .badInput }
+        var shard: Shard?
+        var workers: Int?
+        var startAt: Date?
         do {
             try applyOverrides(arguments, to: &scenario)
             for text in arguments.values("--threshold") {
                 do { scenario.thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
+            }
+            if let text = arguments.value("--shard") {
+                guard let parsed = Shard(parsing: text) else {
+                    throw ScenarioError(path: "--shard", message: "expected I/N with 1 <= I <= N, such as 2/4; found \"\(text)\"")
+                }
+                shard = parsed
+            }
+            if let text = arguments.value("--workers") {
+                guard let count = Int(text), (1...64).contains(count) else {
+                    throw ScenarioError(path: "--workers", message: "expected a whole number from 1 to 64, found \"\(text)\"")
+                }
+                guard shard == nil else { throw ScenarioError(path: "--workers", message: "runs the shards itself; it does not go with --shard") }
+                workers = count
+            }
+            if let text = arguments.value("--start-at") {
+                if let seconds = Double(text) {
+                    startAt = Date(timeIntervalSince1970: seconds)
+                } else if let microseconds = RFC3339.parse(text) {
+                    startAt = Date(timeIntervalSince1970: Double(microseconds) / 1_000_000)
+                } else {
+                    throw ScenarioError(path: "--start-at", message: "expected an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds, found \"\(text)\"")
+                }
             }
         } catch {
             PushSwarmCommand.printError("\(error)")
@@ -53,22 +90,72 @@ enum RunCommand {
             PushSwarmCommand.printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
             return .badInput
         }
-        let result: RunResult
-        if scenario.clock == .wall {
-            guard let outcome = await runWall(scenario, arguments: arguments, targetWords: targetWords) else { return .badInput }
-            result = outcome
-        } else {
-            result = await Run.simulated(scenario).run()
+        var endpoint: MetricsEndpoint?
+        if let text = arguments.value("--metrics-listen") {
+            guard scenario.clock == .wall else {
+                PushSwarmCommand.printError("--metrics-listen needs --clock wall (a simulated run is over before anything could scrape it)")
+                return .badInput
+            }
+            guard workers == nil else {
+                PushSwarmCommand.printError("--metrics-listen does not go with --workers; give each --shard process its own port instead")
+                return .badInput
+            }
+            guard let address = SocketAddress(parsing: text) else {
+                PushSwarmCommand.printError("--metrics-listen: expected ADDRESS:PORT with a literal IP address, such as 127.0.0.1:9464; found \"\(text)\"")
+                return .badInput
+            }
+            let metrics = MetricsEndpoint(scenario: scenario.name)
+            do {
+                try metrics.start(at: address)
+            } catch {
+                PushSwarmCommand.printError("--metrics-listen: cannot listen on \(text): \(error)")
+                return .failure
+            }
+            if !arguments.flags.contains("--quiet") { print("metrics for Prometheus at http://\(text)/metrics while the run goes") }
+            endpoint = metrics
         }
+        defer { endpoint?.stop() }
         let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
-        let summary = result.summary(runID: runID, version: PushSwarmCommand.version)
-        let summaryPath = (directory as NSString).appendingPathComponent("summary.json")
+        if let workers {
+            return await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments)
+        }
+        if let startAt, startAt > Date() {
+            // Shards started one by one (by hand, by a scheduler) put their load on together.
+            if !arguments.flags.contains("--quiet") { print("waiting until \(arguments.value("--start-at") ?? "") to start (\(Int(startAt.timeIntervalSinceNow.rounded(.up))) s)") }
+            try? await Task.sleep(for: .seconds(startAt.timeIntervalSinceNow))
+        }
+        let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
+        let onProgress: (RunProgress) -> Void = { progress in
+            line?.update(progress)
+            endpoint?.publish(progress)
+        }
+        let result: RunResult
+        if scenario.clock == .wall {
+            guard let outcome = await runWall(scenario, arguments: arguments, targetWords: targetWords, shard: shard, onProgress: onProgress) else { return .badInput }
+            result = outcome
+        } else {
+            let run = Run.simulated(scenario, shard: shard)
+            run.onProgress = onProgress
+            result = await run.run()
+        }
+        line?.finish()
+        var summary = result.summary(runID: runID, version: PushSwarmCommand.version)
+        summary.shard = shard.map { ($0.index, $0.count) }
+        summary.thresholds = scenario.thresholds.map(\.text)
+        summary.scenarioText = arguments.positionals.first.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
+        // A shard's part of the run is not the run: its thresholds are judged by `merge`.
+        return report(summary, to: directory, thresholds: shard == nil ? scenario.thresholds : [], arguments: arguments)
+    }
+
+    /// Writes the report files, prints the terminal report (or the summary's path with --quiet)
+    /// and judges the thresholds: `run`'s and `merge`'s last step.
+    static func report(_ summary: Summary, to directory: String, thresholds: [Threshold], arguments: Arguments) -> PushSwarmCommand.ExitCode {
+        let summaryPath: String
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try Data(summary.jsonText.utf8).write(to: URL(fileURLWithPath: summaryPath))
+            summaryPath = try ReportFiles.write(summary, to: directory)
         } catch {
-            PushSwarmCommand.printError("cannot write the report to \(summaryPath): \(error.localizedDescription)")
+            PushSwarmCommand.printError("cannot write the report to \(directory): \(error.localizedDescription)")
             print(TerminalReport.render(summary, reportPath: nil))
             return .failure
         }
@@ -76,8 +163,9 @@ enum RunCommand {
             print(summaryPath)
         } else {
             print(TerminalReport.render(summary, reportPath: summaryPath))
+            print("HTML report written to \((directory as NSString).appendingPathComponent(ReportFiles.html))")
         }
-        return judge(scenario.thresholds, summary: summary, junit: arguments.value("--junit"), quiet: arguments.flags.contains("--quiet"))
+        return judge(thresholds, summary: summary, junit: arguments.value("--junit"), quiet: arguments.flags.contains("--quiet"))
     }
 
     /// Prints each threshold's verdict, writes the JUnit file if asked: 99 when any failed.
@@ -108,7 +196,10 @@ enum RunCommand {
     }
 
     /// A wall-clock run: targets parsed, the socket plan checked, Ctrl-C wired to a clean stop.
-    static func runWall(_ scenario: Scenario, arguments: Arguments, targetWords: [String], quiet: Bool = false) async -> RunResult? {
+    static func runWall(
+        _ scenario: Scenario, arguments: Arguments, targetWords: [String], quiet: Bool = false, shard: Shard? = nil,
+        onProgress: ((RunProgress) -> Void)? = nil
+    ) async -> RunResult? {
         var targets: [String: TargetURL] = [:]
         for word in targetWords {
             var platform: String?
@@ -134,7 +225,7 @@ enum RunCommand {
         let wall: WallRun
         do {
             wall = try WallRun(scenario: scenario, options: WallRun.Options(
-                targets: targets, insecure: arguments.flags.contains("--insecure"), caFile: arguments.value("--ca-file")
+                targets: targets, insecure: arguments.flags.contains("--insecure"), caFile: arguments.value("--ca-file"), shard: shard
             ))
         } catch {
             PushSwarmCommand.printError(error.description)
@@ -147,7 +238,7 @@ enum RunCommand {
         }
         let transport = wall.transport
         Signals.onInterrupt { transport.interrupt() }
-        let result = await wall.run()
+        let result = await wall.run(onProgress: onProgress)
         for (reason, detail) in wall.transport.errorDetails.sorted(by: { $0.key < $1.key }) {
             var hint = ""
             if reason == "tlsVerification" { hint = " (for a self-signed staging host: --insecure, or --ca-file with its certificate)" }
@@ -181,13 +272,18 @@ enum RunCommand {
         }
     }
 
-    /// `quickstart-20261121-140502-s1`, made unique within Reports/ if two runs share a second.
-    static func makeRunID(scenario: Scenario) -> String {
+    /// `20261121-140502`: now, in UTC, for run ids.
+    static func timestamp() -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyyMMdd-HHmmss"
-        let base = "\(scenario.name)-\(formatter.string(from: Date()))-s\(scenario.seed)"
+        return formatter.string(from: Date())
+    }
+
+    /// `quickstart-20261121-140502-s1`, made unique within Reports/ if two runs share a second.
+    static func makeRunID(scenario: Scenario) -> String {
+        let base = "\(scenario.name)-\(timestamp())-s\(scenario.seed)"
         var candidate = base
         var suffix = 2
         while FileManager.default.fileExists(atPath: "Reports/\(candidate)") {

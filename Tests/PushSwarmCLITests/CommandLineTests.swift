@@ -23,9 +23,10 @@ import PushSwarmMetrics
         return root.appendingPathComponent(".build/debug/pushswarm")
     }
 
-    func run(_ arguments: [String]) throws -> Outcome {
+    /// Runs the binary (or `executable`, such as a shell wrapping it) with `arguments`.
+    func run(_ arguments: [String], executable: String? = nil) throws -> Outcome {
         let process = Process()
-        process.executableURL = Self.binary
+        process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? Self.binary
         process.arguments = arguments
         process.currentDirectoryURL = Self.root
         let output = Pipe()

@@ -94,6 +94,38 @@ import Testing
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
     }
 
+    @Test func workersHoldMoreWebSocketsThanOneProcessMay() throws {
+        // Under a limit of 1,200 open files, one process with the in-process mock (two files per
+        // socket) may hold 354 of 800 users' WebSockets; four worker processes hold up to 200 each.
+        let single = NSTemporaryDirectory() + "pushswarm-single-\(UUID().uuidString)"
+        let workers = NSTemporaryDirectory() + "pushswarm-workers-\(UUID().uuidString)"
+        defer {
+            try? FileManager.default.removeItem(atPath: single)
+            try? FileManager.default.removeItem(atPath: workers)
+        }
+        let run = "\"$0\" run Tests/Fixtures/smartico-wall-vs-simulated.json --clock wall --devices 800 --duration 12s --quiet"
+        let one = try cli.run(["-c", "ulimit -n 1200 && exec \(run) --out \(single)", CommandLineTests.binary.path], executable: "/bin/sh")
+        #expect(one.status == 0, "\(one.error)")
+        #expect(one.error.contains("this process may open 1200"), "the plan says why it caps: \(one.error)")
+        let four = try cli.run(["-c", "ulimit -n 1200 && exec \(run) --workers 4 --out \(workers)", CommandLineTests.binary.path], executable: "/bin/sh")
+        #expect(four.status == 0, "\(four.error)")
+        // The same run in simulated time: how many sockets the devices open within the run.
+        let simulated = NSTemporaryDirectory() + "pushswarm-simulated-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: simulated) }
+        #expect(try cli.run(["run", "Tests/Fixtures/smartico-wall-vs-simulated.json", "--devices", "800", "--duration", "12s", "--quiet", "--out", simulated]).status == 0)
+        let opened = try #require(try summary(simulated)["counters"]?["sockets.peakOpen"]?.numberValue)
+        #expect(opened > 790)
+        let capped = try summary(single)
+        let merged = try summary(workers)
+        let singlePeak = capped["counters"]?["sockets.peakOpen"]?.numberValue ?? 0
+        #expect(singlePeak <= 354, "one process: \(singlePeak)")
+        #expect((capped["requests"]?["transportErrorsByReason"]?["socketBudget"]?.numberValue ?? 0) > 0)
+        #expect(merged["counters"]?["sockets.peakOpen"] == .number(opened), "each worker held all of its sockets at once")
+        #expect(merged["requests"]?["transportErrorsByReason"]?["socketBudget"] == nil)
+        #expect(merged["operations"]?["smartico.connect"]?["byStatus"]?["101"] == .number(opened))
+        #expect(merged["mergedFrom"] == .number(4))
+    }
+
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
     func countsAgainstNginxLimitReqEqualItsAccessLogAndTheSimulationPredictsThem() throws {
         // A limiter PushSwarm did not write: nginx's limit_req, 10r/s burst=5 nodelay per address,

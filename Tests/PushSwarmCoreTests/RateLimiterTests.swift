@@ -83,16 +83,17 @@ import PushSwarmMetrics
         var behaviour = MockBehaviour()
         behaviour.latency = .constant(0.01)
         behaviour.rateLimits = [RateLimitRule(algorithm: .fixedWindow(limit: 2, window: .seconds(10)), status: 503, sendsRetryAfter: true, paths: ["/limited"])]
-        var host = MockHost(service: EchoService(), behaviour: behaviour, random: SeededRandom(seed: 1, stream: .mock))
+        var host = MockHost(service: EchoService(), behaviour: behaviour, seed: 1)
+        var random = SeededRandom(seed: 1, stream: .mock)
         let limited = Request(method: "GET", path: "/limited/x?q=1")
         let now = Instant.start + .seconds(3)
-        #expect(host.exchange(limited, from: SourceAddress(index: 0), at: now).response.status == 200)
-        #expect(host.exchange(limited, from: SourceAddress(index: 0), at: now).response.status == 200)
-        let refused = host.exchange(limited, from: SourceAddress(index: 0), at: now)
+        #expect(host.exchange(limited, from: SourceAddress(index: 0), at: now, random: &random).response.status == 200)
+        #expect(host.exchange(limited, from: SourceAddress(index: 0), at: now, random: &random).response.status == 200)
+        let refused = host.exchange(limited, from: SourceAddress(index: 0), at: now, random: &random)
         #expect(refused.response.status == 503)
         #expect(refused.response.header("Retry-After") == "7", "the window ends 7 s later")
         #expect(refused.operation == "rateLimited")
-        #expect(host.exchange(Request(method: "GET", path: "/open"), from: SourceAddress(index: 0), at: now).response.status == 200, "other paths are not limited")
+        #expect(host.exchange(Request(method: "GET", path: "/open"), from: SourceAddress(index: 0), at: now, random: &random).response.status == 200, "other paths are not limited")
     }
 
     @Test func scenarioRulesAreReadWithTheirPathsInErrors() throws {
@@ -119,5 +120,5 @@ private struct EchoService: MockService {
         MockReply(response: Response(status: 200), operation: "echo")
     }
     mutating func knowDevice(_ device: KnownDevice) {}
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] { [] }
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] { [] }
 }

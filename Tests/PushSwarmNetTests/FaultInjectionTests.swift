@@ -56,9 +56,10 @@ import PushSwarmCore
         var behaviour = MockBehaviour()
         behaviour.latency = .constant(0.005)
         behaviour.faults = [stall]
-        var host = MockHost(service: EchoService(), behaviour: behaviour, random: SeededRandom(seed: 1, stream: .mock))
-        #expect(host.exchange(Request(method: "GET", path: "/"), from: SourceAddress(index: 0), at: .start + .milliseconds(2_250)).latency == .milliseconds(755))
-        #expect(host.exchange(Request(method: "GET", path: "/"), from: SourceAddress(index: 0), at: .start + .seconds(5)).latency == .milliseconds(5))
+        var host = MockHost(service: EchoService(), behaviour: behaviour, seed: 1)
+        var random = SeededRandom(seed: 1, stream: .mock)
+        #expect(host.exchange(Request(method: "GET", path: "/"), from: SourceAddress(index: 0), at: .start + .milliseconds(2_250), random: &random).latency == .milliseconds(755))
+        #expect(host.exchange(Request(method: "GET", path: "/"), from: SourceAddress(index: 0), at: .start + .seconds(5), random: &random).latency == .milliseconds(5))
     }
 }
 
@@ -69,7 +70,7 @@ private struct EchoService: MockService {
         MockReply(response: Response(status: 200, body: Array(repeating: UInt8(ascii: "x"), count: 2_000)), operation: "echo")
     }
     mutating func knowDevice(_ device: KnownDevice) {}
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] { [] }
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] { [] }
 }
 
 /// The one-service platform the fault tests serve (devices never run against it).

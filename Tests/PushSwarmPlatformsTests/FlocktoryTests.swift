@@ -114,8 +114,7 @@ import PushSwarmMetrics
         let device = Self.snapshot(installedAtStart: true)
         _ = client.started(device: device, now: .start, random: &random)
         mock.knowDevice(KnownDevice(pushToken: "fcm-1", userID: nil, os: .android, pushPermissionGranted: true))
-        var campaignRandom = SeededRandom(seed: 1, stream: .delivery)
-        let push = try #require(mock.launchCampaign(Campaign(name: "sale", platform: "flocktory", at: .zero, audience: 1), at: start, random: &campaignRandom).first)
+        let push = try #require(mock.launchCampaign(Campaign(name: "sale", platform: "flocktory", at: .zero, audience: 1), at: start, draws: CampaignDraws(seed: 1, campaign: "c")).first)
         // "Standard data set … landingUrl, messageTitle, body, iconUrl".
         #expect(push.data["messageTitle"] == "sale" && push.data["body"] != nil)
         let notification = PushNotification(id: 1, campaign: "sale", data: push.data)

@@ -165,8 +165,7 @@ import PushSwarmMetrics
         #expect(refresh(["tenant_id": "t1", "api_key": "key1", "old_token": "old", "new_token": "taken"]) == 409)
         #expect(refresh(["tenant_id": "t1", "api_key": "key1", "old_token": "old", "new_token": "new"]) == 200)
         #expect(refresh(["tenant_id": "t1", "api_key": "key1", "old_token": "old", "new_token": "newer"]) == 404, "the old token is gone")
-        var random = SeededRandom(seed: 1, stream: .campaign)
-        let pushes = mock.launchCampaign(Campaign(name: "c", platform: "smartapppush", at: .zero, audience: 1), at: .start, random: &random)
+        let pushes = mock.launchCampaign(Campaign(name: "c", platform: "smartapppush", at: .zero, audience: 1), at: .start, draws: CampaignDraws(seed: 1, campaign: "c"))
         #expect(Set(pushes.map(\.pushToken)) == ["new", "taken"])
     }
 
@@ -181,8 +180,7 @@ import PushSwarmMetrics
         body["push_permission_granted"] = false
         body["event_name"] = "push_permission_denied"
         _ = mock.handle(Request(method: "POST", path: "/events", body: JSONWriter.bytes(of: .object(body))), from: source, at: Instant.start + .seconds(1))
-        var random = SeededRandom(seed: 1, stream: .campaign)
-        let pushes = mock.launchCampaign(Campaign(name: "c", platform: "smartapppush", at: .zero, audience: 1), at: .start, random: &random)
+        let pushes = mock.launchCampaign(Campaign(name: "c", platform: "smartapppush", at: .zero, audience: 1), at: .start, draws: CampaignDraws(seed: 1, campaign: "c"))
         #expect(pushes.map(\.pushToken) == ["yes"])
         #expect(pushes[0].data["tracking_token"]?.count == 36)
     }

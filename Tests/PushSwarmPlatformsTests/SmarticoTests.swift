@@ -240,12 +240,11 @@ import PushSwarmMetrics
         settings.mock.miniGameShare = 0
         pump.mock = SmarticoMock(settings: settings)
         pump.mock.knowDevice(KnownDevice(pushToken: "fcm-1", userID: "player-1", os: .android, pushPermissionGranted: true))
-        var campaignRandom = SeededRandom(seed: 2, stream: .delivery)
-        let pushes = pump.mock.launchCampaign(Campaign(name: "c", platform: "smartico", at: .zero, audience: 1), at: start, random: &campaignRandom)
+        let pushes = pump.mock.launchCampaign(Campaign(name: "c", platform: "smartico", at: .zero, audience: 1), at: start, draws: CampaignDraws(seed: 1, campaign: "c"))
         // The push carries "engagement_uid", "message_id" and "user_ext_id", as section 5 reads them.
         let push = try #require(pushes.first)
         #expect(push.data["engagement_uid"] != nil && Int(push.data["message_id"] ?? "") != nil && push.data["user_ext_id"] == "player-1")
-        #expect(pump.mock.campaignSocketMessages(Campaign(name: "c", platform: "smartico", at: .zero, audience: 1), at: start, random: &campaignRandom).isEmpty, "nobody online")
+        #expect(pump.mock.campaignSocketMessages(Campaign(name: "c", platform: "smartico", at: .zero, audience: 1), at: start).isEmpty, "nobody online")
         pump.intent(launch, at: start + .minutes(1))
         #expect(pump.cids(pump.received).filter { $0 == 110 }.count == 1, "the pending popup arrives after IDENTIFY")
         #expect(pump.cids(pump.sent).contains(103), "its impression is reported")

@@ -12,6 +12,16 @@ public final class MockFleet: Sendable {
         /// In an array so that each host is mutated in place (not copied out of a dictionary).
         var hosts: [MockHost]
         var nextSession: UInt64 = 0
+        /// Draws for callers without a stream of their own (the loopback server), one stream per
+        /// source address.
+        var sourceRandom: [SourceAddress: SeededRandom] = [:]
+        let seed: UInt64
+
+        mutating func withSourceRandom<Result>(_ source: SourceAddress, _ body: (inout MockHost, inout SeededRandom) -> Result, host: Int) -> Result {
+            var random = sourceRandom[source] ?? SeededRandom(seed: seed, stream: .mock, index: UInt64(source.index))
+            defer { sourceRandom[source] = random }
+            return body(&hosts[host], &random)
+        }
     }
 
     /// Platform names, sorted; index `i` is `hosts[i]`.
@@ -26,14 +36,11 @@ public final class MockFleet: Sendable {
     public init(platforms configurations: [String: any PlatformConfiguration], seed: UInt64) {
         platforms = configurations.keys.sorted()
         var hosts: [MockHost] = []
-        for (index, name) in platforms.enumerated() {
+        for name in platforms {
             guard let configuration = configurations[name] else { continue }
-            hosts.append(MockHost(
-                service: configuration.makeMock(), behaviour: configuration.mockBehaviour,
-                random: SeededRandom(seed: seed, stream: .mock, index: UInt64(index))
-            ))
+            hosts.append(MockHost(service: configuration.makeMock(), behaviour: configuration.mockBehaviour, seed: seed))
         }
-        state = Mutex(State(hosts: hosts))
+        state = Mutex(State(hosts: hosts, seed: seed))
     }
 
     public func index(of platform: String) -> Int? { platforms.firstIndex(of: platform) }
@@ -58,8 +65,16 @@ public final class MockFleet: Sendable {
     }
 
     /// Answers a request for platform number `platform` and says how long the answer takes.
+    /// Latency and faults are drawn from the source address's stream.
     public func exchange(platform: Int, _ request: Request, from source: SourceAddress, at now: Instant) -> MockHost.Answer {
-        state.withLock { $0.hosts[platform].exchange(request, from: source, at: now) }
+        state.withLock { $0.withSourceRandom(source, { $0.exchange(request, from: source, at: now, random: &$1) }, host: platform) }
+    }
+
+    /// The same, drawing latency and faults from the caller's `random`: the simulated run passes
+    /// the device's own stream, so a device's answers do not depend on which other devices share
+    /// the mock (a shard's run answers each device as the whole fleet's run does).
+    public func exchange(platform: Int, _ request: Request, from source: SourceAddress, at now: Instant, random: inout SeededRandom) -> MockHost.Answer {
+        state.withLock { $0.hosts[platform].exchange(request, from: source, at: now, random: &random) }
     }
 
     public func knowDevice(platform: Int, _ device: KnownDevice) {
@@ -77,12 +92,24 @@ public final class MockFleet: Sendable {
         state.withLock { state in
             state.nextSession += 1
             let session = state.nextSession
-            return (session, state.hosts[platform].openSocket(session: session, path: path, from: source, at: now))
+            return (session, state.withSourceRandom(source, { $0.openSocket(session: session, path: path, from: source, at: now, random: &$1) }, host: platform))
+        }
+    }
+
+    public func openSocket(platform: Int, path: String, from source: SourceAddress, at now: Instant, random: inout SeededRandom) -> (session: UInt64, answer: MockHost.SocketAnswer) {
+        state.withLock { state in
+            state.nextSession += 1
+            let session = state.nextSession
+            return (session, state.hosts[platform].openSocket(session: session, path: path, from: source, at: now, random: &random))
         }
     }
 
     public func socketMessage(platform: Int, session: UInt64, text: String, from source: SourceAddress, at now: Instant) -> MockHost.SocketAnswer {
-        state.withLock { $0.hosts[platform].socketMessage(session: session, text: text, from: source, at: now) }
+        state.withLock { $0.withSourceRandom(source, { $0.socketMessage(session: session, text: text, from: source, at: now, random: &$1) }, host: platform) }
+    }
+
+    public func socketMessage(platform: Int, session: UInt64, text: String, from source: SourceAddress, at now: Instant, random: inout SeededRandom) -> MockHost.SocketAnswer {
+        state.withLock { $0.hosts[platform].socketMessage(session: session, text: text, from: source, at: now, random: &random) }
     }
 
     public func socketTimer(platform: Int, session: UInt64, at now: Instant) -> SocketReply {

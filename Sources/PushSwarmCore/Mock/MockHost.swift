@@ -6,13 +6,14 @@ public struct MockHost: Sendable {
     public private(set) var service: any MockService
     public let behaviour: MockBehaviour
     public private(set) var ledger = Ledger()
-    private var random: SeededRandom
+    private let seed: UInt64
     private var limiters: [RateLimiter]
 
-    public init(service: any MockService, behaviour: MockBehaviour, random: SeededRandom) {
+    /// Draws (latency, faults) come from the caller with each request: see `MockFleet`.
+    public init(service: any MockService, behaviour: MockBehaviour, seed: UInt64) {
         self.service = service
         self.behaviour = behaviour
-        self.random = random
+        self.seed = seed
         limiters = behaviour.rateLimits.map(RateLimiter.init(rule:))
     }
 
@@ -26,8 +27,9 @@ public struct MockHost: Sendable {
         public var fault: InjectedFault? = nil
     }
 
-    /// Answers `request` and says how long the answer takes to arrive.
-    public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant) -> Answer {
+    /// Answers `request` and says how long the answer takes to arrive, drawing latency and faults
+    /// from `random`.
+    public mutating func exchange(_ request: Request, from source: SourceAddress, at now: Instant, random: inout SeededRandom) -> Answer {
         var latency = behaviour.latency.sampleSpan(using: &random)
         if !limiters.isEmpty {
             let path = request.pathWithoutQuery
@@ -88,19 +90,19 @@ public struct MockHost: Sendable {
     }
 
     /// Opens session `session`; an injected 503 refuses the handshake.
-    public mutating func openSocket(session: UInt64, path: String, from source: SourceAddress, at now: Instant) -> SocketAnswer {
+    public mutating func openSocket(session: UInt64, path: String, from source: SourceAddress, at now: Instant, random: inout SeededRandom) -> SocketAnswer {
         let latency = behaviour.latency.sampleSpan(using: &random)
         if random.chance(behaviour.http503Rate) {
             let body = JSONWriter.bytes(of: ["error": "service overloaded (injected fault)"])
             let refusal = Response(status: 503, headers: [Header("Content-Type", "application/json")], body: body)
             return SocketAnswer(reply: SocketReply(refusal: refusal, operation: "injected503"), latency: latency)
         }
-        return SocketAnswer(reply: record(service.socketOpened(session: session, path: path, from: source, at: now), source: source, at: now), latency: latency)
+        return SocketAnswer(reply: record(service.socketOpened(session: session, path: path, from: source, at: now), source: source, at: now, random: &random), latency: latency)
     }
 
-    public mutating func socketMessage(session: UInt64, text: String, from source: SourceAddress, at now: Instant) -> SocketAnswer {
+    public mutating func socketMessage(session: UInt64, text: String, from source: SourceAddress, at now: Instant, random: inout SeededRandom) -> SocketAnswer {
         let latency = behaviour.latency.sampleSpan(using: &random)
-        return SocketAnswer(reply: record(service.socketMessage(session: session, text: text, from: source, at: now), source: source, at: now), latency: latency)
+        return SocketAnswer(reply: record(service.socketMessage(session: session, text: text, from: source, at: now), source: source, at: now, random: &random), latency: latency)
     }
 
     public mutating func socketTimer(session: UInt64, at now: Instant) -> SocketReply {
@@ -111,7 +113,7 @@ public struct MockHost: Sendable {
         service.socketClosed(session: session, at: now)
     }
 
-    private mutating func record(_ reply: SocketReply, source: SourceAddress, at now: Instant) -> SocketReply {
+    private mutating func record(_ reply: SocketReply, source: SourceAddress, at now: Instant, random: inout SeededRandom) -> SocketReply {
         if let key = reply.accepted, !random.chance(behaviour.loseAcceptedRate) {
             ledger.record(key, operation: reply.operation, source: source, at: now)
         }
@@ -123,7 +125,7 @@ public struct MockHost: Sendable {
     }
 
     public mutating func launchCampaign(_ campaign: Campaign, at now: Instant) -> (pushes: [PushMessage], sessionMessages: [SessionMessage]) {
-        let pushes = service.launchCampaign(campaign, at: now, random: &random)
-        return (pushes, service.campaignSocketMessages(campaign, at: now, random: &random))
+        let pushes = service.launchCampaign(campaign, at: now, draws: CampaignDraws(seed: seed, campaign: campaign.name))
+        return (pushes, service.campaignSocketMessages(campaign, at: now))
     }
 }

@@ -14,8 +14,11 @@ public protocol MockService: Sendable {
     /// Learns about an install that existed before the run started, as the real service would have.
     mutating func knowDevice(_ device: KnownDevice)
 
-    /// Chooses the recipients of a campaign and builds each one's push payload.
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage]
+    /// Chooses the recipients of a campaign and builds each one's push payload, drawing for each
+    /// recipient from `draws.random(for:)` with a key the device itself decides (its push token or
+    /// account), never from the order the service met its devices: a shard's mock then picks
+    /// exactly the recipients the whole fleet's mock would.
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage]
 
     // MARK: WebSocket sessions (a service without any keeps the defaults)
 
@@ -36,7 +39,28 @@ public protocol MockService: Sendable {
     mutating func socketClosed(session: UInt64, at now: Instant)
 
     /// Messages a campaign sends on open sessions (a popup shown in the app while it is open).
-    mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [SessionMessage]
+    mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant) -> [SessionMessage]
+}
+
+/// A campaign's randomness, recipient by recipient: what one recipient draws depends on the run's
+/// seed, the campaign and the recipient alone.
+public struct CampaignDraws: Sendable {
+    public let seed: UInt64
+    public let campaign: String
+
+    public init(seed: UInt64, campaign: String) {
+        self.seed = seed
+        self.campaign = campaign
+    }
+
+    public func random(for recipient: String) -> SeededRandom {
+        // FNV-1a over the campaign and the recipient: a stable index for the recipient's stream.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in campaign.utf8 + [0] + recipient.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return SeededRandom(seed: seed, stream: .campaign, index: hash)
+    }
 }
 
 extension MockService {
@@ -54,7 +78,7 @@ extension MockService {
 
     public mutating func socketClosed(session: UInt64, at now: Instant) {}
 
-    public mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [SessionMessage] { [] }
+    public mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant) -> [SessionMessage] { [] }
 }
 
 /// A mock's answer on a WebSocket session.

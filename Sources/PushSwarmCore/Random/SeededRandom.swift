@@ -15,6 +15,10 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         case campaign = 4
         case network = 5
         case delivery = 6
+        /// A closed-model user's think times, per device.
+        case workload = 7
+        /// A push's delivery delay and reachability, per receiving device.
+        case pushDelivery = 8
     }
 
     public init(seed: UInt64, stream: Stream, index: UInt64 = 0) {

@@ -26,6 +26,12 @@ public struct Fleet: Sendable {
 
     public func group(of profile: DeviceProfile) -> DeviceGroup { scenario.groups[profile.groupIndex] }
 
+    /// The group of device `index`: the first draw of its profile, without the rest.
+    public func groupIndex(at index: Int) -> Int {
+        var random = SeededRandom(seed: scenario.seed, stream: .deviceProfile, index: UInt64(index))
+        return random.pickIndex(weights: groupWeights, total: groupWeightTotal)
+    }
+
     public func profile(at index: Int) -> DeviceProfile {
         var random = SeededRandom(seed: scenario.seed, stream: .deviceProfile, index: UInt64(index))
         let groupIndex = random.pickIndex(weights: groupWeights, total: groupWeightTotal)

@@ -55,3 +55,15 @@ extension RunResult {
         return summary
     }
 }
+
+/// Where a run is, for the live progress line and the metrics endpoint: reported about once a
+/// second of wall time while the run goes.
+public struct RunProgress: Sendable {
+    /// How far the run is on its own timeline, and how long it is.
+    public var elapsed: TimeSpan
+    public var duration: TimeSpan
+    /// Everything measured so far (a copy).
+    public var metrics: RunMetrics
+    /// Devices in the run (a shard's, for a shard).
+    public var devices: Int
+}

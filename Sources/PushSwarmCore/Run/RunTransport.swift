@@ -86,7 +86,10 @@ public final class SimulatedTransport: RunTransport {
     private let mocks: MockFleet
     private let clock = SimulatedClock()
     private let network: NetworkSettings
-    private var random: SeededRandom
+    private let seed: UInt64
+    /// Each device's draws (network errors, the mock's latency and faults): a device's answers do
+    /// not depend on which other devices are in the run, so a shard answers as the whole run does.
+    private var deviceRandom: [Int: SeededRandom] = [:]
     private var sockets: [SocketKey: Session] = [:]
     private var socketBySession: [UInt64: SocketKey] = [:]
     private var timers: [UInt64: SocketKey] = [:]
@@ -96,18 +99,24 @@ public final class SimulatedTransport: RunTransport {
     public init(scenario: Scenario, mocks: MockFleet) {
         self.mocks = mocks
         network = scenario.network
-        random = SeededRandom(seed: scenario.seed, stream: .network)
+        seed = scenario.seed
+    }
+
+    private func draws(for device: Int) -> SeededRandom {
+        deviceRandom[device] ?? SeededRandom(seed: seed, stream: .network, index: UInt64(device) + 1)
     }
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
         let outcome: ExchangeOutcome
         let completedAt: Instant
+        var random = draws(for: device)
+        defer { deviceRandom[device] = random }
         if random.chance(network.errorRate) {
             // No route or a dropped connection: the client learns quickly, the service sees nothing.
             outcome = .transportError(reason: "networkError")
             completedAt = now + .milliseconds(200)
         } else if let host = mocks.index(of: platform) {
-            let answer = mocks.exchange(platform: host, outgoing.request, from: source, at: now)
+            let answer = mocks.exchange(platform: host, outgoing.request, from: source, at: now, random: &random)
             if answer.latency > outgoing.timeout {
                 outcome = .timeout
                 completedAt = now + outgoing.timeout
@@ -134,9 +143,11 @@ public final class SimulatedTransport: RunTransport {
         func fail(_ outcome: ExchangeOutcome, at time: Instant) {
             arrived.append(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: outcome)), at: time))
         }
+        var random = draws(for: device)
+        defer { deviceRandom[device] = random }
         if random.chance(network.errorRate) { return fail(.transportError(reason: "networkError"), at: now + .milliseconds(200)) }
         guard let host = mocks.index(of: platform) else { return fail(.transportError(reason: "noService"), at: now) }
-        let (session, answer) = mocks.openSocket(platform: host, path: open.path, from: source, at: now)
+        let (session, answer) = mocks.openSocket(platform: host, path: open.path, from: source, at: now, random: &random)
         if let refusal = answer.reply.refusal { return fail(.response(refusal), at: now + min(answer.latency, open.timeout)) }
         guard answer.latency <= open.timeout else {
             mocks.socketClosed(platform: host, session: session, at: now)
@@ -151,7 +162,9 @@ public final class SimulatedTransport: RunTransport {
     public func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) {
         let key = SocketKey(device: device, socket: socket)
         guard let session = sockets[key] else { return }
-        let answer = mocks.socketMessage(platform: session.platform, session: session.session, text: text, from: session.source, at: now)
+        var random = draws(for: device)
+        defer { deviceRandom[device] = random }
+        let answer = mocks.socketMessage(platform: session.platform, session: session.session, text: text, from: session.source, at: now, random: &random)
         apply(answer.reply, to: key, at: now + answer.latency, now: now)
     }
 

@@ -14,12 +14,15 @@ public final class WallRun {
         public var caFile: String?
         /// Connections a NAT address may hold to one origin at once.
         public var maxConnectionsPerSource: Int
+        /// Run only this part of the fleet.
+        public var shard: Shard?
 
-        public init(targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64) {
+        public init(targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64, shard: Shard? = nil) {
             self.targets = targets
             self.insecure = insecure
             self.caFile = caFile
             self.maxConnectionsPerSource = maxConnectionsPerSource
+            self.shard = shard
         }
     }
 
@@ -63,6 +66,7 @@ public final class WallRun {
     }
 
     public let scenario: Scenario
+    public let shard: Shard?
     public let plan: SocketPlan
     public let transport: NetworkTransport
     public let mockServer: MockServer?
@@ -72,6 +76,8 @@ public final class WallRun {
     /// context (a bad CA file is an error here, before any request).
     public init(scenario: Scenario, options: Options) throws(NetError) {
         self.scenario = scenario
+        shard = options.shard
+        let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices
         let group = EventLoopGroup()
         self.group = group
         let clock = WallClock()
@@ -87,8 +93,8 @@ public final class WallRun {
             mockServer = nil
         }
         plan = Self.plan(
-            devices: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
-            maxConnectionsPerSource: options.maxConnectionsPerSource, webSockets: Self.webSocketDevices(scenario)
+            devices: devices.count, devicesPerSource: scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
+            maxConnectionsPerSource: options.maxConnectionsPerSource, webSockets: Self.webSocketDevices(scenario, among: devices)
         )
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
@@ -112,16 +118,18 @@ public final class WallRun {
         )
     }
 
-    /// Devices of groups whose client keeps a WebSocket open, counted over the fleet the run builds.
-    public static func webSocketDevices(_ scenario: Scenario) -> Int {
+    /// Devices of groups whose client keeps a WebSocket open, among the fleet indices the run builds.
+    public static func webSocketDevices(_ scenario: Scenario, among devices: Range<Int>? = nil) -> Int {
         let holding = scenario.groups.map(\.client.holdsWebSocket)
         guard holding.contains(true) else { return 0 }
         let fleet = Fleet(scenario: scenario)
-        return (0..<scenario.devices).reduce(0) { $0 + (holding[fleet.profile(at: $1).groupIndex] ? 1 : 0) }
+        return (devices ?? 0..<scenario.devices).reduce(0) { $0 + (holding[fleet.groupIndex(at: $1)] ? 1 : 0) }
     }
 
-    public func run() async -> RunResult {
-        let result = await Run(scenario: scenario, transport: transport, mocks: mockServer?.mocks).run()
+    public func run(onProgress: ((RunProgress) -> Void)? = nil) async -> RunResult {
+        let run = Run(scenario: scenario, transport: transport, mocks: mockServer?.mocks, shard: shard)
+        run.onProgress = onProgress
+        let result = await run.run()
         transport.client.shutdown()
         mockServer?.stop()
         group.shutdown()

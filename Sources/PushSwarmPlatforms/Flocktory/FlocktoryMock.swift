@@ -214,9 +214,10 @@ struct FlocktoryMock: MockService {
 
     /// "Standard data set, passed by Flocktory in a push message": landingUrl, messageTitle, body,
     /// iconUrl, each link unique to its recipient.
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] {
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] {
         var messages: [PushMessage] = []
         for token in subscribers {
+            var random = draws.random(for: token)
             guard let cookie = visitorByToken[token], visitors[cookie]?.token == token, random.chance(campaign.audience) else { continue }
             serial += 1
             let message = "\(campaign.name)-\(serial)"

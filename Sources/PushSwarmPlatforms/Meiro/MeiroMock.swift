@@ -106,9 +106,11 @@ struct MeiroMock: MockService {
     }
 
     /// The FCM data Meiro sends: "action", "url" (empty when the action is "app"), "message_id".
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] {
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] {
         var messages: [PushMessage] = []
-        for token in tokens where registrations[token] != nil && random.chance(campaign.audience) {
+        for token in tokens where registrations[token] != nil {
+            var random = draws.random(for: token)
+            guard random.chance(campaign.audience) else { continue }
             let deepLink = random.chance(0.5)
             messages.append(PushMessage(pushToken: token, data: [
                 "action": deepLink ? "deeplink" : "app",

@@ -185,10 +185,11 @@ struct PushExpressMock: MockService {
     }
 
     /// "FCM transport message format": the px.* data fields, with a fresh `px.msg_id` per message.
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] {
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] {
         var messages: [PushMessage] = []
         for id in order {
             guard let instance = instances[id], instance.isActive, instance.permissionGranted, let token = instance.transportToken else { continue }
+            var random = draws.random(for: token)
             guard random.chance(campaign.audience) else { continue }
             var data = [
                 PushExpressMessages.Data.messageID: random.nextUUID(),

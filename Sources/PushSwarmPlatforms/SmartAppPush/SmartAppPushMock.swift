@@ -87,9 +87,10 @@ public struct SmartAppPushMock: MockService {
     /// Targets `audience` of the devices whose latest event said `push_permission_granted: true`;
     /// each push carries a fresh `tracking_token` (UUID), as "When SmartAppPush delivers a push
     /// notification, it includes a `tracking_token` (UUID) in the push payload's additional data".
-    public mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] {
+    public mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] {
         var messages: [PushMessage] = []
         for device in devices where device.isPushPermissionGranted && slotByToken[device.token] != nil {
+            var random = draws.random(for: device.token)
             guard random.chance(campaign.audience) else { continue }
             messages.append(PushMessage(pushToken: device.token, data: ["tracking_token": random.nextUUID(), "campaign_id": campaign.name]))
         }

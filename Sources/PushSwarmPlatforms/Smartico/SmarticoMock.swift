@@ -362,10 +362,11 @@ struct SmarticoMock: MockService {
     /// A campaign reaches each user in its audience twice over: an FCM push with the engagement's
     /// data ("engagement_uid", "message_id", "user_ext_id"), and a popup (or a mini-game) on their
     /// open sessions, kept for their next IDENTIFY when they have none.
-    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [PushMessage] {
+    mutating func launchCampaign(_ campaign: Campaign, at now: Instant, draws: CampaignDraws) -> [PushMessage] {
         var pushes: [PushMessage] = []
         campaignMessages = []
         for name in userOrder {
+            var random = draws.random(for: name)
             guard var user = users[name], random.chance(campaign.audience) else { continue }
             serial += 1
             let engagement = random.nextUUID()
@@ -392,7 +393,7 @@ struct SmarticoMock: MockService {
         return pushes
     }
 
-    mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant, random: inout SeededRandom) -> [SessionMessage] {
+    mutating func campaignSocketMessages(_ campaign: Campaign, at now: Instant) -> [SessionMessage] {
         defer { campaignMessages = [] }
         return campaignMessages
     }

@@ -1,0 +1,190 @@
+/// Two runs of one scenario side by side, as a nightly job reads them: did the service (or
+/// PushSwarm) get worse than the baseline by more than the tolerance?
+///
+/// What is compared: throughput (answers 1xx–3xx per second), latency percentiles overall and per
+/// operation, error and 429 rates, retry amplification, and the ledger. A change counts only past
+/// both the relative tolerance and an absolute floor, so that 0.2 ms on a 1 ms p50 or one error in
+/// a million does not fail a build.
+public struct Comparison: Sendable {
+    public enum Direction: Sendable {
+        /// Higher is worse (latency, error rates).
+        case lowerIsBetter
+        /// Lower is worse (throughput).
+        case higherIsBetter
+    }
+
+    public enum Verdict: String, Sendable {
+        case worse, better, same
+        /// In one run only.
+        case new, gone
+        /// Too few samples in either run to read a percentile or a rate from.
+        case few
+    }
+
+    public struct Row: Sendable {
+        public var metric: String
+        public var unit: String
+        public var baseline: Double?
+        public var current: Double?
+        public var verdict: Verdict
+        /// Shown whatever its verdict: the figures a reader wants every night.
+        public var isHeadline: Bool
+
+        /// Relative change (0.1 is +10 %); nil without both values or from zero.
+        public var change: Double? {
+            guard let baseline, let current, baseline != 0 else { return nil }
+            return (current - baseline) / abs(baseline)
+        }
+    }
+
+    public struct Options: Sendable {
+        /// A relative change beyond this counts (0.1: 10 %).
+        public var tolerance: Double = 0.10
+        /// Latency changes of less than this many milliseconds never count.
+        public var latencyFloorMilliseconds: Double = 1
+        /// Rate changes of less than this share never count (0.001: 0.1 percentage points).
+        public var rateFloor: Double = 0.001
+        /// Percentiles and rates of fewer samples than this in either run are not judged: the p99
+        /// of five answers is one answer.
+        public var minimumSamples: UInt64 = 100
+
+        public init() {}
+    }
+
+    public var rows: [Row] = []
+    public var notes: [String] = []
+    public let options: Options
+
+    public var regressions: [Row] { rows.filter { $0.verdict == .worse } }
+    public var isWorse: Bool { !regressions.isEmpty }
+
+    public init(baseline: Summary, current: Summary, options: Options = Options()) {
+        self.options = options
+        if baseline.scenario != current.scenario {
+            notes.append("the runs are of different scenarios (\(baseline.scenario) and \(current.scenario))")
+        }
+        if baseline.clock != current.clock { notes.append("the runs use different clocks (\(baseline.clock) and \(current.clock))") }
+        if baseline.devices != current.devices { notes.append("the runs have different fleets (\(baseline.devices) and \(current.devices) devices)") }
+        if baseline.simulatedSeconds != current.simulatedSeconds {
+            notes.append("the runs last differently (\(baseline.simulatedSeconds) s and \(current.simulatedSeconds) s); rates are per second")
+        }
+        for (name, summary) in [("baseline", baseline), ("current", current)] where summary.isSaturated {
+            notes.append("the \(name) run's generator was saturated: its latencies include PushSwarm's own delay")
+        }
+
+        func throughput(_ summary: Summary) -> Double {
+            let ok = summary.metrics.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
+            return summary.simulatedSeconds > 0 ? Double(ok) / summary.simulatedSeconds : 0
+        }
+        func rate(_ summary: Summary, _ count: UInt64) -> Double {
+            summary.metrics.sent > 0 ? Double(count) / Double(summary.metrics.sent) : 0
+        }
+        add("throughput (answers 1xx-3xx per second)", unit: "/s", throughput(baseline), throughput(current), .higherIsBetter, floor: 0, headline: true)
+        let (allBefore, allAfter) = (baseline.metrics.allLatencies, current.metrics.allLatencies)
+        for quantile in [0.5, 0.9, 0.99] {
+            add("\(Quantity.name(ofQuantile: quantile)) latency, all operations", unit: "ms",
+                milliseconds(allBefore, quantile), milliseconds(allAfter, quantile),
+                .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: quantile == 0.99,
+                samples: min(allBefore.totalCount, allAfter.totalCount))
+        }
+        let sent = min(baseline.metrics.sent, current.metrics.sent)
+        add("error rate", unit: "%", baseline.metrics.errorRate, current.metrics.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
+        add("429 rate", unit: "%", rate(baseline, baseline.rateLimited), rate(current, current.rateLimited), .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
+        add("retry amplification (attempts per request)", unit: "x", baseline.metrics.retryAmplification, current.metrics.retryAmplification, .lowerIsBetter, floor: 0.01, headline: true)
+        if baseline.ledger != nil || current.ledger != nil {
+            // Any lost item is worse: the floor is below one.
+            add("ledger lost", unit: "", Double(baseline.lost), Double(current.lost), .lowerIsBetter, floor: 0.5, headline: true, relative: false)
+            add("ledger duplicates", unit: "", Double(baseline.ledgerDuplicates), Double(current.ledgerDuplicates), .lowerIsBetter, floor: 0.5, headline: false)
+        }
+        for name in Set(baseline.metrics.operations.keys).union(current.metrics.operations.keys).sorted() {
+            let before = baseline.metrics.operations[name]
+            let after = current.metrics.operations[name]
+            guard let before, let after else {
+                rows.append(Row(metric: "\(name)", unit: "", baseline: before.map { Double($0.sent) }, current: after.map { Double($0.sent) },
+                                verdict: before == nil ? .new : .gone, isHeadline: true))
+                continue
+            }
+            for quantile in [0.5, 0.9, 0.99] {
+                add("\(Quantity.name(ofQuantile: quantile))(\(name))", unit: "ms", milliseconds(before.latency, quantile), milliseconds(after.latency, quantile),
+                    .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: false,
+                    samples: min(before.latency.totalCount, after.latency.totalCount))
+            }
+            func errorRate(_ operation: OperationMetrics) -> Double {
+                let ok = operation.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
+                return operation.sent > 0 ? Double(operation.sent - min(operation.sent, ok)) / Double(operation.sent) : 0
+            }
+            add("rate(errors) of \(name)", unit: "%", errorRate(before), errorRate(after), .lowerIsBetter, floor: options.rateFloor, headline: false,
+                samples: min(before.sent, after.sent))
+        }
+    }
+
+    private func milliseconds(_ histogram: LatencyHistogram, _ quantile: Double) -> Double? {
+        histogram.value(atQuantile: quantile).map { Double($0) / 1_000 }
+    }
+
+    private mutating func add(
+        _ metric: String, unit: String, _ baseline: Double?, _ current: Double?, _ direction: Direction,
+        floor: Double, headline: Bool, relative: Bool = true, samples: UInt64? = nil
+    ) {
+        var verdict = Verdict.same
+        if let samples, samples < options.minimumSamples {
+            verdict = .few
+        } else if let baseline, let current {
+            let difference = current - baseline
+            let beyondFloor = abs(difference) > floor
+            let beyondTolerance = !relative || abs(difference) > options.tolerance * abs(baseline)
+            if beyondFloor && beyondTolerance {
+                let higher = difference > 0
+                verdict = (higher == (direction == .lowerIsBetter)) ? .worse : .better
+            }
+        } else if baseline == nil && current != nil {
+            verdict = .new
+        } else if baseline != nil && current == nil {
+            verdict = .gone
+        }
+        rows.append(Row(metric: metric, unit: unit, baseline: baseline, current: current, verdict: verdict, isHeadline: headline))
+    }
+
+    /// The table a person reads: headline rows always, other rows when they changed (all with `everything`).
+    public func render(everything: Bool = false) -> String {
+        var table: [[String]] = [["metric", "baseline", "current", "change", "verdict"]]
+        for row in rows where everything || row.isHeadline || (row.verdict != .same && row.verdict != .few) {
+            func value(_ number: Double?) -> String {
+                guard let number else { return "-" }
+                switch row.unit {
+                case "%": return TerminalReport.format2(number * 100) + " %"
+                case "": return TerminalReport.group(UInt64(max(0, number)))
+                case "x": return TerminalReport.format2(number)
+                default: return TerminalReport.format2(number) + " " + row.unit
+                }
+            }
+            let change = row.change.map { ($0 >= 0 ? "+" : "") + TerminalReport.format2($0 * 100) + " %" }
+                ?? (row.baseline == row.current ? "" : row.baseline == 0 ? "from 0" : "")
+            let verdict = row.verdict == .worse ? "WORSE" : row.verdict == .few ? "too few samples" : row.verdict.rawValue
+            table.append([row.metric, value(row.baseline), value(row.current), change, verdict])
+        }
+        var lines = TerminalReport.formatTable(table)
+        for note in notes { lines.append("note: \(note)") }
+        let tolerance = TerminalReport.format2(options.tolerance * 100)
+        lines.append(isWorse
+            ? "\(regressions.count) worse beyond \(tolerance) % (and the floors: \(TerminalReport.format2(options.latencyFloorMilliseconds)) ms, \(TerminalReport.format2(options.rateFloor * 100)) percentage points)"
+            : "no change worse than \(tolerance) %")
+        return lines.joined(separator: "\n")
+    }
+
+    /// The comparison for a CI job: every row with its verdict.
+    public var json: JSONValue {
+        [
+            "tolerance": .number(options.tolerance),
+            "worse": .bool(isWorse),
+            "notes": .array(notes.map(JSONValue.string)),
+            "rows": .array(rows.map { row in
+                [
+                    "metric": .string(row.metric), "unit": .string(row.unit),
+                    "baseline": row.baseline.map(JSONValue.number) ?? .null, "current": row.current.map(JSONValue.number) ?? .null,
+                    "change": row.change.map(JSONValue.number) ?? .null, "verdict": .string(row.verdict.rawValue),
+                ]
+            }),
+        ]
+    }
+}

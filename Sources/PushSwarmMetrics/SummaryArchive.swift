@@ -1,0 +1,275 @@
+/// `metrics.json`: everything a summary is made from, exactly (every histogram bucket, every
+/// interval), so that `pushswarm merge` can add shards as if one process had recorded them and
+/// `pushswarm compare` can read any run again. `summary.json` is the readable contract; this is
+/// the lossless one.
+public enum SummaryArchive {
+    public static let format = "pushswarm-metrics"
+    public static let schemaVersion = 1
+
+    public struct ReadError: Error, CustomStringConvertible {
+        public var path: String
+        public var message: String
+        public var description: String { "\(path): \(message)" }
+    }
+
+    public static func text(of summary: Summary) -> String {
+        JSONWriter.text(of: json(of: summary), indent: 0) + "\n"
+    }
+
+    public static func json(of summary: Summary) -> JSONValue {
+        var run = JSONObject()
+        run["scenario"] = .string(summary.scenario)
+        run["seed"] = number(summary.seed)
+        run["clock"] = .string(summary.clock)
+        run["devices"] = .number(Double(summary.devices))
+        run["simulatedSeconds"] = .number(summary.simulatedSeconds)
+        run["wallSeconds"] = .number(summary.wallSeconds)
+        if let cpuBusy = summary.cpuBusy { run["cpuBusy"] = .number(cpuBusy) }
+        run["runId"] = .string(summary.runID)
+        run["version"] = .string(summary.version)
+        run["lost"] = .number(Double(summary.lost))
+        run["pendingAtEnd"] = .number(Double(summary.pendingAtEnd))
+        if let shard = summary.shard { run["shard"] = ["index": .number(Double(shard.index)), "count": .number(Double(shard.count))] }
+        if summary.mergedFrom > 0 { run["mergedFrom"] = .number(Double(summary.mergedFrom)) }
+        if !summary.thresholds.isEmpty { run["thresholds"] = .array(summary.thresholds.map(JSONValue.string)) }
+        if let scenarioText = summary.scenarioText { run["scenarioText"] = .string(scenarioText) }
+
+        var ledger: JSONValue = .null
+        if let operations = summary.ledger {
+            ledger = .object(JSONObject(operations.sorted { $0.key < $1.key }.map { name, entry in
+                (key: name, value: [
+                    "accepted": number(entry.accepted), "duplicates": number(entry.duplicates),
+                    "peakAcceptedPerSecondPerSource": .number(Double(entry.peakAcceptedPerSecondPerSource)),
+                ])
+            }))
+        }
+
+        let metrics = summary.metrics
+        var object = JSONObject()
+        object["operations"] = .object(JSONObject(metrics.operations.sorted { $0.key < $1.key }.map { name, operation in
+            (key: name, value: [
+                "sent": number(operation.sent), "retries": number(operation.retries),
+                "byStatus": counts(operation.byStatus.map { (String($0.key), $0.value) }),
+                "transportErrors": number(operation.transportErrors), "timeouts": number(operation.timeouts),
+                "latency": histogram(operation.latency), "serviceTime": histogram(operation.serviceTime),
+                "connectTime": histogram(operation.connectTime), "timeToFirstByte": histogram(operation.timeToFirstByte),
+            ])
+        }))
+        object["retriesByAttempt"] = counts(metrics.retriesByAttempt.map { (String($0.key), $0.value) })
+        object["backoffDelays"] = histogram(metrics.backoffDelays)
+        object["backoffByRetry"] = .object(JSONObject(metrics.backoffByRetry.sorted { $0.key < $1.key }.map { (key: String($0.key), value: histogram($0.value)) }))
+        object["droppedByReason"] = counts(metrics.droppedByReason.map { ($0.key, $0.value) })
+        object["transportErrorsByReason"] = counts(metrics.transportErrorsByReason.map { ($0.key, $0.value) })
+        object["counters"] = counts(metrics.counters.map { ($0.key, $0.value) })
+        object["durations"] = .object(JSONObject(metrics.durations.sorted { $0.key < $1.key }.map { (key: $0.key, value: histogram($0.value)) }))
+        object["timeline"] = [
+            "intervalMicroseconds": .number(Double(metrics.timeline.intervalMicroseconds)),
+            "intervals": .array(metrics.timeline.intervals.map { interval in
+                [
+                    "sent": number(interval.sent), "retries": number(interval.retries), "ok": number(interval.ok),
+                    "rateLimited": number(interval.rateLimited), "clientErrors": number(interval.clientErrors),
+                    "serverErrors": number(interval.serverErrors), "transportErrors": number(interval.transportErrors),
+                    "timeouts": number(interval.timeouts), "activeDevices": number(interval.activeDevices),
+                    "max": number(interval.latency.maximum),
+                    "buckets": .array(interval.latency.buckets.map { [.number(Double($0.index)), number($0.count)] }),
+                ]
+            }),
+        ]
+        return [
+            "format": .string(format), "schema": .number(Double(schemaVersion)),
+            "run": .object(run), "ledger": ledger, "metrics": .object(object),
+        ]
+    }
+
+    /// Reads a summary back from `metrics.json`'s text; errors name the JSON path.
+    public static func read(_ text: String) throws(ReadError) -> Summary {
+        let root: JSONValue
+        do { root = try JSONParser.parse(text) } catch { throw ReadError(path: "$", message: "not JSON: \(error)") }
+        var reader = Reader()
+        return try reader.summary(root)
+    }
+
+    private static func number(_ value: UInt64) -> JSONValue { .number(Double(value)) }
+
+    private static func counts(_ pairs: [(String, UInt64)]) -> JSONValue {
+        .object(JSONObject(pairs.sorted { $0.0 < $1.0 }.map { (key: $0.0, value: number($0.1)) }))
+    }
+
+    private static func histogram(_ histogram: LatencyHistogram) -> JSONValue {
+        guard !histogram.isEmpty else { return ["count": 0] }
+        return [
+            "count": number(histogram.totalCount), "min": number(histogram.minimum), "max": number(histogram.maximum),
+            "sum": number(histogram.sum),
+            "buckets": .array(histogram.savedBuckets.map { [.number(Double($0.index)), number($0.count)] }),
+        ]
+    }
+
+    private struct Reader {
+        func fail(_ path: String, _ message: String) -> ReadError { ReadError(path: path, message: message) }
+
+        func object(_ value: JSONValue?, _ path: String) throws(ReadError) -> JSONObject {
+            guard let object = value?.objectValue else { throw fail(path, "expected an object, found \(value?.kindName ?? "nothing")") }
+            return object
+        }
+
+        func number(_ value: JSONValue?, _ path: String) throws(ReadError) -> Double {
+            guard let number = value?.numberValue, number.isFinite else { throw fail(path, "expected a number, found \(value?.kindName ?? "nothing")") }
+            return number
+        }
+
+        func count(_ value: JSONValue?, _ path: String) throws(ReadError) -> UInt64 {
+            let value = try number(value, path)
+            guard value >= 0, value <= 9_007_199_254_740_992, value == value.rounded() else { throw fail(path, "expected a whole number from 0, found \(value)") }
+            return UInt64(value)
+        }
+
+        /// The whole-number member `key` of `object`, at `path`.
+        func count(_ key: String, of object: JSONObject, at path: String) throws(ReadError) -> UInt64 {
+            try count(object[key], "\(path).\(key)")
+        }
+
+        func string(_ value: JSONValue?, _ path: String) throws(ReadError) -> String {
+            guard let string = value?.stringValue else { throw fail(path, "expected a string, found \(value?.kindName ?? "nothing")") }
+            return string
+        }
+
+        func counts(_ value: JSONValue?, _ path: String) throws(ReadError) -> [String: UInt64] {
+            var result: [String: UInt64] = [:]
+            for (key, entry) in try object(value, path).members { result[key] = try count(entry, "\(path).\(key)") }
+            return result
+        }
+
+        func intCounts(_ value: JSONValue?, _ path: String) throws(ReadError) -> [Int: UInt64] {
+            var result: [Int: UInt64] = [:]
+            for (key, entry) in try counts(value, path) {
+                guard let number = Int(key) else { throw fail("\(path).\(key)", "expected a whole-number key") }
+                result[number] = entry
+            }
+            return result
+        }
+
+        func buckets(_ value: JSONValue?, _ path: String) throws(ReadError) -> [(index: Int, count: UInt64)] {
+            guard let array = value?.arrayValue else { throw fail(path, "expected an array of [index, count]") }
+            var result: [(index: Int, count: UInt64)] = []
+            result.reserveCapacity(array.count)
+            for (position, pair) in array.enumerated() {
+                guard let items = pair.arrayValue, items.count == 2 else { throw fail("\(path)[\(position)]", "expected [index, count]") }
+                result.append((Int(try count(items[0], "\(path)[\(position)][0]")), try count(items[1], "\(path)[\(position)][1]")))
+            }
+            return result
+        }
+
+        func histogram(_ value: JSONValue?, _ path: String) throws(ReadError) -> LatencyHistogram {
+            let object = try object(value, path)
+            guard try count(object["count"], "\(path).count") > 0 else { return LatencyHistogram() }
+            guard let restored = LatencyHistogram(
+                restoring: try buckets(object["buckets"], "\(path).buckets"),
+                minimum: try count(object["min"], "\(path).min"), maximum: try count(object["max"], "\(path).max"),
+                sum: try count(object["sum"], "\(path).sum")
+            ) else { throw fail("\(path).buckets", "a bucket index is outside the histogram") }
+            return restored
+        }
+
+        func histograms(_ value: JSONValue?, _ path: String) throws(ReadError) -> [String: LatencyHistogram] {
+            var result: [String: LatencyHistogram] = [:]
+            for (key, entry) in try object(value, path).members { result[key] = try histogram(entry, "\(path).\(key)") }
+            return result
+        }
+
+        mutating func summary(_ root: JSONValue) throws(ReadError) -> Summary {
+            let top = try object(root, "$")
+            guard top["format"]?.stringValue == SummaryArchive.format else {
+                throw fail("$.format", "expected \"\(SummaryArchive.format)\": this is not a PushSwarm metrics.json")
+            }
+            guard try count(top["schema"], "$.schema") == UInt64(SummaryArchive.schemaVersion) else {
+                throw fail("$.schema", "written by another version of PushSwarm (schema \(top["schema"]?.numberValue ?? 0), this one reads \(SummaryArchive.schemaVersion))")
+            }
+            let run = try object(top["run"], "$.run")
+            var metrics = RunMetrics()
+            let source = try object(top["metrics"], "$.metrics")
+            for (name, value) in try object(source["operations"], "$.metrics.operations").members {
+                let path = "$.metrics.operations.\(name)"
+                let entry = try object(value, path)
+                var operation = OperationMetrics()
+                operation.sent = try count("sent", of: entry, at: path)
+                operation.retries = try count("retries", of: entry, at: path)
+                operation.byStatus = try intCounts(entry["byStatus"], "\(path).byStatus")
+                operation.transportErrors = try count("transportErrors", of: entry, at: path)
+                operation.timeouts = try count("timeouts", of: entry, at: path)
+                operation.latency = try histogram(entry["latency"], "\(path).latency")
+                operation.serviceTime = try histogram(entry["serviceTime"], "\(path).serviceTime")
+                operation.connectTime = try histogram(entry["connectTime"], "\(path).connectTime")
+                operation.timeToFirstByte = try histogram(entry["timeToFirstByte"], "\(path).timeToFirstByte")
+                metrics.operations[name] = operation
+            }
+            metrics.retriesByAttempt = try intCounts(source["retriesByAttempt"], "$.metrics.retriesByAttempt")
+            metrics.backoffDelays = try histogram(source["backoffDelays"], "$.metrics.backoffDelays")
+            for (key, histogram) in try histograms(source["backoffByRetry"], "$.metrics.backoffByRetry") {
+                guard let retry = Int(key) else { throw fail("$.metrics.backoffByRetry.\(key)", "expected a whole-number key") }
+                metrics.backoffByRetry[retry] = histogram
+            }
+            metrics.droppedByReason = try counts(source["droppedByReason"], "$.metrics.droppedByReason")
+            metrics.transportErrorsByReason = try counts(source["transportErrorsByReason"], "$.metrics.transportErrorsByReason")
+            metrics.counters = try counts(source["counters"], "$.metrics.counters")
+            metrics.durations = try histograms(source["durations"], "$.metrics.durations")
+            let timelineObject = try object(source["timeline"], "$.metrics.timeline")
+            let interval = try count(timelineObject["intervalMicroseconds"], "$.metrics.timeline.intervalMicroseconds")
+            guard interval > 0 else { throw fail("$.metrics.timeline.intervalMicroseconds", "expected a length above zero") }
+            var timeline = Timeline(intervalMicroseconds: Int64(interval))
+            guard let intervals = timelineObject["intervals"]?.arrayValue else { throw fail("$.metrics.timeline.intervals", "expected an array") }
+            var restored: [Timeline.Interval] = []
+            for (position, value) in intervals.enumerated() {
+                let path = "$.metrics.timeline.intervals[\(position)]"
+                let entry = try object(value, path)
+                var item = Timeline.Interval()
+                item.sent = try count("sent", of: entry, at: path)
+                item.retries = try count("retries", of: entry, at: path)
+                item.ok = try count("ok", of: entry, at: path)
+                item.rateLimited = try count("rateLimited", of: entry, at: path)
+                item.clientErrors = try count("clientErrors", of: entry, at: path)
+                item.serverErrors = try count("serverErrors", of: entry, at: path)
+                item.transportErrors = try count("transportErrors", of: entry, at: path)
+                item.timeouts = try count("timeouts", of: entry, at: path)
+                item.activeDevices = try count("activeDevices", of: entry, at: path)
+                item.latency = SparseHistogram(buckets: try buckets(entry["buckets"], "\(path).buckets"), maximum: try count("max", of: entry, at: path))
+                restored.append(item)
+            }
+            timeline.restore(restored)
+            metrics.timeline = timeline
+
+            var ledger: [String: Summary.LedgerOperation]?
+            if let ledgerValue = top["ledger"], ledgerValue != .null {
+                var operations: [String: Summary.LedgerOperation] = [:]
+                for (name, value) in try object(ledgerValue, "$.ledger").members {
+                    let entry = try object(value, "$.ledger.\(name)")
+                    operations[name] = Summary.LedgerOperation(
+                        accepted: try count(entry["accepted"], "$.ledger.\(name).accepted"),
+                        duplicates: try count(entry["duplicates"], "$.ledger.\(name).duplicates"),
+                        peakAcceptedPerSecondPerSource: UInt32(min(try count(entry["peakAcceptedPerSecondPerSource"], "$.ledger.\(name).peakAcceptedPerSecondPerSource"), UInt64(UInt32.max)))
+                    )
+                }
+                ledger = operations
+            }
+            var summary = Summary(
+                scenario: try string(run["scenario"], "$.run.scenario"), seed: try count(run["seed"], "$.run.seed"),
+                clock: try string(run["clock"], "$.run.clock"), devices: Int(try count(run["devices"], "$.run.devices")),
+                simulatedSeconds: try number(run["simulatedSeconds"], "$.run.simulatedSeconds"),
+                wallSeconds: try number(run["wallSeconds"], "$.run.wallSeconds"),
+                runID: try string(run["runId"], "$.run.runId"), version: try string(run["version"], "$.run.version"),
+                metrics: metrics, ledger: ledger, lost: Int(try count(run["lost"], "$.run.lost")),
+                pendingAtEnd: Int(try count(run["pendingAtEnd"], "$.run.pendingAtEnd"))
+            )
+            if run["cpuBusy"] != nil { summary.cpuBusy = try number(run["cpuBusy"], "$.run.cpuBusy") }
+            if run["shard"] != nil {
+                let shard = try object(run["shard"], "$.run.shard")
+                summary.shard = (Int(try count(shard["index"], "$.run.shard.index")), Int(try count(shard["count"], "$.run.shard.count")))
+            }
+            if run["mergedFrom"] != nil { summary.mergedFrom = Int(try count(run["mergedFrom"], "$.run.mergedFrom")) }
+            if let thresholds = run["thresholds"]?.arrayValue {
+                summary.thresholds = try thresholds.enumerated().map { (position, value) throws(ReadError) in try string(value, "$.run.thresholds[\(position)]") }
+            }
+            if run["scenarioText"] != nil { summary.scenarioText = try string(run["scenarioText"], "$.run.scenarioText") }
+            return summary
+        }
+    }
+}

@@ -1,0 +1,208 @@
+/// What happened in each interval of a run, on the run's own timeline (simulated or wall): the
+/// series behind the report's charts, `timeseries.ndjson` and the live progress line.
+///
+/// Intervals start at the run's start and are `intervalMicroseconds` long; shards of one run share
+/// them, so two timelines merge exactly by adding interval to interval.
+public struct Timeline: Sendable, Equatable {
+    public struct Interval: Sendable, Equatable {
+        /// Requests and socket handshakes started in the interval, retries included.
+        public var sent: UInt64 = 0
+        public var retries: UInt64 = 0
+        /// Answers that arrived in the interval, by class.
+        public var ok: UInt64 = 0
+        public var rateLimited: UInt64 = 0
+        /// 4xx other than 429.
+        public var clientErrors: UInt64 = 0
+        public var serverErrors: UInt64 = 0
+        public var transportErrors: UInt64 = 0
+        public var timeouts: UInt64 = 0
+        /// Devices that started at least one request in the interval. Shards hold disjoint
+        /// devices, so merged shards add.
+        public var activeDevices: UInt64 = 0
+        /// Latency of the answers that arrived in the interval, every operation together.
+        public var latency = SparseHistogram()
+
+        public init() {}
+
+        public var answered: UInt64 { ok + rateLimited + clientErrors + serverErrors }
+        /// Everything that did not end in a 1xx–3xx answer.
+        public var errors: UInt64 { rateLimited + clientErrors + serverErrors + transportErrors + timeouts }
+
+        public mutating func merge(_ other: Interval) {
+            sent += other.sent
+            retries += other.retries
+            ok += other.ok
+            rateLimited += other.rateLimited
+            clientErrors += other.clientErrors
+            serverErrors += other.serverErrors
+            transportErrors += other.transportErrors
+            timeouts += other.timeouts
+            activeDevices += other.activeDevices
+            latency.merge(other.latency)
+        }
+    }
+
+    public var intervalMicroseconds: Int64
+    public private(set) var intervals: [Interval] = []
+
+    public init(intervalMicroseconds: Int64 = 1_000_000) {
+        precondition(intervalMicroseconds > 0, "an interval must be longer than zero")
+        self.intervalMicroseconds = intervalMicroseconds
+    }
+
+    /// At most about 300 points whatever the run's length, on a round interval: 1 s for a few
+    /// minutes, 5 min for a day.
+    public static func interval(forRunMicroseconds duration: Int64) -> Int64 {
+        let seconds: [Int64] = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 21_600, 43_200, 86_400]
+        for candidate in seconds where duration <= candidate * 1_000_000 * 300 { return candidate * 1_000_000 }
+        return 86_400 * 1_000_000 * ((duration / (86_400 * 1_000_000 * 300)) + 1)
+    }
+
+    /// The interval holding the instant `microseconds` after the start (created when new).
+    public mutating func index(at microseconds: Int64) -> Int {
+        let index = Int(max(0, microseconds) / intervalMicroseconds)
+        if index >= intervals.count {
+            intervals.append(contentsOf: repeatElement(Interval(), count: index - intervals.count + 1))
+        }
+        return index
+    }
+
+    public mutating func recordSent(at microseconds: Int64, isRetry: Bool) {
+        let index = index(at: microseconds)
+        intervals[index].sent += 1
+        if isRetry { intervals[index].retries += 1 }
+    }
+
+    public mutating func recordDeviceActive(interval index: Int) {
+        intervals[index].activeDevices += 1
+    }
+
+    public mutating func recordResponse(at microseconds: Int64, status: Int, latencyMicroseconds: UInt64) {
+        let index = index(at: microseconds)
+        switch status {
+        case 429: intervals[index].rateLimited += 1
+        case 400..<500: intervals[index].clientErrors += 1
+        case 500...: intervals[index].serverErrors += 1
+        default: intervals[index].ok += 1
+        }
+        intervals[index].latency.record(latencyMicroseconds)
+    }
+
+    public mutating func recordTransportError(at microseconds: Int64) {
+        intervals[index(at: microseconds)].transportErrors += 1
+    }
+
+    public mutating func recordTimeout(at microseconds: Int64) {
+        intervals[index(at: microseconds)].timeouts += 1
+    }
+
+    /// Adds `other`'s intervals to these; both must share the interval length.
+    public mutating func merge(_ other: Timeline) {
+        guard !other.intervals.isEmpty else { return }
+        if intervals.isEmpty { intervalMicroseconds = other.intervalMicroseconds }
+        precondition(other.intervalMicroseconds == intervalMicroseconds, "merging timelines of different intervals")
+        for (index, interval) in other.intervals.enumerated() {
+            if index >= intervals.count { intervals.append(interval) } else { intervals[index].merge(interval) }
+        }
+    }
+
+    /// Drops intervals past `count` (a run's end) and pads to it, so every run of one scenario
+    /// has the same number of points.
+    public mutating func fit(to count: Int) {
+        if intervals.count > count {
+            // What arrived while draining belongs to the last interval.
+            var last = intervals[count - 1]
+            for extra in intervals[count...] { last.merge(extra) }
+            intervals.removeSubrange((count - 1)...)
+            intervals.append(last)
+        } else if intervals.count < count {
+            intervals.append(contentsOf: repeatElement(Interval(), count: count - intervals.count))
+        }
+    }
+
+    /// Replaces the intervals wholesale (reading a saved timeline back).
+    public mutating func restore(_ saved: [Interval]) {
+        intervals = saved
+    }
+}
+
+/// A latency histogram for one interval: the same buckets as `LatencyHistogram` (so quantiles
+/// read alike and merge exactly), holding only the buckets that were hit. A day in 5-minute
+/// intervals keeps 288 of these; full histograms would take 190 kB each.
+public struct SparseHistogram: Sendable, Equatable {
+    /// `LatencyHistogram` bucket index → count.
+    public private(set) var counts: [Int: UInt64] = [:]
+    public private(set) var totalCount: UInt64 = 0
+    public private(set) var maximum: UInt64 = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { totalCount == 0 }
+
+    public mutating func record(_ value: UInt64) {
+        let clamped = min(value, LatencyHistogram.defaultHighestTrackableValue)
+        counts[LatencyHistogram.countsIndex(for: clamped), default: 0] += 1
+        totalCount += 1
+        maximum = max(maximum, value)
+    }
+
+    public mutating func merge(_ other: SparseHistogram) {
+        counts.merge(other.counts, uniquingKeysWith: +)
+        totalCount += other.totalCount
+        maximum = max(maximum, other.maximum)
+    }
+
+    /// As `LatencyHistogram.value(atQuantile:)`: the bucket's highest equivalent value, never above
+    /// the maximum.
+    public func value(atQuantile quantile: Double) -> UInt64? {
+        guard totalCount > 0 else { return nil }
+        let rank = max(1, UInt64((min(max(quantile, 0), 1) * Double(totalCount)).rounded(.up)))
+        var cumulative: UInt64 = 0
+        for index in counts.keys.sorted() {
+            cumulative += counts[index] ?? 0
+            if cumulative >= rank { return min(LatencyHistogram.highestEquivalentValue(forIndex: index), maximum) }
+        }
+        return maximum
+    }
+
+    /// Buckets as (bucket index, count), ascending: the exact saved form.
+    public var buckets: [(index: Int, count: UInt64)] {
+        counts.keys.sorted().map { ($0, counts[$0] ?? 0) }
+    }
+
+    /// A histogram from its saved form.
+    public init(buckets: [(index: Int, count: UInt64)], maximum: UInt64) {
+        for (index, count) in buckets where count > 0 {
+            counts[index, default: 0] += count
+            totalCount += count
+        }
+        self.maximum = maximum
+    }
+}
+
+extension Timeline {
+    /// `timeseries.ndjson`: one JSON object per interval, a line each, in time order. Rates are per
+    /// second of the run's timeline; latency percentiles in milliseconds (null when nothing was
+    /// answered in the interval).
+    public var ndjson: String {
+        let seconds = Double(intervalMicroseconds) / 1_000_000
+        var text = ""
+        for (index, interval) in intervals.enumerated() {
+            func milliseconds(_ quantile: Double) -> JSONValue {
+                interval.latency.value(atQuantile: quantile).map { .number(Double($0) / 1_000) } ?? .null
+            }
+            let line: JSONValue = [
+                "t": .number(Double(index) * seconds), "seconds": .number(seconds),
+                "sent": .number(Double(interval.sent)), "retries": .number(Double(interval.retries)),
+                "ok": .number(Double(interval.ok)), "rateLimited": .number(Double(interval.rateLimited)),
+                "clientErrors": .number(Double(interval.clientErrors)), "serverErrors": .number(Double(interval.serverErrors)),
+                "transportErrors": .number(Double(interval.transportErrors)), "timeouts": .number(Double(interval.timeouts)),
+                "activeDevices": .number(Double(interval.activeDevices)),
+                "requestsPerSecond": .number((Double(interval.sent) / seconds * 1_000).rounded() / 1_000),
+                "latencyMs": ["p50": milliseconds(0.5), "p90": milliseconds(0.9), "p99": milliseconds(0.99), "max": interval.latency.isEmpty ? .null : .number(Double(interval.latency.maximum) / 1_000)],
+            ]
+            text += JSONWriter.text(of: line, indent: 0) + "\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+
+/// `pushswarm run FILE --workers N`: the fleet as N shard processes of this same binary, each
+/// with its own built-in mock (or all against the same --target), then merged into one report.
+///
+/// Why processes: a process may open only so many files (20,000 here), and each socket is one
+/// (two with the in-process mock: both ends). N processes hold N times as many, and use the
+/// machine's cores. The shards are exactly those of `--shard i/N`, so the merged report is the
+/// one `pushswarm merge` would make of them.
+enum WorkersRun {
+    static func main(_ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments) async -> PushSwarmCommand.ExitCode {
+        guard let file = arguments.positionals.first else { return .badInput }
+        var forwarded: [String] = []
+        for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at"] {
+            if let value = arguments.value(option) { forwarded += [option, value] }
+        }
+        for option in ["--target", "--threshold"] {
+            for value in arguments.values(option) { forwarded += [option, value] }
+        }
+        if arguments.flags.contains("--insecure") { forwarded.append("--insecure") }
+
+        let quiet = arguments.flags.contains("--quiet")
+        if !quiet {
+            print("\(workers) shard processes of \(scenario.devices) devices (\(scenario.clock.rawValue) clock); shard reports in \(directory)/shard-I")
+        }
+        // Ctrl-C reaches the shards too (one process group): each stops early and writes its
+        // report, and this process merges what they wrote.
+        Signals.onInterrupt {}
+        var processes: [(shard: Int, process: Process, directory: String)] = []
+        for index in 1...workers {
+            let shardDirectory = (directory as NSString).appendingPathComponent("shard-\(index)")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+            process.arguments = ["run", file, "--shard", "\(index)/\(workers)", "--out", shardDirectory, "--quiet"] + forwarded
+            process.standardOutput = FileHandle.nullDevice
+            do {
+                try process.run()
+            } catch {
+                PushSwarmCommand.printError("cannot start shard \(index)/\(workers): \(error.localizedDescription)")
+                for (_, started, _) in processes { started.terminate() }
+                return .failure
+            }
+            processes.append((index, process, shardDirectory))
+        }
+        var failed: [String] = []
+        for (index, process, _) in processes {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    process.waitUntilExit()
+                    continuation.resume()
+                }
+            }
+            // A shard judges no thresholds; the whole run is judged after the merge.
+            let status = process.terminationStatus
+            if process.terminationReason == .uncaughtSignal || status != 0 {
+                failed.append("shard \(index)/\(workers) exited with \(process.terminationReason == .uncaughtSignal ? "signal " : "status ")\(status)")
+            }
+        }
+        guard failed.isEmpty else {
+            PushSwarmCommand.printError(failed.joined(separator: "; ") + "; no merged report (the shards that finished left theirs in \(directory))")
+            return .failure
+        }
+        var summary: Summary
+        do {
+            summary = try MergeCommand.merge(processes.map(\.directory))
+        } catch {
+            PushSwarmCommand.printError("\(error)")
+            return .failure
+        }
+        summary.runID = runID
+        summary.thresholds = scenario.thresholds.map(\.text)
+        return RunCommand.report(summary, to: directory, thresholds: scenario.thresholds, arguments: arguments)
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+@testable import PushSwarmMetrics
+
+/// The data behind reports: the timeline, metrics.json's exact round trip, the comparison, the HTML.
+@Suite struct ReportDataTests {
+    static func summary(latencyMilliseconds: UInt64 = 40, requests: Int = 2_000, status: (Int) -> Int = { _ in 200 }) -> Summary {
+        var metrics = RunMetrics()
+        metrics.timeline = Timeline(intervalMicroseconds: 10_000_000)
+        for request in 0..<requests {
+            let at = Int64(request) * 30_000
+            metrics.recordSent(operation: "p.events", retryNumber: request % 10 == 9 ? 1 : 0, at: at)
+            // A spread of latencies around the median: 0.5x to 1.5x.
+            let latency = latencyMilliseconds * 1_000 / 2 + UInt64(request % 100) * latencyMilliseconds * 10
+            metrics.recordResponse(operation: "p.events", status: status(request), latencyMicroseconds: latency, at: at + Int64(latency))
+        }
+        metrics.recordBackoff(microseconds: 1_500_000, retryNumber: 1)
+        metrics.recordDuration("rateLimitRecovery", microseconds: 2_000_000)
+        metrics.increment("notifications.tapped", by: 3)
+        metrics.recordTransportError(operation: "p.login", reason: "connectionReset", at: 5_000_000)
+        metrics.timeline.fit(to: 6)
+        var summary = Summary(
+            scenario: "s", seed: 7, clock: "simulated", devices: 100, simulatedSeconds: 60, wallSeconds: 0.5,
+            runID: "s-1", version: "test", metrics: metrics,
+            ledger: ["p.events": .init(accepted: 1_999, duplicates: 1, peakAcceptedPerSecondPerSource: 4)], lost: 0, pendingAtEnd: 2
+        )
+        summary.thresholds = ["p99(p.events) < 100ms"]
+        summary.scenarioText = "{\"name\": \"s <&> \"}"
+        return summary
+    }
+
+    @Test func theTimelineCountsEachOutcomeInItsIntervalAndAddsUpToTheTotals() {
+        let summary = Self.summary(status: { $0 % 50 == 0 ? 429 : ($0 % 77 == 0 ? 503 : 200) })
+        let intervals = summary.metrics.timeline.intervals
+        #expect(intervals.count == 6, "60 s in 10 s intervals")
+        #expect(intervals.reduce(0) { $0 + $1.sent } == summary.metrics.sent)
+        #expect(intervals.reduce(0) { $0 + $1.rateLimited } == summary.metrics.byStatus[429])
+        #expect(intervals.reduce(0) { $0 + $1.serverErrors } == summary.metrics.byStatus[503])
+        #expect(intervals.reduce(0) { $0 + $1.transportErrors } == 1)
+        #expect(intervals.reduce(0) { $0 + $1.retries } == 200)
+        // 30 ms apart: 333 or 334 requests start in each 10 s interval.
+        #expect(intervals[0].sent == 334 && intervals[1].sent == 333)
+    }
+
+    @Test func fittingFoldsWhatCameAfterTheEndIntoTheLastInterval() {
+        var timeline = Timeline(intervalMicroseconds: 1_000_000)
+        timeline.recordSent(at: 500_000, isRetry: false)
+        timeline.recordSent(at: 4_200_000, isRetry: false)
+        timeline.fit(to: 3)
+        #expect(timeline.intervals.map(\.sent) == [1, 0, 1])
+        timeline.fit(to: 5)
+        #expect(timeline.intervals.count == 5)
+    }
+
+    @Test func anIntervalIsRoundAndARunHasAtMostAboutThreeHundredOfThem() {
+        #expect(Timeline.interval(forRunMicroseconds: 60_000_000) == 1_000_000)
+        #expect(Timeline.interval(forRunMicroseconds: 86_400_000_000) == 300_000_000)
+        for seconds: Int64 in [1, 59, 3_600, 7_777, 86_400, 604_800, 31_622_400] {
+            let interval = Timeline.interval(forRunMicroseconds: seconds * 1_000_000)
+            #expect(seconds * 1_000_000 / interval <= 300, "\(seconds) s")
+        }
+    }
+
+    @Test func aSparseHistogramReadsTheSamePercentilesAsTheFullOne() {
+        var sparse = SparseHistogram()
+        var full = LatencyHistogram()
+        var value: UInt64 = 17
+        for _ in 0..<5_000 {
+            value = (value &* 6_364_136_223_846_793_005 &+ 1) % 3_000_000
+            sparse.record(value)
+            full.record(value)
+        }
+        for quantile in [0.5, 0.9, 0.99, 0.999, 1] {
+            #expect(sparse.value(atQuantile: quantile) == full.value(atQuantile: quantile), "q\(quantile)")
+        }
+    }
+
+    @Test func metricsJSONReadsBackExactly() throws {
+        let summary = Self.summary(status: { $0 % 40 == 0 ? 429 : 200 })
+        let read = try SummaryArchive.read(SummaryArchive.text(of: summary))
+        #expect(read.metrics == summary.metrics, "every bucket and interval")
+        #expect(read.ledger == summary.ledger)
+        #expect(read.thresholds == summary.thresholds)
+        #expect(read.scenarioText == summary.scenarioText)
+        #expect(read.jsonText == summary.jsonText, "the same summary.json")
+    }
+
+    @Test func aDamagedMetricsFileIsRefusedNamingWhere() {
+        var text = SummaryArchive.text(of: Self.summary())
+        text = text.replacingOccurrences(of: "\"timeouts\":0", with: "\"timeouts\":\"none\"")
+        #expect(throws: SummaryArchive.ReadError.self) { try SummaryArchive.read(text) }
+        do {
+            _ = try SummaryArchive.read(text)
+        } catch {
+            #expect(error.path.hasPrefix("$.metrics.operations.p.") && error.path.hasSuffix(".timeouts"), "\(error)")
+        }
+        do {
+            _ = try SummaryArchive.read("{\"format\": \"something-else\"}")
+        } catch {
+            #expect(error.description.contains("not a PushSwarm metrics.json"))
+        }
+    }
+
+    @Test func mergingSummariesAddsLedgersAndKeepsThePeakPerSource() {
+        var whole = Self.summary()
+        whole.merge(Self.summary())
+        #expect(whole.metrics.sent == 2 * Self.summary().metrics.sent)
+        #expect(whole.ledger?["p.events"]?.accepted == 3_998)
+        #expect(whole.ledger?["p.events"]?.peakAcceptedPerSecondPerSource == 4)
+        #expect(whole.devices == 200)
+        #expect(whole.metrics.timeline.intervals[0].sent == 2 * Self.summary().metrics.timeline.intervals[0].sent)
+    }
+
+    @Test func theComparisonFlagsASlowdownAndPassesTheSameRun() {
+        let baseline = Self.summary(latencyMilliseconds: 40)
+        #expect(!Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 40)).isWorse)
+        // 5 % slower is inside a 10 % tolerance.
+        #expect(!Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 42)).isWorse)
+        let slower = Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80))
+        #expect(slower.isWorse)
+        #expect(slower.regressions.contains { $0.metric == "p99(p.events)" })
+        #expect(slower.regressions.contains { $0.metric == "p50 latency, all operations" })
+        #expect(slower.render().contains("WORSE"))
+        // Faster is better, not worse.
+        let faster = Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 20))
+        #expect(!faster.isWorse)
+        #expect(faster.rows.contains { $0.verdict == .better })
+    }
+
+    @Test func aPercentileOfAFewAnswersIsNotJudged() {
+        let baseline = Self.summary(latencyMilliseconds: 40, requests: 50)
+        let slower = Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80, requests: 50))
+        #expect(!slower.isWorse, "50 answers: under the 100 needed")
+        #expect(slower.rows.contains { $0.metric == "p99(p.events)" && $0.verdict == .few })
+        var options = Comparison.Options()
+        options.minimumSamples = 10
+        #expect(Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80, requests: 50), options: options).isWorse)
+    }
+
+    @Test func theComparisonFlagsMore429sButNotOneInAMillion() {
+        let baseline = Self.summary()
+        let refused = Comparison(baseline: baseline, current: Self.summary(status: { $0 % 10 == 0 ? 429 : 200 }))
+        #expect(refused.regressions.map(\.metric).contains("429 rate"))
+        #expect(refused.regressions.map(\.metric).contains("throughput (answers 1xx-3xx per second)"))
+        // One 429 in 2,000 is 0.05 percentage points: under the 0.1 floor.
+        let one = Comparison(baseline: baseline, current: Self.summary(status: { $0 == 5 ? 429 : 200 }))
+        #expect(!one.regressions.map(\.metric).contains("429 rate"))
+    }
+
+    @Test func theHTMLReportIsOneFileWithFourChartsAndNoScript() {
+        let html = HTMLReport.render(Self.summary(status: { $0 % 40 == 0 ? 429 : 200 }))
+        for id in HTMLReport.chartIDs { #expect(html.contains("<svg class=\"chart\" id=\"\(id)\""), "\(id)") }
+        #expect(!html.contains("<script"))
+        #expect(!html.contains("src=\"http") && !html.contains("href=\"http"), "no external assets")
+        #expect(html.contains("&lt;&amp;&gt;"), "the scenario text is escaped")
+        #expect(html.contains("p99(p.events) &lt; 100ms"), "thresholds are listed")
+        // Six intervals: every line has six points.
+        let throughput = html.components(separatedBy: "id=\"chart-throughput\"")[1].components(separatedBy: "</svg>")[0]
+        let points = throughput.components(separatedBy: "points=\"")[1].components(separatedBy: "\"")[0]
+        #expect(points.split(separator: " ").count == 6)
+    }
+
+    @Test func theTimeSeriesHasALinePerInterval() throws {
+        let summary = Self.summary()
+        let lines = summary.metrics.timeline.ndjson.split(separator: "\n")
+        #expect(lines.count == 6)
+        var sent = 0.0
+        for line in lines {
+            let value = try JSONParser.parse(String(line))
+            sent += value["sent"]?.numberValue ?? 0
+            #expect(value["latencyMs"]?["p99"]?.numberValue != nil)
+        }
+        #expect(sent == Double(summary.metrics.sent))
+    }
+}
