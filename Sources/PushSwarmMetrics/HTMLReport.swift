@@ -259,11 +259,16 @@ struct SVGChart {
             svg += "<line x1=\"\(Self.left)\" x2=\"\(Self.width - Self.right)\" y1=\"\(f(lineY))\" y2=\"\(f(lineY))\" stroke=\"#e4e4e4\"/>"
             svg += "<text x=\"\(Self.left - 6)\" y=\"\(f(lineY + 4))\" text-anchor=\"end\">\(Self.label(value))</text>\n"
         }
-        // Time labels along the bottom.
-        let ticks = min(max(count, 1), 7)
-        for tick in 0..<ticks {
-            let point = ticks <= 1 ? 0 : Int((Double(tick) * Double(count - 1) / Double(ticks - 1)).rounded())
-            svg += "<text x=\"\(f(x(point)))\" y=\"\(f(Self.height - Self.bottom + 16))\" text-anchor=\"middle\">\(Self.clockLabel(Double(point) * intervalSeconds))</text>"
+        // Time labels along the bottom, at round times (every 20 s, 5 min, 4 h...), at most eight.
+        let last = Double(max(count - 1, 0)) * intervalSeconds
+        let step = [1.0, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 10_800, 14_400, 21_600, 43_200, 86_400]
+            .first { last / $0 <= 8 } ?? (last / 8).rounded(.up)
+        var tick = 0.0
+        while tick <= last + 1e-9 {
+            let tickX = count <= 1 ? x(0) : Self.left + plotWidth * tick / last
+            svg += "<text x=\"\(f(tickX))\" y=\"\(f(Self.height - Self.bottom + 16))\" text-anchor=\"middle\">\(Self.clockLabel(tick))</text>"
+            if count <= 1 { break }
+            tick += step
         }
         svg += "\n<line x1=\"\(Self.left)\" x2=\"\(Self.width - Self.right)\" y1=\"\(f(y(0)))\" y2=\"\(f(y(0)))\" stroke=\"#888\"/>\n"
         // Series, drawn last first when stacked so lower layers stay on top of the fill.

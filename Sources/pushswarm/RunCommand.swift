@@ -126,7 +126,7 @@ enum RunCommand {
             try? await Task.sleep(for: .seconds(startAt.timeIntervalSinceNow))
         }
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
-        let onProgress: (RunProgress) -> Void = { progress in
+        let onProgress: ((RunProgress) -> Void)? = line == nil && endpoint == nil ? nil : { progress in
             line?.update(progress)
             endpoint?.publish(progress)
         }

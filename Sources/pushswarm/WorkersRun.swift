@@ -23,7 +23,7 @@ enum WorkersRun {
 
         let quiet = arguments.flags.contains("--quiet")
         if !quiet {
-            print("\(workers) shard processes of \(scenario.devices) devices (\(scenario.clock.rawValue) clock); shard reports in \(directory)/shard-I")
+            print("\(workers) shard processes of \(TerminalReport.group(UInt64(scenario.devices))) devices (\(scenario.clock.rawValue) clock); shard reports in \(directory)/shard-I")
         }
         // Ctrl-C reaches the shards too (one process group): each stops early and writes its
         // report, and this process merges what they wrote.
