@@ -77,6 +77,9 @@ import Testing
         (["run", "Scenarios/quickstart.json", "--shard", "5/4"], "--shard: expected I/N with 1 <= I <= N"),
         (["run", "Scenarios/quickstart.json", "--workers", "0"], "--workers: expected a whole number from 1 to 64"),
         (["run", "Scenarios/quickstart.json", "--workers", "2", "--shard", "1/2"], "--workers: runs the shards itself"),
+        (["run", "Scenarios/quickstart.json", "--start-at", "tomorrow"], "--start-at: expected an instant as RFC 3339"),
+        (["run", "Scenarios/quickstart.json", "--metrics-listen", "127.0.0.1:9464"], "--metrics-listen needs --clock wall"),
+        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-listen", "localhost"], "--metrics-listen: expected ADDRESS:PORT"),
     ])
     func badReportArgumentsExitTwoWithAMessage(arguments: [String], expected: String) throws {
         let outcome = try cli.run(arguments)
