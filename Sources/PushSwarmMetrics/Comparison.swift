@@ -172,6 +172,17 @@ public struct Comparison: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// JUnit XML for a CI job: a test case per judged row, failed when the row is worse.
+    public func junit(scenario: String) -> String {
+        JUnit.xml(suite: "pushswarm compare: \(scenario)", rows.filter { $0.verdict != .few }.map { row in
+            let change = row.change.map { " (\($0 >= 0 ? "+" : "")\(TerminalReport.format2($0 * 100)) %)" } ?? ""
+            return JUnit.TestCase(
+                className: scenario, name: row.metric,
+                failure: row.verdict == .worse ? "worse than the baseline beyond \(TerminalReport.format2(options.tolerance * 100)) %: \(row.baseline.map { TerminalReport.format2($0) } ?? "-") -> \(row.current.map { TerminalReport.format2($0) } ?? "-") \(row.unit)\(change)" : nil
+            )
+        })
+    }
+
     /// The comparison for a CI job: every row with its verdict.
     public var json: JSONValue {
         [

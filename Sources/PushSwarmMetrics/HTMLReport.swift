@@ -192,20 +192,7 @@ public enum HTMLReport {
         share == 0 ? "0 %" : share < 0.001 ? "<0.1 %" : "\(TerminalReport.format2(share * 100)) %"
     }
 
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
-    }
+    static func escape(_ text: String) -> String { JUnit.escape(text) }
 }
 
 /// A line or stacked-area chart over a run's intervals, as inline SVG with axes, grid and legend.

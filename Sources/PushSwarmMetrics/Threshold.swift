@@ -146,32 +146,18 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
 
     /// JUnit XML, one test case per threshold: what CI systems show as test results.
     public static func junit(_ thresholds: [Threshold], summary: Summary) -> String {
-        let failures = thresholds.filter { !$0.holds(summary) }.count
-        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuites><testsuite name=\"pushswarm thresholds: \(escape(summary.scenario))\" tests=\"\(thresholds.count)\" failures=\"\(failures)\">\n"
-        for threshold in thresholds {
-            xml += "  <testcase classname=\"\(escape(summary.scenario))\" name=\"\(escape(threshold.text))\""
-            if threshold.holds(summary) {
-                xml += "/>\n"
-            } else {
-                xml += "><failure message=\"\(escape("measured \(threshold.format(threshold.measure(summary)))"))\"/></testcase>\n"
-            }
-        }
-        return xml + "</testsuite></testsuites>\n"
-    }
-
-    static func escape(_ text: String) -> String {
-        text.replacingAll("&", "&amp;").replacingAll("<", "&lt;").replacingAll(">", "&gt;").replacingAll("\"", "&quot;")
+        JUnit.xml(suite: "pushswarm thresholds: \(summary.scenario)", thresholds.map { threshold in
+            JUnit.TestCase(
+                className: summary.scenario, name: threshold.text,
+                failure: threshold.holds(summary) ? nil : "measured \(threshold.format(threshold.measure(summary)))"
+            )
+        })
     }
 }
 
 extension String {
     fileprivate var trimmingSpaces: String {
         String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-    }
-
-    fileprivate func replacingAll(_ target: String, _ replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 
     fileprivate init(format2 value: Double) {

@@ -20,6 +20,7 @@ enum CompareCommand {
                               both runs (default 100).
           --all               Show every row, not only the headline ones and the changes.
           --json FILE         Also write the comparison as JSON for a CI job.
+          --junit FILE        Also write it as JUnit XML: a test case per row, failed when worse.
           -h, --help          Show this help.
 
         Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input.
@@ -27,7 +28,7 @@ enum CompareCommand {
 
     static func main(_ words: [String]) -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--tolerance", "--latency-floor", "--rate-floor", "--json", "--min-samples"], switches: ["--all"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--tolerance", "--latency-floor", "--rate-floor", "--json", "--min-samples", "--junit"], switches: ["--all"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -64,9 +65,10 @@ enum CompareCommand {
         let comparison = Comparison(baseline: baseline, current: current, options: options)
         print("baseline \(baseline.runID) · current \(current.runID) · \(current.scenario)")
         print(comparison.render(everything: arguments.flags.contains("--all")))
-        if let path = arguments.value("--json") {
+        for (option, text) in [("--json", { JSONWriter.text(of: comparison.json, indent: 2) + "\n" }), ("--junit", { comparison.junit(scenario: current.scenario) })] {
+            guard let path = arguments.value(option) else { continue }
             do {
-                try Data((JSONWriter.text(of: comparison.json, indent: 2) + "\n").utf8).write(to: URL(fileURLWithPath: path))
+                try Data(text().utf8).write(to: URL(fileURLWithPath: path))
             } catch {
                 PushSwarmCommand.printError("cannot write \(path): \(error.localizedDescription)")
                 return .failure

@@ -57,7 +57,7 @@ import Testing
         let same = try cli.run(["compare", "\(work)/base", "\(work)/again"])
         #expect(same.status == 0, "\(same.output)")
         #expect(same.output.contains("no change worse than 10.00 %"))
-        let slower = try cli.run(["compare", "\(work)/base", "\(work)/slow", "--json", "\(work)/compare.json"])
+        let slower = try cli.run(["compare", "\(work)/base", "\(work)/slow", "--json", "\(work)/compare.json", "--junit", "\(work)/compare.xml"])
         #expect(slower.status == 1, "\(slower.output)")
         for row in ["p50 latency, all operations", "p99 latency, all operations", "p90(smartapppush.events)"] {
             #expect(slower.output.contains(row), "\(row) in \(slower.output)")
@@ -65,6 +65,8 @@ import Testing
         #expect(slower.output.contains("WORSE"))
         let written = try json("\(work)/compare.json")
         #expect(written["worse"] == .bool(true))
+        let junit = try String(contentsOfFile: "\(work)/compare.xml", encoding: .utf8)
+        #expect(junit.contains("name=\"p99(smartapppush.events)\"><failure message=\"worse than the baseline beyond 10.00 %"), "\(junit)")
         // The other way round it is faster: not worse.
         #expect(try cli.run(["compare", "\(work)/slow", "\(work)/base"]).status == 0)
     }
