@@ -64,6 +64,9 @@ public enum HTMLReport {
             ("429s", TerminalReport.group(summary.rateLimited), summary.rateLimited > 0 ? "bad" : ""),
             ("attempts per request", TerminalReport.format2(metrics.retryAmplification), metrics.retryAmplification > 1.1 ? "bad" : ""),
         ]
+        if let lag = summary.lagP99Milliseconds {
+            tiles.append(("generator lag p99", "\(TerminalReport.format2(lag)) ms", summary.isSaturated ? "bad" : ""))
+        }
         if summary.ledger != nil {
             tiles.append(("ledger lost", String(summary.lost), summary.lost > 0 ? "bad" : "good"))
             tiles.append(("duplicates", TerminalReport.group(summary.ledgerDuplicates), summary.ledgerDuplicates > 0 ? "bad" : ""))

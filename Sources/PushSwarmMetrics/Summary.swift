@@ -181,7 +181,8 @@ public struct Summary: Sendable {
     }
 
     /// Adds another shard's summary of the same scenario: metrics exactly (histograms bucket by
-    /// bucket), ledgers and counts by sum. A ledger's per-source peak takes the larger of the two:
+    /// bucket), ledgers and counts by sum; the CPU share is the busiest shard's (shards on one
+    /// machine add theirs instead: `run --workers` does). A ledger's per-source peak takes the larger of the two:
     /// shards hold whole source addresses, so one address's peak is in one shard.
     public mutating func merge(_ other: Summary) {
         metrics.merge(other.metrics)

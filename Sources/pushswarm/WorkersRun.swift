@@ -71,6 +71,10 @@ enum WorkersRun {
         }
         summary.runID = runID
         summary.thresholds = scenario.thresholds.map(\.text)
+        // The shards shared this machine: together they kept it as busy as the sum of their shares
+        // (a merge of shards from different machines takes the busiest one instead).
+        let shares = processes.compactMap { try? ReportFiles.read($0.directory).cpuBusy }
+        if !shares.isEmpty { summary.cpuBusy = shares.reduce(0, +) }
         return RunCommand.report(summary, to: directory, thresholds: scenario.thresholds, arguments: arguments)
     }
 }
