@@ -6,8 +6,9 @@ import Synchronization
 enum Signals {
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
-    /// Calls `first` on the first SIGINT or SIGTERM; a second one exits at once with 130.
-    static func onInterrupt(_ first: @escaping @Sendable () -> Void) {
+    /// Calls `first` on the first SIGINT or SIGTERM; a second one calls `again`, then exits at once
+    /// with 130.
+    static func onInterrupt(_ first: @escaping @Sendable () -> Void, again: @escaping @Sendable () -> Void = {}) {
         let count = Atomic<Int>(0)
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
@@ -16,6 +17,7 @@ enum Signals {
                 if count.add(1, ordering: .relaxed).newValue == 1 {
                     first()
                 } else {
+                    again()
                     FileHandle.standardError.write(Data("pushswarm: interrupted again; exiting without a report\n".utf8))
                     exit(130)
                 }

@@ -1,6 +1,7 @@
 import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
+import Synchronization
 
 /// `pushswarm run FILE --workers N`: the fleet as N shard processes of this same binary, each
 /// with its own built-in mock (or all against the same --target), then merged into one report.
@@ -25,14 +26,22 @@ enum WorkersRun {
         if !quiet {
             print("\(workers) shard processes of \(TerminalReport.group(UInt64(scenario.devices))) devices (\(scenario.clock.rawValue) clock); shard reports in \(directory)/shard-I")
         }
-        // Ctrl-C reaches the shards too (one process group): each stops early and writes its
-        // report, and this process merges what they wrote.
-        Signals.onInterrupt {}
+        // Each shard runs in its own process group, so Ctrl-C reaches this process alone: it passes
+        // it on, each shard stops early and writes its report, and this process merges them. A
+        // second Ctrl-C stops the shards without reports.
+        let started = Mutex<[Process]>([])
+        Signals.onInterrupt({
+            for process in started.withLock({ $0 }) where process.isRunning { process.interrupt() }
+        }, again: {
+            for process in started.withLock({ $0 }) where process.isRunning { process.terminate() }
+        })
+        // The binary itself, by its path (ps shows it as pushswarm, not /proc/self/exe).
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var processes: [(shard: Int, process: Process, directory: String)] = []
         for index in 1...workers {
             let shardDirectory = (directory as NSString).appendingPathComponent("shard-\(index)")
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+            process.executableURL = executable
             process.arguments = ["run", file, "--shard", "\(index)/\(workers)", "--out", shardDirectory, "--quiet"] + forwarded
             process.standardOutput = FileHandle.nullDevice
             do {
@@ -43,6 +52,7 @@ enum WorkersRun {
                 return .failure
             }
             processes.append((index, process, shardDirectory))
+            started.withLock { $0.append(process) }
         }
         var failed: [String] = []
         for (index, process, _) in processes {
