@@ -6,7 +6,7 @@ import PushSwarmMetrics
 /// the service still meets the objective.
 enum CapacityCommand {
     static let usage = """
-        Usage: pushswarm capacity FILE --slo OBJECTIVE [options]
+        Usage: pushswarm capacity FILE --slo OBJECTIVE [--threshold EXPR ...] [options]
 
         Steps the arrival rate of FILE's open-workload groups up (doubling from --from) until the
         objective breaks, then narrows the gap to --precision, running the scenario once per step
@@ -16,6 +16,9 @@ enum CapacityCommand {
         Options:
           --slo OBJECTIVE   pNN<duration and/or errors<percent, e.g. 'p99<200ms,errors<1%'.
                             Errors are answers other than 1xx-3xx, transport errors, timeouts.
+          --threshold EXPR  A further condition each step must meet, as for `run`, such as
+                            'p99(smartapppush.events) < 150ms' or 'rate(status=429) < 0.5%';
+                            repeat for several. With thresholds, --slo may be left out.
           --from RATE       First step (default 10/s).
           --precision P     Stop when the gap is within P of the rate that held (default 2%).
           --clock KIND      simulated (default) or wall (each step in real time, against the
@@ -28,16 +31,24 @@ enum CapacityCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file"], switches: ["--help", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file", "--threshold"], switches: ["--help", "--insecure"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "capacity", usage: usage) else { return .badInput }
-        let search: CapacitySearch
+        var search: CapacitySearch
         do {
             try RunCommand.applyOverrides(arguments, to: &scenario)
-            guard let sloText = arguments.value("--slo") else { throw ScenarioError(path: "--slo", message: "is required, e.g. --slo 'p99<200ms,errors<1%'") }
-            let objective = try ServiceLevelObjective(parsing: sloText)
+            var thresholds: [Threshold] = []
+            for text in arguments.values("--threshold") {
+                do { thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
+            }
+            var objective = ServiceLevelObjective(latencyQuantile: 0.99)
+            if let sloText = arguments.value("--slo") {
+                objective = try ServiceLevelObjective(parsing: sloText)
+            } else if thresholds.isEmpty {
+                throw ScenarioError(path: "--slo", message: "is required (or --threshold), e.g. --slo 'p99<200ms,errors<1%'")
+            }
             var start = 10.0
             if let text = arguments.value("--from") { start = try JSONReader(.string(text), path: "--from").ratePerSecond() }
             var precision = 0.02
@@ -46,6 +57,7 @@ enum CapacityCommand {
                 precision = number
             }
             search = try CapacitySearch(scenario: scenario, objective: objective, startRate: start, precision: precision)
+            search.thresholds = thresholds
         } catch {
             PushSwarmCommand.printError("\(error)")
             return .badInput
@@ -56,7 +68,8 @@ enum CapacityCommand {
             return .badInput
         }
         let quantile = Quantity.name(ofQuantile: search.objective.latencyQuantile)
-        print("capacity search: \(scenario.name), \(search.objective), steps of \(scenario.duration) in \(scenario.clock.rawValue) time")
+        let goals = ([search.objective.description].filter { !$0.isEmpty } + search.thresholds.map(\.text)).joined(separator: ", ")
+        print("capacity search: \(scenario.name), \(goals), steps of \(scenario.duration) in \(scenario.clock.rawValue) time")
         print("rate/s      sent  \(quantile.padding(toLength: 10, withPad: " ", startingAt: 0))  errors  held")
         var failedToRun = false
         let (steps, capacity) = await search.run({ stepped in
@@ -70,17 +83,18 @@ enum CapacityCommand {
             return await Run.simulated(stepped).run().metrics
         }, progress: { step in
             let latency = step.latency.map { String(format: "%.2f ms", Double($0) / 1_000) } ?? "-"
-            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")")
+            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")\(step.failedThresholds.isEmpty ? "" : " (" + step.failedThresholds.joined(separator: "; ") + ")")")
         })
         if failedToRun { return .badInput }
         if let capacity {
-            print("capacity: \(String(format: "%.2f", capacity)) requests/s held \(search.objective)")
+            print("capacity: \(String(format: "%.2f", capacity)) requests/s held \(goals)")
         } else {
             print("capacity: not found: the objective did not hold at any rate tried")
         }
         var json = JSONObject()
         json["scenario"] = .string(scenario.name)
         json["objective"] = .string(search.objective.description)
+        json["thresholds"] = .array(search.thresholds.map { .string($0.text) })
         json["capacityPerSecond"] = capacity.map { .number($0) } ?? .null
         json["steps"] = .array(steps.map { step -> JSONValue in
             var entry = JSONObject()
@@ -89,6 +103,7 @@ enum CapacityCommand {
             entry["latencyMs"] = step.latency.map { JSONValue.number(Double($0) / 1_000) } ?? .null
             entry["errorRate"] = .number(step.errorRate)
             entry["held"] = .bool(step.held)
+            entry["failedThresholds"] = .array(step.failedThresholds.map(JSONValue.string))
             return .object(entry)
         })
         let directory = arguments.value("--out") ?? "Reports/\(RunCommand.makeRunID(scenario: scenario))-capacity"

@@ -26,7 +26,7 @@ struct PushSwarmCommand {
         Usage:
           pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--target URL] [--out DIR]
                              [--threshold EXPR ...] [--junit FILE]
-          pushswarm capacity FILE --slo 'p99<200ms,errors<1%' [--from RATE] [--clock wall]
+          pushswarm capacity FILE --slo 'p99<200ms,errors<1%' [--threshold EXPR ...] [--from RATE] [--clock wall]
           pushswarm mock [FILE] [--listen ADDRESS:PORT]
           pushswarm bench URL [--connections N] [--duration D]
           pushswarm run FILE --shard I/N | --workers N

@@ -48,6 +48,19 @@ import PushSwarmMetrics
         #expect(nearest.errorRate == 0 && (nearest.latency ?? 0) > 200_000)
     }
 
+    @Test func thresholdsAreObjectivesPerStatusAndPerOperation() async throws {
+        // The same 200/s edge, found by its 429s alone, and a per-operation latency that holds.
+        let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
+        var search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(), startRate: 10)
+        search.thresholds = [try Threshold(parsing: "rate(status=429) < 1%"), try Threshold(parsing: "p99(smartapppush.events) < 1s")]
+        let (steps, capacity) = await search.run { await Run.simulated($0).run().metrics }
+        let found = try #require(capacity)
+        #expect(abs(found - 200) <= 10, "capacity \(found)/s")
+        let broken = steps.filter { !$0.held }
+        #expect(!broken.isEmpty && broken.allSatisfy { $0.failedThresholds == ["rate(status=429) < 1%"] })
+        #expect(steps.filter(\.held).allSatisfy { $0.failedThresholds.isEmpty })
+    }
+
     @Test func aScenarioWithoutAnOpenWorkloadIsRefused() throws {
         #expect(throws: ScenarioError.self) { try CapacitySearch(scenario: try loadScenario("quickstart"), objective: ServiceLevelObjective(), startRate: 10) }
     }

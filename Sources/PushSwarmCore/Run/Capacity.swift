@@ -58,6 +58,8 @@ public struct CapacityStep: Sendable {
     public var latency: UInt64?
     public var errorRate: Double
     public var held: Bool
+    /// The thresholds that failed at this rate, as written.
+    public var failedThresholds: [String] = []
 }
 
 /// Steps a scenario's open load up until the objective breaks, then narrows the gap: the highest
@@ -65,6 +67,9 @@ public struct CapacityStep: Sendable {
 public struct CapacitySearch: Sendable {
     public var scenario: Scenario
     public var objective: ServiceLevelObjective
+    /// Further conditions every step must meet, in the thresholds' language: per operation
+    /// (`p99(smartapppush.events) < 200ms`), per status (`rate(status=429) < 1%`), the ledger….
+    public var thresholds: [Threshold] = []
     public var startRate: Double
     /// Stop narrowing once the gap between the best rate that held and the lowest that broke is
     /// within this share of the former.
@@ -103,7 +108,16 @@ public struct CapacitySearch: Sendable {
         var held = sent > 0
         if let limit = objective.latencyLimit, let value, value > UInt64(max(0, limit.microseconds)) { held = false }
         if let limit = objective.errorRateLimit, errorRate > limit { held = false }
-        return CapacityStep(rate: rate, sent: sent, latency: value, errorRate: errorRate, held: held)
+        var failed: [String] = []
+        if !thresholds.isEmpty {
+            let summary = Summary(
+                scenario: scenario.name, seed: scenario.seed, clock: scenario.clock.rawValue, devices: scenario.devices,
+                simulatedSeconds: scenario.duration.seconds, wallSeconds: 0, runID: "", version: "", metrics: metrics,
+                ledger: nil, lost: 0, pendingAtEnd: 0
+            )
+            failed = thresholds.filter { !$0.holds(summary) }.map(\.text)
+        }
+        return CapacityStep(rate: rate, sent: sent, latency: value, errorRate: errorRate, held: held && failed.isEmpty, failedThresholds: failed)
     }
 
     /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives its metrics.
