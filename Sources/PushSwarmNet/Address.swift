@@ -1,5 +1,6 @@
 import CPushSwarmShim
 import Foundation
+import Synchronization
 
 /// An IP address, v4 or v6.
 public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
@@ -73,6 +74,33 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 public enum Resolver {
+    /// Names looked up so far in this process, and what came of it: the system resolver blocks,
+    /// so a name is looked up once, not on every connection an event loop opens (and a name that
+    /// does not resolve fails at once after that). `NetworkTransport` looks the targets up before
+    /// the run starts.
+    private static let cache = Mutex<[String: Result<IPAddress, NetError>]>([:])
+
+    /// The address to connect to for `origin`: its host's first address, looked up once.
+    public static func address(of origin: Origin) -> Result<SocketAddress, NetError> {
+        let known = cache.withLock { $0[origin.host] }
+        let found: Result<IPAddress, NetError>
+        if let known {
+            found = known
+        } else {
+            do {
+                if let ip = try resolve(origin.host).first {
+                    found = .success(ip)
+                } else {
+                    found = .failure(NetError(.dnsFailure, detail: "\(origin.host): no address"))
+                }
+            } catch {
+                found = .failure(error)
+            }
+            cache.withLock { $0[origin.host] = found }
+        }
+        return found.map { SocketAddress(ip: $0, port: origin.port) }
+    }
+
     /// The addresses of `host` (a literal, or a name through the system resolver), IPv4 first.
     public static func resolve(_ host: String) throws(NetError) -> [IPAddress] {
         if let literal = IPAddress(host) { return [literal] }

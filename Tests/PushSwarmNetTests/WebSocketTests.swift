@@ -44,6 +44,21 @@ import Testing
         #expect(close.error == nil)
     }
 
+    @Test func aSocketToAHostNameConnectsThroughTheResolversCache() async throws {
+        let server = try echoServer()
+        defer { server.stop() }
+        // localhost comes from /etc/hosts: no query leaves the machine.
+        let origin = try #require(TargetURL("ws://localhost:\(server.port)/socket")).origin
+        let address = try Resolver.address(of: origin).get()
+        #expect(address.ip.isLoopback && address.port == server.port)
+        let recorder = SocketRecorder()
+        WebSocketClient.connect(to: TargetURL("ws://localhost:\(server.port)/socket")!, on: testGroup.loops[0], delegate: recorder)
+        let socket = try await recorder.opened()
+        socket.loop.execute { socket.send(text: "by name") }
+        #expect(await recorder.texts(count: 1) == ["BY NAME"])
+        #expect(try Resolver.address(of: origin).get() == address, "the same answer, from the cache")
+    }
+
     @Test func handshakeToAPlainHTTPEndpointFailsWithTheStatus() async throws {
         let server = try startServer { _, responder in responder.respond(Response(status: 404)) }
         defer { server.stop() }

@@ -100,7 +100,6 @@ public final class HTTPClient: Sendable {
     let group: EventLoopGroup
     let configuration: Configuration
     private let states: [LoopState]
-    private let resolved = ResolverCache()
     private let budget: ConnectionBudget
 
     public init(group: EventLoopGroup, configuration: Configuration = Configuration()) {
@@ -164,7 +163,7 @@ public final class HTTPClient: Sendable {
     }
 
     func address(of origin: Origin) -> Result<SocketAddress, NetError> {
-        resolved.address(of: origin)
+        Resolver.address(of: origin)
     }
 }
 
@@ -238,24 +237,6 @@ private final class ConnectionBudget: Sendable {
         let pool = state.waiting.removeFirst()
         waiters.store(state.waiting.count, ordering: .relaxed)
         return pool
-    }
-}
-
-/// Addresses of origins, resolved once per run.
-private final class ResolverCache: Sendable {
-    private let cache = Mutex<[String: IPAddress]>([:])
-
-    func address(of origin: Origin) -> Result<SocketAddress, NetError> {
-        if let ip = cache.withLock({ $0[origin.host] }) { return .success(SocketAddress(ip: ip, port: origin.port)) }
-        do {
-            guard let ip = try Resolver.resolve(origin.host).first else {
-                return .failure(NetError(.dnsFailure, detail: "\(origin.host): no address"))
-            }
-            cache.withLock { $0[origin.host] = ip }
-            return .success(SocketAddress(ip: ip, port: origin.port))
-        } catch {
-            return .failure(error)
-        }
     }
 }
 

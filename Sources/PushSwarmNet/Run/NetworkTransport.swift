@@ -44,9 +44,9 @@ public final class NetworkTransport: RunTransport, Sendable {
         self.maxOpenSockets = maxOpenSockets
         self.clock = clock
         self.targets = targets
-        bindSources = targets.values.allSatisfy { target in
-            (try? Resolver.resolve(target.origin.host).first?.isLoopback) ?? false
-        }
+        // Each target's name is looked up here, once, before any event loop needs it.
+        let addresses = targets.values.map { Resolver.address(of: $0.origin) }
+        bindSources = addresses.allSatisfy { (try? $0.get().ip.isLoopback) ?? false }
     }
 
     /// Whether devices bind their NAT group's loopback address (only when every target is on

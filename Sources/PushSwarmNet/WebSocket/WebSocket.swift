@@ -336,11 +336,9 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
 
     func start(on loop: EventLoop, tls: TLSContext?, source: IPAddress?, timeout: UInt64) {
         let address: SocketAddress
-        do {
-            guard let ip = try Resolver.resolve(url.origin.host).first else { return fail(NetError(.dnsFailure, detail: url.origin.host)) }
-            address = SocketAddress(ip: ip, port: url.origin.port)
-        } catch {
-            return fail(error)
+        switch Resolver.address(of: url.origin) {
+        case .success(let resolved): address = resolved
+        case .failure(let error): return fail(error)
         }
         switch Connection.connect(on: loop, to: address, from: source, tls: tls, hostName: url.origin.host, delegate: self) {
         case .success(let connection): self.connection = connection
