@@ -83,6 +83,9 @@ import Testing
         }
         let counters = wallSummary["counters"]
         #expect(counters?["sockets.peakOpen"] == .number(400), "every device held its socket at once")
+        // The mock answers the handshake after its latency (5 ms) in wall time too.
+        let handshake = wallSummary["operations"]?["smartico.connect"]?["latencyMs"]?["p50"]?.numberValue ?? 0
+        #expect(handshake >= 5, "handshake p50 \(handshake) ms")
         let pings = counters?["smartico.serverPingsAnswered"]?.numberValue ?? 0
         let simulatedPings = simulatedSummary["counters"]?["smartico.serverPingsAnswered"]?.numberValue ?? 0
         #expect(pings > 400 && abs(pings - simulatedPings) <= 0.05 * simulatedPings, "server PINGs answered: wall \(pings), simulated \(simulatedPings)")

@@ -93,6 +93,19 @@ public final class HTTPResponder: @unchecked Sendable {
         precondition(upgrade, "acceptWebSocket on a request that is not a WebSocket handshake")
         connection?.acceptWebSocket(delegate)
     }
+
+    /// The same after `nanoseconds` (a mock's latency), from the loop's thread or any; `then` runs
+    /// on the loop with whether the handshake was answered (false when the client left first).
+    public func acceptWebSocket(_ delegate: any WebSocketDelegate & Sendable, afterNanoseconds nanoseconds: UInt64, then: @escaping @Sendable (Bool) -> Void) {
+        precondition(upgrade, "acceptWebSocket on a request that is not a WebSocket handshake")
+        loop.execute { [self] in
+            loop.schedule(afterNanoseconds: nanoseconds) { [self] in
+                guard let connection else { return then(false) }
+                connection.acceptWebSocket(delegate)
+                then(true)
+            }
+        }
+    }
 }
 
 /// Answers requests on the server's loops. Called on a loop thread: hand long work elsewhere.

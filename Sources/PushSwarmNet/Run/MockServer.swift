@@ -88,9 +88,11 @@ public final class MockServer: Sendable {
         }
         let socket = ServiceSocket(server: self, platform: platform, session: session, source: source)
         sessions.withLock { $0[session] = socket }
-        // On this loop's thread: the socket opens (or the handshake is refused) before this returns.
-        responder.acceptWebSocket(socket)
-        if !socket.replyFromLoop(answer.reply, after: answer.latency) { sessionEnded(session, platform: platform) }
+        // The handshake is answered after the mock's latency, as in simulated time, and the
+        // service's first reply right after it.
+        responder.acceptWebSocket(socket, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000) { [self] accepted in
+            if !accepted || !socket.replyFromLoop(answer.reply, after: .zero) { sessionEnded(session, platform: platform) }
+        }
     }
 
     fileprivate func count(_ operation: String, _ status: Int) {
