@@ -93,7 +93,10 @@ import Testing
             (counters?["smartico.popupsShown"]?.numberValue ?? 0) + (counters?["smartico.miniGamesShown"]?.numberValue ?? 0)
         }
         let simulatedCounters = simulatedSummary["counters"]
-        #expect(shown(counters) > 390 && shown(counters) == shown(simulatedCounters), "the campaign reached the open sockets")
+        // Within 1 %: a user whose session starts within a millisecond or two of the campaign can
+        // fall either side of it in wall time.
+        #expect(shown(counters) > 390 && abs(shown(counters) - shown(simulatedCounters)) <= 0.01 * shown(simulatedCounters),
+                "the campaign reached the open sockets: wall \(shown(counters)), simulated \(shown(simulatedCounters))")
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
     }
 
