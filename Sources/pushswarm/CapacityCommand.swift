@@ -39,10 +39,7 @@ enum CapacityCommand {
         var search: CapacitySearch
         do {
             try RunCommand.applyOverrides(arguments, to: &scenario)
-            var thresholds: [Threshold] = []
-            for text in arguments.values("--threshold") {
-                do { thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
-            }
+            let thresholds = try PushSwarmCommand.thresholdArguments(arguments)
             var objective = ServiceLevelObjective(latencyQuantile: 0.99)
             if let sloText = arguments.value("--slo") {
                 objective = try ServiceLevelObjective(parsing: sloText)

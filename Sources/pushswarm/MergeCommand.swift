@@ -43,9 +43,7 @@ enum MergeCommand {
             for (position, text) in summary.thresholds.enumerated() {
                 do { thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "thresholds[\(position)] of the shards' run", message: error.message) }
             }
-            for text in arguments.values("--threshold") {
-                do { thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
-            }
+            thresholds += try PushSwarmCommand.thresholdArguments(arguments)
         } catch {
             PushSwarmCommand.printError("\(error)")
             return .badInput

@@ -94,6 +94,15 @@ struct PushSwarmCommand {
         FileHandle.standardError.write(Data(("pushswarm: " + message + "\n").utf8))
     }
 
+    /// The `--threshold` options, read; a bad one names the option.
+    static func thresholdArguments(_ arguments: Arguments) throws(ScenarioError) -> [Threshold] {
+        var thresholds: [Threshold] = []
+        for text in arguments.values("--threshold") {
+            do { thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
+        }
+        return thresholds
+    }
+
     /// The one scenario file `command` takes, read and validated; nil (the problem printed) otherwise.
     static func loadScenarioArgument(_ arguments: Arguments, command: String, usage: String) -> Scenario? {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {

@@ -56,9 +56,7 @@ enum RunCommand {
         var startAt: Date?
         do {
             try applyOverrides(arguments, to: &scenario)
-            for text in arguments.values("--threshold") {
-                do { scenario.thresholds.append(try Threshold(parsing: text)) } catch { throw ScenarioError(path: "--threshold", message: error.message) }
-            }
+            scenario.thresholds += try PushSwarmCommand.thresholdArguments(arguments)
             if let text = arguments.value("--shard") {
                 guard let parsed = Shard(parsing: text) else {
                     throw ScenarioError(path: "--shard", message: "expected I/N with 1 <= I <= N, such as 2/4; found \"\(text)\"")
