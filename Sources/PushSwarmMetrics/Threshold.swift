@@ -49,6 +49,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         let name = String(text[..<start]).trimmingSpaces
         let value = String(text[end...]).trimmingSpaces
         metric = try Self.metric(name)
+        guard !value.isEmpty else { throw ParseError(message: "\"\(text)\" has no limit after \(comparison.rawValue)") }
         limit = try Self.value(value, for: metric)
     }
 

@@ -106,6 +106,12 @@ import Testing
         #expect(throws: Threshold.ParseError.self) { try Threshold(parsing: "p99(a.events) 200ms") }
         #expect(throws: Threshold.ParseError.self) { try Threshold(parsing: "p99 < 200") }
         #expect(throws: Threshold.ParseError.self) { try Threshold(parsing: "latency < 2s") }
+        do {
+            _ = try Threshold(parsing: "p99(a.events) <")
+            Issue.record("a threshold without a limit was read")
+        } catch {
+            #expect(error.message.contains("has no limit after <"), "\(error.message)")
+        }
     }
 
     @Test func junitHasOneCasePerThresholdAndFailsTheBrokenOnes() throws {
