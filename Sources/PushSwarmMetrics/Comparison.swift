@@ -73,8 +73,7 @@ public struct Comparison: Sendable {
         }
 
         func throughput(_ summary: Summary) -> Double {
-            let ok = summary.metrics.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
-            return summary.simulatedSeconds > 0 ? Double(ok) / summary.simulatedSeconds : 0
+            summary.simulatedSeconds > 0 ? Double(summary.metrics.answers(in: Quantity.okStatuses)) / summary.simulatedSeconds : 0
         }
         func rate(_ summary: Summary, _ count: UInt64) -> Double {
             summary.metrics.sent > 0 ? Double(count) / Double(summary.metrics.sent) : 0
@@ -83,7 +82,7 @@ public struct Comparison: Sendable {
         let (allBefore, allAfter) = (baseline.metrics.allLatencies, current.metrics.allLatencies)
         for quantile in [0.5, 0.9, 0.99] {
             add("\(Quantity.name(ofQuantile: quantile)) latency, all operations", unit: "ms",
-                milliseconds(allBefore, quantile), milliseconds(allAfter, quantile),
+                allBefore.milliseconds(atQuantile: quantile), allAfter.milliseconds(atQuantile: quantile),
                 .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: quantile == 0.99,
                 samples: min(allBefore.totalCount, allAfter.totalCount))
         }
@@ -105,21 +104,13 @@ public struct Comparison: Sendable {
                 continue
             }
             for quantile in [0.5, 0.9, 0.99] {
-                add("\(Quantity.name(ofQuantile: quantile))(\(name))", unit: "ms", milliseconds(before.latency, quantile), milliseconds(after.latency, quantile),
+                add("\(Quantity.name(ofQuantile: quantile))(\(name))", unit: "ms", before.latency.milliseconds(atQuantile: quantile), after.latency.milliseconds(atQuantile: quantile),
                     .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: false,
                     samples: min(before.latency.totalCount, after.latency.totalCount))
             }
-            func errorRate(_ operation: OperationMetrics) -> Double {
-                let ok = operation.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
-                return operation.sent > 0 ? Double(operation.sent - min(operation.sent, ok)) / Double(operation.sent) : 0
-            }
-            add("rate(errors) of \(name)", unit: "%", errorRate(before), errorRate(after), .lowerIsBetter, floor: options.rateFloor, headline: false,
+            add("rate(errors) of \(name)", unit: "%", before.errorRate, after.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: false,
                 samples: min(before.sent, after.sent))
         }
-    }
-
-    private func milliseconds(_ histogram: LatencyHistogram, _ quantile: Double) -> Double? {
-        histogram.value(atQuantile: quantile).map { Double($0) / 1_000 }
     }
 
     private mutating func add(

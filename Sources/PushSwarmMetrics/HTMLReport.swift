@@ -24,7 +24,7 @@ public enum HTMLReport {
         let seconds = Double(timeline.intervalMicroseconds) / 1_000_000
         let intervals = timeline.intervals
         func perSecond(_ value: (Timeline.Interval) -> UInt64) -> [Double?] { intervals.map { Double(value($0)) / seconds } }
-        func latency(_ quantile: Double) -> [Double?] { intervals.map { $0.latency.value(atQuantile: quantile).map { Double($0) / 1_000 } } }
+        func latency(_ quantile: Double) -> [Double?] { intervals.map { $0.latency.milliseconds(atQuantile: quantile) } }
 
         var html = """
             <!DOCTYPE html>
@@ -59,7 +59,7 @@ public enum HTMLReport {
         var tiles: [(String, String, String)] = [
             ("requests", TerminalReport.group(sent), ""),
             ("per second", TerminalReport.format2(summary.simulatedSeconds > 0 ? Double(sent) / summary.simulatedSeconds : 0), ""),
-            ("p99 latency", metrics.allLatencies.value(atQuantile: 0.99).map { "\(TerminalReport.format2(Double($0) / 1_000)) ms" } ?? "–", ""),
+            ("p99 latency", metrics.allLatencies.milliseconds(atQuantile: 0.99).map { "\(TerminalReport.format2($0)) ms" } ?? "–", ""),
             ("errors", percent(errorRate), errorRate > 0.01 ? "bad" : ""),
             ("429s", TerminalReport.group(summary.rateLimited), summary.rateLimited > 0 ? "bad" : ""),
             ("attempts per request", TerminalReport.format2(metrics.retryAmplification), metrics.retryAmplification > 1.1 ? "bad" : ""),
@@ -172,15 +172,12 @@ public enum HTMLReport {
     private static func table(_ rows: [(String, OperationMetrics)], first: String) -> String {
         var html = "<div class=\"wide\"><table><tr><th>\(first)</th><th>sent</th><th>ok</th><th>429</th><th>other 4xx</th><th>5xx</th><th>net err</th><th>timeout</th><th>retries</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>max ms</th><th>service p99 ms</th></tr>\n"
         for (name, operation) in rows {
-            func statuses(_ range: Range<Int>, excluding excluded: Int? = nil) -> UInt64 {
-                operation.byStatus.reduce(0) { range.contains($1.key) && $1.key != excluded ? $0 + $1.value : $0 }
-            }
             func milliseconds(_ histogram: LatencyHistogram, _ quantile: Double) -> String {
-                histogram.value(atQuantile: quantile).map { TerminalReport.format2(Double($0) / 1_000) } ?? "–"
+                histogram.milliseconds(atQuantile: quantile).map(TerminalReport.format2) ?? "–"
             }
             let cells = [
-                TerminalReport.group(operation.sent), TerminalReport.group(statuses(100..<400)), TerminalReport.group(operation.byStatus[429] ?? 0),
-                TerminalReport.group(statuses(400..<500, excluding: 429)), TerminalReport.group(statuses(500..<600)),
+                TerminalReport.group(operation.sent), TerminalReport.group(operation.answers(in: Quantity.okStatuses)), TerminalReport.group(operation.byStatus[429] ?? 0),
+                TerminalReport.group(operation.answers(in: 400..<500, excluding: 429)), TerminalReport.group(operation.answers(in: 500..<600)),
                 TerminalReport.group(operation.transportErrors), TerminalReport.group(operation.timeouts), TerminalReport.group(operation.retries),
                 milliseconds(operation.latency, 0.5), milliseconds(operation.latency, 0.9), milliseconds(operation.latency, 0.99),
                 operation.latency.isEmpty ? "–" : TerminalReport.format2(Double(operation.latency.maximum) / 1_000),

@@ -37,8 +37,48 @@ extension RunMetrics {
 
     /// The share of requests sent that ended in anything but a 1xx–3xx answer: 4xx, 5xx,
     /// transport errors, timeouts (and requests still in flight).
-    public var errorRate: Double {
-        let ok = byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 + $1.value : $0 }
+    public var errorRate: Double { Quantity.errorRate(sent: sent, byStatus: byStatus) }
+
+    /// Answers whose status is in `range`, other than `excluded`.
+    public func answers(in range: Range<Int>, excluding excluded: Int? = nil) -> UInt64 {
+        Quantity.answers(byStatus, in: range, excluding: excluded)
+    }
+}
+
+extension OperationMetrics {
+    /// As `RunMetrics.errorRate`, for this operation.
+    public var errorRate: Double { Quantity.errorRate(sent: sent, byStatus: byStatus) }
+
+    /// Answers whose status is in `range`, other than `excluded`.
+    public func answers(in range: Range<Int>, excluding excluded: Int? = nil) -> UInt64 {
+        Quantity.answers(byStatus, in: range, excluding: excluded)
+    }
+}
+
+extension Quantity {
+    /// The answers a report calls ok: 1xx–3xx (101 being an opened WebSocket).
+    public static let okStatuses = 100..<400
+
+    static func answers(_ byStatus: [Int: UInt64], in range: Range<Int>, excluding excluded: Int?) -> UInt64 {
+        byStatus.reduce(0) { range.contains($1.key) && $1.key != excluded ? $0 + $1.value : $0 }
+    }
+
+    static func errorRate(sent: UInt64, byStatus: [Int: UInt64]) -> Double {
+        let ok = answers(byStatus, in: okStatuses, excluding: nil)
         return sent > 0 ? Double(sent - min(sent, ok)) / Double(sent) : 0
+    }
+}
+
+extension LatencyHistogram {
+    /// The value at `quantile` in milliseconds (the histogram holds microseconds).
+    public func milliseconds(atQuantile quantile: Double) -> Double? {
+        value(atQuantile: quantile).map { Double($0) / 1_000 }
+    }
+}
+
+extension SparseHistogram {
+    /// The value at `quantile` in milliseconds (the histogram holds microseconds).
+    public func milliseconds(atQuantile quantile: Double) -> Double? {
+        value(atQuantile: quantile).map { Double($0) / 1_000 }
     }
 }

@@ -9,15 +9,12 @@ public enum TerminalReport {
 
         var table: [[String]] = [["operation", "sent", "ok", "4xx", "429", "5xx", "net err", "timeout", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms"]]
         for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
-            func statuses(_ range: Range<Int>, excluding excluded: Int? = nil) -> UInt64 {
-                operation.byStatus.reduce(0) { range.contains($1.key) && $1.key != excluded ? $0 + $1.value : $0 }
-            }
             func quantile(_ q: Double) -> String {
-                operation.latency.value(atQuantile: q).map { format2(Double($0) / 1_000) } ?? "-"
+                operation.latency.milliseconds(atQuantile: q).map(format2) ?? "-"
             }
             table.append([
-                name, group(operation.sent), group(statuses(100..<400)), group(statuses(400..<500, excluding: 429)),
-                group(operation.byStatus[429] ?? 0), group(statuses(500..<600)), group(operation.transportErrors),
+                name, group(operation.sent), group(operation.answers(in: Quantity.okStatuses)), group(operation.answers(in: 400..<500, excluding: 429)),
+                group(operation.byStatus[429] ?? 0), group(operation.answers(in: 500..<600)), group(operation.transportErrors),
                 group(operation.timeouts), quantile(0.5), quantile(0.9), quantile(0.99), quantile(0.999),
                 operation.latency.isEmpty ? "-" : format2(Double(operation.latency.maximum) / 1_000),
             ])
@@ -30,7 +27,7 @@ public enum TerminalReport {
             var phases: [[String]] = [["operation", "service p50", "service p99", "first byte p50", "first byte p99", "connections", "connect p50", "connect p99"]]
             for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
                 func milliseconds(_ histogram: LatencyHistogram, _ q: Double) -> String {
-                    histogram.value(atQuantile: q).map { format2(Double($0) / 1_000) } ?? "-"
+                    histogram.milliseconds(atQuantile: q).map(format2) ?? "-"
                 }
                 phases.append([
                     name, milliseconds(operation.serviceTime, 0.5), milliseconds(operation.serviceTime, 0.99),

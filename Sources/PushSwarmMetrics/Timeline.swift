@@ -189,7 +189,7 @@ extension Timeline {
         var text = ""
         for (index, interval) in intervals.enumerated() {
             func milliseconds(_ quantile: Double) -> JSONValue {
-                interval.latency.value(atQuantile: quantile).map { .number(Double($0) / 1_000) } ?? .null
+                interval.latency.milliseconds(atQuantile: quantile).map(JSONValue.number) ?? .null
             }
             let line: JSONValue = [
                 "t": .number(Double(index) * seconds), "seconds": .number(seconds),

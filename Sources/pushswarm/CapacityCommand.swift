@@ -59,11 +59,7 @@ enum CapacityCommand {
             PushSwarmCommand.printError("\(error)")
             return .badInput
         }
-        let targetWords = arguments.values("--target")
-        if !targetWords.isEmpty && scenario.clock != .wall {
-            PushSwarmCommand.printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
-            return .badInput
-        }
+        guard let targetWords = PushSwarmCommand.targetArguments(arguments, clock: scenario.clock) else { return .badInput }
         let quantile = Quantity.name(ofQuantile: search.objective.latencyQuantile)
         let goals = ([search.objective.description].filter { !$0.isEmpty } + search.thresholds.map(\.text)).joined(separator: ", ")
         print("capacity search: \(scenario.name), \(goals), steps of \(scenario.duration) in \(scenario.clock.rawValue) time")

@@ -59,9 +59,11 @@ enum MergeCommand {
     }
 
     /// The shards' summaries added into one; refuses shards of different runs, repeated shards and
-    /// missing ones (a merge without them would undercount).
-    static func merge(_ paths: [String]) throws -> Summary {
+    /// missing ones (a merge without them would undercount). Shards `onOneMachine` kept it as busy
+    /// as the sum of their CPU shares; from several machines, the busiest one's share stands.
+    static func merge(_ paths: [String], onOneMachine: Bool = false) throws -> Summary {
         var merged: Summary?
+        var cpuShares: [Double] = []
         var seen: [Int: String] = [:]
         var count: Int?
         for path in paths {
@@ -77,6 +79,7 @@ enum MergeCommand {
                 throw MergeError(description: "\(path): shard \(part.index)/\(part.count) is already in \(other)")
             }
             seen[part.index] = path
+            if let share = shard.cpuBusy { cpuShares.append(share) }
             guard var whole = merged else {
                 merged = shard
                 continue
@@ -97,6 +100,7 @@ enum MergeCommand {
         }
         whole.shard = nil
         whole.mergedFrom = count
+        if onOneMachine && !cpuShares.isEmpty { whole.cpuBusy = cpuShares.reduce(0, +) }
         return whole
     }
 }

@@ -94,6 +94,16 @@ struct PushSwarmCommand {
         FileHandle.standardError.write(Data(("pushswarm: " + message + "\n").utf8))
     }
 
+    /// The `--target` words, which only a wall-clock run takes; nil (the problem printed) otherwise.
+    static func targetArguments(_ arguments: Arguments, clock: Scenario.ClockKind) -> [String]? {
+        let words = arguments.values("--target")
+        if !words.isEmpty && clock != .wall {
+            printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
+            return nil
+        }
+        return words
+    }
+
     /// The `--threshold` options, read; a bad one names the option.
     static func thresholdArguments(_ arguments: Arguments) throws(ScenarioError) -> [Threshold] {
         var thresholds: [Threshold] = []

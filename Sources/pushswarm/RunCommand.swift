@@ -83,11 +83,7 @@ enum RunCommand {
             PushSwarmCommand.printError("\(error)")
             return .badInput
         }
-        let targetWords = arguments.values("--target")
-        if !targetWords.isEmpty && scenario.clock != .wall {
-            PushSwarmCommand.printError("--target needs --clock wall (a simulated run answers from the built-in mocks)")
-            return .badInput
-        }
+        guard let targetWords = PushSwarmCommand.targetArguments(arguments, clock: scenario.clock) else { return .badInput }
         var endpoint: MetricsEndpoint?
         if let text = arguments.value("--metrics-listen") {
             guard scenario.clock == .wall else {

@@ -74,17 +74,13 @@ enum WorkersRun {
         }
         var summary: Summary
         do {
-            summary = try MergeCommand.merge(processes.map(\.directory))
+            summary = try MergeCommand.merge(processes.map(\.directory), onOneMachine: true)
         } catch {
             PushSwarmCommand.printError("\(error)")
             return .failure
         }
         summary.runID = runID
         summary.thresholds = scenario.thresholds.map(\.text)
-        // The shards shared this machine: together they kept it as busy as the sum of their shares
-        // (a merge of shards from different machines takes the busiest one instead).
-        let shares = processes.compactMap { try? ReportFiles.read($0.directory).cpuBusy }
-        if !shares.isEmpty { summary.cpuBusy = shares.reduce(0, +) }
         return RunCommand.report(summary, to: directory, thresholds: scenario.thresholds, arguments: arguments)
     }
 }

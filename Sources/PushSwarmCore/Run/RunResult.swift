@@ -87,10 +87,11 @@ extension RunProgress {
         let span = (elapsed - (previous?.elapsed ?? .zero)).seconds
         if span > 0 { rate = Double(metrics.sent - min(metrics.sent, previous?.metrics.sent ?? 0)) / span }
         let intervals = metrics.timeline.intervals
-        let p99 = intervals.last { !$0.latency.isEmpty }?.latency.value(atQuantile: 0.99).map { "\(TerminalReport.format2(Double($0) / 1_000)) ms" } ?? "-"
+        let p99 = intervals.last { !$0.latency.isEmpty }?.latency.milliseconds(atQuantile: 0.99).map { "\(TerminalReport.format2($0)) ms" } ?? "-"
         let active = intervals.last { $0.activeDevices > 0 }?.activeDevices ?? 0
         // Answered with anything but 1xx-3xx, or failed; requests still in flight are not errors.
-        let errors = metrics.byStatus.reduce(0) { (100..<400).contains($1.key) ? $0 : $0 + $1.value } + metrics.transportErrors + metrics.timeouts
+        let answered = metrics.byStatus.values.reduce(0, +)
+        let errors = answered - metrics.answers(in: Quantity.okStatuses) + metrics.transportErrors + metrics.timeouts
         return "[ \(Self.clock(elapsed)) of \(Self.clock(duration))  \(Int((share * 100).rounded(.down)))% ] "
             + "\(TerminalReport.group(active)) of \(TerminalReport.group(UInt64(devices))) devices active · \(TerminalReport.format2(rate)) req/s · p99 \(p99) · "
             + "429s \(TerminalReport.group(metrics.byStatus[429] ?? 0)) · errors \(TerminalReport.group(errors)) · sent \(TerminalReport.group(metrics.sent))"
