@@ -11,51 +11,20 @@
 # Usage: Benchmarks/http-throughput.sh [SECONDS [ROUNDS]]   (default 10 s per run, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/nginx-peer.sh
 seconds=${1:-10}
 rounds=${2:-3}
 connections=64
 
-for tool in nginx wrk; do
-    if ! command -v "$tool" >/dev/null && ! [ -x "/usr/sbin/$tool" ]; then
-        echo "needs $tool: apt-get install -y nginx-light wrk" >&2
-        exit 2
-    fi
-done
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+need_tools nginx wrk
 
 swift build -c release 2>&1 | tail -n 1
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $work;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$port reuseport;
-        location / {
-            default_type application/json;
-            return 200 '{"status":"ok","deduplicated":false}';
-        }
-    }
-}
-CONF
-"$nginx_bin" -c "$work/nginx.conf" -p "$work"
-trap 'kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+start_nginx "$work"
+trap 'kill "$nginx_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+write_wrk_post "$work"
 
-# wrk's body: one SmartAppPush event, as a device sends it.
-cat > "$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"tenant_id":"demo-tenant","api_key":"sap_demo_api_key","event_name":"screen_viewed","event_time":"2026-03-02T19:04:11.250+03:00","device_token":"dGVzdC10b2tlbi0wMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAw","platform":"android","push_permission_granted":true,"timezone":"Europe/Istanbul","language":"tr","country":"TR","session_id":"5f0c6a52-8a53-4a65-9b0e-1f3f1d2a7c41","params":{"screen_name":"home"},"context":{"app_version":"2.1.0","os_version":"14","device_model":"Pixel 7"}}'
-LUA
-
-echo "server: nginx $("$nginx_bin" -v 2>&1 | sed 's/.*\///'), 1 worker, http://127.0.0.1:$port, $(nproc) cores shared by server and client"
+echo "server: nginx $("$(command -v nginx || echo /usr/sbin/nginx)" -v 2>&1 | sed 's/.*\///'), 1 worker, http://127.0.0.1:$port, $(nproc) cores shared by server and client"
 echo "command: wrk -t2 -c$connections -d${seconds}s -s post.lua http://127.0.0.1:$port/events"
 echo "command: .build/release/pushswarm bench http://127.0.0.1:$port --connections $connections --duration ${seconds}s --json"
 wrk_rates=()

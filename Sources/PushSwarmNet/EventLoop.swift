@@ -1,5 +1,6 @@
 import CPushSwarmShim
 import Foundation
+public import PushSwarmCore
 import Synchronization
 
 /// Something registered with an event loop for readiness on one file descriptor.
@@ -32,6 +33,9 @@ public final class LoopTimer: @unchecked Sendable {
         self.action = action
     }
 
+    /// True until the timer has fired or been cancelled.
+    public var isPending: Bool { action != nil }
+
     /// Cancels the timer and takes it out of the heap at once, so that a heap of request
     /// timeouts holds only the live ones.
     public func cancel() {
@@ -40,16 +44,26 @@ public final class LoopTimer: @unchecked Sendable {
     }
 }
 
-/// One thread running epoll: sockets, timers, and closures handed to it from other threads.
+/// One thread running epoll: sockets, timers, and work handed to it from other threads.
 ///
 /// Everything registered with a loop (connections, listeners, timers) is touched only on its
 /// thread, which is why those types need no locks. Work from elsewhere arrives through
 /// `execute`, which wakes the loop through an eventfd.
-public final class EventLoop: @unchecked Sendable {
+///
+/// A loop is a Swift `SerialExecutor` (SE-0392), as SwiftNIO's `SelectableEventLoop` is: the
+/// executor of a wall-clock partition's device actors. Jobs are queued as they are, without a
+/// closure around them, and `checkIsolated` (SE-0424) lets code already on the loop's thread
+/// reach those actors synchronously.
+public final class EventLoop: PartitionExecutor, @unchecked Sendable {
+    private enum Work: Sendable {
+        case job(UnownedJob)
+        case closure(@Sendable () -> Void)
+    }
+
     public let index: Int
     private let epoll: Int32
     private let wakeFD: Int32
-    private let inbox = Mutex<[() -> Void]>([])
+    private let inbox = Mutex<[Work]>([])
     private var thread: Thread?
     private var threadID: pthread_t?
     private let stopped = Atomic<Bool>(false)
@@ -119,12 +133,28 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop's thread after the current event, even when called on it.
     public func enqueue(_ work: @escaping @Sendable () -> Void) {
+        push(.closure(work))
+    }
+
+    private func push(_ work: Work) {
         let wasEmpty = inbox.withLock { queue in
             queue.append(work)
             return queue.count == 1
         }
         if wasEmpty { _ = ps_eventfd_signal(wakeFD) }
     }
+
+    // MARK: SerialExecutor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        push(.job(UnownedJob(job)))
+    }
+
+    public func checkIsolated() {
+        precondition(inLoop, "not on event loop \(index)'s thread")
+    }
+
+    public func isIsolatingCurrentContext() -> Bool? { inLoop }
 
     /// Runs `action` on the loop after `nanoseconds`. Call on the loop's thread.
     @discardableResult
@@ -221,13 +251,18 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runInbox() {
         // Swapped out whole: no copy, and nothing allocated when the inbox is empty.
-        let work = inbox.withLock { queue -> [() -> Void] in
+        let work = inbox.withLock { queue -> [Work] in
             guard !queue.isEmpty else { return [] }
-            var taken: [() -> Void] = []
+            var taken: [Work] = []
             swap(&taken, &queue)
             return taken
         }
-        for item in work { item() }
+        for item in work {
+            switch item {
+            case .job(let job): job.runSynchronously(on: asUnownedSerialExecutor())
+            case .closure(let closure): closure()
+            }
+        }
     }
 }
 

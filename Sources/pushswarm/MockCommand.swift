@@ -67,7 +67,12 @@ enum MockCommand {
         }
 
         let group = EventLoopGroup()
-        let server = MockServer(mocks: MockFleet(platforms: configurations, seed: seed), group: group, clock: WallClock())
+        // One share of the mocks per loop, by source address, unless a mock keeps state across
+        // addresses (a global limit): then one for all.
+        let loops = group.loops.count
+        let shared = Run.sharedMockState(platforms: configurations) != nil
+        let fleets = (0..<(shared ? 1 : loops)).map { MockFleet(platforms: configurations, seed: seed, partition: $0) }
+        let server = MockServer(mocks: fleets, group: group, clock: WallClock()) { source in Int(source.index % UInt32(fleets.count)) }
         do {
             try server.start(at: address)
         } catch {
@@ -83,7 +88,7 @@ enum MockCommand {
         }
         server.stop()
         group.shutdown()
-        let ledgers = server.mocks.ledgers
+        let ledgers = server.ledgers
         for (name, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
             print("\(name): accepted \(ledger.accepted), duplicates \(ledger.duplicates)")
         }

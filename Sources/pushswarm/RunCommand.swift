@@ -35,6 +35,10 @@ enum RunCommand {
           --workers N         Run the fleet as N shard processes on this machine and merge
                               them (more sockets than one process may open; more cores).
                               Each shard has its own built-in mock; see docs/distributed.md.
+          --partitions P      Run the fleet as P shared-nothing partitions in this process,
+                              each on its own thread (an event loop in wall time) with its
+                              own devices, scheduler and share of the built-in mocks (default:
+                              one per core). Simulated results do not depend on P.
           --start-at TIME     Wait until TIME (RFC 3339 or Unix seconds) before starting:
                               shards started one by one put their load on together.
           --metrics-listen A  Wall clock: serve the run's measurements so far in Prometheus's
@@ -46,13 +50,14 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--metrics-listen"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--metrics-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "run", usage: usage) else { return .badInput }
         var shard: Shard?
         var workers: Int?
+        var partitions: Int?
         var startAt: Date?
         do {
             try applyOverrides(arguments, to: &scenario)
@@ -69,6 +74,12 @@ enum RunCommand {
                 }
                 guard shard == nil else { throw ScenarioError(path: "--workers", message: "runs the shards itself; it does not go with --shard") }
                 workers = count
+            }
+            if let text = arguments.value("--partitions") {
+                guard let count = Int(text), (1...256).contains(count) else {
+                    throw ScenarioError(path: "--partitions", message: "expected a whole number from 1 to 256, found \"\(text)\"")
+                }
+                partitions = count
             }
             if let text = arguments.value("--start-at") {
                 if let seconds = Double(text) {
@@ -126,10 +137,10 @@ enum RunCommand {
         }
         let result: RunResult
         if scenario.clock == .wall {
-            guard let outcome = await runWall(scenario, arguments: arguments, targetWords: targetWords, shard: shard, onProgress: onProgress) else { return .badInput }
+            guard let outcome = await runWall(scenario, arguments: arguments, targetWords: targetWords, shard: shard, partitions: partitions, onProgress: onProgress) else { return .badInput }
             result = outcome
         } else {
-            let run = Run.simulated(scenario, shard: shard)
+            let run = Run.simulated(scenario, shard: shard, partitions: partitions)
             run.onProgress = onProgress
             result = await run.run()
         }
@@ -191,7 +202,7 @@ enum RunCommand {
 
     /// A wall-clock run: targets parsed, the socket plan checked, Ctrl-C wired to a clean stop.
     static func runWall(
-        _ scenario: Scenario, arguments: Arguments, targetWords: [String], quiet: Bool = false, shard: Shard? = nil,
+        _ scenario: Scenario, arguments: Arguments, targetWords: [String], quiet: Bool = false, shard: Shard? = nil, partitions: Int? = nil,
         onProgress: ((RunProgress) -> Void)? = nil
     ) async -> RunResult? {
         var targets: [String: TargetURL] = [:]
@@ -219,7 +230,8 @@ enum RunCommand {
         let wall: WallRun
         do {
             wall = try WallRun(scenario: scenario, options: WallRun.Options(
-                targets: targets, insecure: arguments.flags.contains("--insecure"), caFile: arguments.value("--ca-file"), shard: shard
+                targets: targets, insecure: arguments.flags.contains("--insecure"), caFile: arguments.value("--ca-file"), shard: shard,
+                partitions: partitions
             ))
         } catch {
             PushSwarmCommand.printError(error.description)
@@ -230,10 +242,9 @@ enum RunCommand {
             let where_ = wall.mockServer.map { "the built-in mocks on 127.0.0.1:\($0.port)" } ?? targets.values.map(\.description).sorted().joined(separator: ", ")
             print("wall-clock run for \(scenario.duration) against \(where_); Ctrl-C stops early and still writes the report")
         }
-        let transport = wall.transport
-        Signals.onInterrupt { transport.interrupt() }
+        Signals.onInterrupt { wall.interrupt() }
         let result = await wall.run(onProgress: onProgress)
-        for (reason, detail) in wall.transport.errorDetails.sorted(by: { $0.key < $1.key }) {
+        for (reason, detail) in wall.errorDetails.sorted(by: { $0.key < $1.key }) {
             var hint = ""
             if reason == "tlsVerification" { hint = " (for a self-signed staging host: --insecure, or --ca-file with its certificate)" }
             PushSwarmCommand.printError("transport error \(reason): \(detail)\(hint)")

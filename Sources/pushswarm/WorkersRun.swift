@@ -14,7 +14,7 @@ enum WorkersRun {
     static func main(_ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard let file = arguments.positionals.first else { return .badInput }
         var forwarded: [String] = []
-        for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at"] {
+        for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at", "--partitions"] {
             if let value = arguments.value(option) { forwarded += [option, value] }
         }
         for option in ["--target", "--threshold"] {

@@ -57,11 +57,13 @@ public struct DeviceLifecycle: Sendable {
     }
 
     public let profile: DeviceProfile
-    let behaviour: Behaviour
+    /// The group's behaviour, held once for the whole group (a device keeps a reference).
+    private let group: GroupBehaviour
+    var behaviour: Behaviour { group.behaviour }
+    private var eventWeights: [Double] { group.eventWeights }
+    private var eventWeightTotal: Double { group.eventWeightTotal }
     /// False when a workload drives the device: no sessions of its own, events on demand.
     public var followsOwnDay = true
-    private let eventWeights: [Double]
-    private let eventWeightTotal: Double
 
     public private(set) var appState: AppState
     public private(set) var hasLaunched: Bool
@@ -82,10 +84,13 @@ public struct DeviceLifecycle: Sendable {
     public private(set) var isForceStopped = false
 
     public init(profile: DeviceProfile, behaviour: Behaviour) {
+        self.init(profile: profile, group: GroupBehaviour(behaviour))
+    }
+
+    /// A device of a group whose behaviour the fleet made once.
+    public init(profile: DeviceProfile, group: GroupBehaviour) {
         self.profile = profile
-        self.behaviour = behaviour
-        eventWeights = behaviour.eventMix.map(\.weight)
-        eventWeightTotal = eventWeights.reduce(0, +)
+        self.group = group
         if profile.isInstalledAtStart {
             appState = .closed
             hasLaunched = true
@@ -416,5 +421,19 @@ public struct DeviceLifecycle: Sendable {
             profile: profile, userID: userID, pushPermissionGranted: observedPermission == .granted,
             pushToken: pushToken, currentScreen: currentScreen, clock: calendar
         )
+    }
+}
+
+/// A group's behaviour and what is derived from it, made once per group and shared by reference by
+/// every device of the group: settings cost memory per group, not per device.
+public final class GroupBehaviour: Sendable {
+    public let behaviour: Behaviour
+    let eventWeights: [Double]
+    let eventWeightTotal: Double
+
+    public init(_ behaviour: Behaviour) {
+        self.behaviour = behaviour
+        eventWeights = behaviour.eventMix.map(\.weight)
+        eventWeightTotal = eventWeights.reduce(0, +)
     }
 }

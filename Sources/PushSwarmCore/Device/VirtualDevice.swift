@@ -2,7 +2,9 @@
 ///
 /// - Important: the actor serialises everything that touches one device (timers, responses,
 ///   pushes); it never waits. Idle devices cost no task: their timers wait in the run's scheduler,
-///   which calls `handle` when one is due.
+///   which calls `handle` when one is due. Its executor is its partition's thread (an event loop
+///   in wall time), so the partition, already on that thread, calls it synchronously through
+///   `assumeIsolated`: no hop, no task per event.
 public actor VirtualDevice {
     /// What can reach a device.
     public enum Event: Sendable {
@@ -33,8 +35,12 @@ public actor VirtualDevice {
     private var client: any PlatformClient
     private var random: SeededRandom
     private let calendar: RunCalendar
+    private let executor: UnownedSerialExecutor
 
-    public init(lifecycle: DeviceLifecycle, client: any PlatformClient, random: SeededRandom, calendar: RunCalendar) {
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
+
+    public init(lifecycle: DeviceLifecycle, client: any PlatformClient, random: SeededRandom, calendar: RunCalendar, executor: UnownedSerialExecutor) {
+        self.executor = executor
         self.lifecycle = lifecycle
         self.client = client
         self.random = random

@@ -1,16 +1,26 @@
-/// What a mock service accepted: every item once, duplicates counted, and how many requests each
-/// source had accepted in each second (to check a rate limit from the outside).
+/// What a mock service accepted: every item once, duplicates counted, and the most requests one
+/// source had accepted within one calendar second (to check a rate limit from the outside).
+///
+/// The per-second count is kept as a running peak per (source, operation), not per second: its
+/// memory grows with the addresses, not with the run's length.
 public struct Ledger: Sendable {
-    private struct SecondKey: Hashable {
+    private struct SourceOperation: Hashable {
         var source: UInt32
         var operation: String
+    }
+
+    private struct SecondCount {
         var second: Int64
+        var count: UInt32
     }
 
     public private(set) var keys: Set<LedgerKey> = []
     public private(set) var acceptedByOperation: [String: UInt64] = [:]
     public private(set) var duplicatesByOperation: [String: UInt64] = [:]
-    private var perSecond: [SecondKey: UInt32] = [:]
+    /// Each (source, operation)'s current second and its count so far.
+    private var currentSecond: [SourceOperation: SecondCount] = [:]
+    /// The highest count of a finished second, by operation.
+    private var peaks: [String: UInt32] = [:]
 
     public init() {}
 
@@ -18,13 +28,34 @@ public struct Ledger: Sendable {
     @discardableResult
     public mutating func record(_ key: LedgerKey, operation: String, source: SourceAddress, at now: Instant) -> Bool {
         let second = now.microseconds >= 0 ? now.microseconds / 1_000_000 : (now.microseconds + 1) / 1_000_000 - 1
-        perSecond[SecondKey(source: source.index, operation: operation, second: second), default: 0] += 1
+        let slot = SourceOperation(source: source.index, operation: operation)
+        var current = currentSecond[slot] ?? SecondCount(second: second, count: 0)
+        if current.second != second {
+            peaks[operation] = max(peaks[operation] ?? 0, current.count)
+            current = SecondCount(second: second, count: 0)
+        }
+        current.count += 1
+        currentSecond[slot] = current
         guard keys.insert(key).inserted else {
             duplicatesByOperation[operation, default: 0] += 1
             return false
         }
         acceptedByOperation[operation, default: 0] += 1
         return true
+    }
+
+    /// Adds `other` (another partition's ledger: other source addresses, other items) into this one.
+    public mutating func merge(_ other: Ledger) {
+        for key in other.keys where !keys.insert(key).inserted {
+            // The same item accepted in both: the second acceptance is a duplicate.
+            duplicatesByOperation["merged", default: 0] += 1
+        }
+        acceptedByOperation.merge(other.acceptedByOperation, uniquingKeysWith: +)
+        duplicatesByOperation.merge(other.duplicatesByOperation, uniquingKeysWith: +)
+        peaks.merge(other.peaks, uniquingKeysWith: max)
+        currentSecond.merge(other.currentSecond) { mine, theirs in
+            mine.second == theirs.second ? SecondCount(second: mine.second, count: mine.count + theirs.count) : (mine.count >= theirs.count ? mine : theirs)
+        }
     }
 
     public var accepted: UInt64 { acceptedByOperation.values.reduce(0, +) }
@@ -35,8 +66,8 @@ public struct Ledger: Sendable {
     /// For each operation with accepted requests (duplicates included), the most one source had
     /// accepted within one calendar second of the run.
     public var peakAcceptedPerSecondByOperation: [String: UInt32] {
-        perSecond.reduce(into: [:]) { peaks, entry in
-            peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value)
+        currentSecond.reduce(into: peaks) { peaks, entry in
+            peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value.count)
         }
     }
 }

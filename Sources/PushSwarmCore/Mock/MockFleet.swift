@@ -28,19 +28,22 @@ public final class MockFleet: Sendable {
     public let platforms: [String]
     private let state: Mutex<State>
 
-    public convenience init(scenario: Scenario) {
-        self.init(platforms: scenario.platforms, seed: scenario.seed)
+    /// `partition`: the number of the partition whose addresses these mocks serve; its session
+    /// numbers are its own (`partition << 40` up), so that sessions of several partitions' mocks
+    /// behind one server stay distinct.
+    public convenience init(scenario: Scenario, partition: Int = 0) {
+        self.init(platforms: scenario.platforms, seed: scenario.seed, partition: partition)
     }
 
     /// Mocks for `platforms` as configured, with randomness from `seed`.
-    public init(platforms configurations: [String: any PlatformConfiguration], seed: UInt64) {
+    public init(platforms configurations: [String: any PlatformConfiguration], seed: UInt64, partition: Int = 0) {
         platforms = configurations.keys.sorted()
         var hosts: [MockHost] = []
         for name in platforms {
             guard let configuration = configurations[name] else { continue }
             hosts.append(MockHost(service: configuration.makeMock(), behaviour: configuration.mockBehaviour, seed: seed))
         }
-        state = Mutex(State(hosts: hosts, seed: seed))
+        state = Mutex(State(hosts: hosts, nextSession: UInt64(partition) << 40, seed: seed))
     }
 
     public func index(of platform: String) -> Int? { platforms.firstIndex(of: platform) }
@@ -118,6 +121,11 @@ public final class MockFleet: Sendable {
 
     public func socketClosed(platform: Int, session: UInt64, at now: Instant) {
         state.withLock { $0.hosts[platform].socketClosed(session: session, at: now) }
+    }
+
+    /// Whether any platform's ledger holds `key`.
+    public func holds(_ key: LedgerKey) -> Bool {
+        state.withLock { $0.hosts.contains { $0.ledger.contains(key) } }
     }
 
     /// Each platform's ledger now, by platform name.

@@ -7,6 +7,8 @@ public struct Fleet: Sendable {
     private let groupWeightTotal: Double
     private let localeWeights: [Double]
     private let localeWeightTotal: Double
+    /// Each group's behaviour, shared by its devices.
+    private let groupBehaviours: [GroupBehaviour]
 
     static let androidVersions: [(String, Double)] = [("Android 11", 10), ("Android 12", 14), ("Android 13", 22), ("Android 14", 32), ("Android 15", 22)]
     static let iosVersions: [(String, Double)] = [("iOS 16.7", 12), ("iOS 17.6", 30), ("iOS 18.1", 58)]
@@ -14,6 +16,7 @@ public struct Fleet: Sendable {
     public init(scenario: Scenario) {
         self.scenario = scenario
         groupWeights = scenario.groups.map(\.weight)
+        groupBehaviours = scenario.groups.map { GroupBehaviour($0.behaviour) }
         groupWeightTotal = groupWeights.reduce(0, +)
         localeWeights = scenario.locales.map(\.weight)
         localeWeightTotal = localeWeights.reduce(0, +)
@@ -60,17 +63,18 @@ public struct Fleet: Sendable {
         )
     }
 
-    /// The device with `profile`, ready to start.
-    public func makeDevice(_ profile: DeviceProfile) -> VirtualDevice {
+    /// The device with `profile`, ready to start, its actor on `executor` (its partition's thread).
+    public func makeDevice(_ profile: DeviceProfile, on executor: UnownedSerialExecutor) -> VirtualDevice {
         let index = profile.index
         let group = group(of: profile)
-        var lifecycle = DeviceLifecycle(profile: profile, behaviour: group.behaviour)
+        var lifecycle = DeviceLifecycle(profile: profile, group: groupBehaviours[profile.groupIndex])
         if group.workload != .lifecycle { lifecycle.followsOwnDay = false }
         return VirtualDevice(
             lifecycle: lifecycle,
             client: group.client.makeClient(for: profile),
             random: SeededRandom(seed: scenario.seed, stream: .device, index: UInt64(index)),
-            calendar: calendar
+            calendar: calendar,
+            executor: executor
         )
     }
 }

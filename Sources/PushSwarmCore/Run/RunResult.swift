@@ -13,19 +13,13 @@ public struct RunResult: Sendable {
     public var metrics: RunMetrics
     /// Each platform's mock ledger, by platform name (empty for a real target).
     public var ledgers: [String: Ledger]
-    /// Items devices received a success for.
-    public var confirmedKeys: Set<LedgerKey>
+    /// Items devices believe were delivered that no ledger holds: counted when each was
+    /// confirmed (a ledger only grows, so what it lacks then it lacks at the end).
+    public var lost: Int
     /// Requests still in devices' queues when the run ended (not sent, or sent and unanswered).
     public var pendingAtEnd: Int
     /// Wall time only: the share of the machine's cores this process kept busy over the run.
     public var cpuBusy: Double? = nil
-
-    /// Items devices believe were delivered that no ledger holds.
-    public var lost: Int {
-        confirmedKeys.reduce(0) { count, key in
-            ledgers.values.contains { $0.contains(key) } ? count : count + 1
-        }
-    }
 }
 
 extension RunResult {

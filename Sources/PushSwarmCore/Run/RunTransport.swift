@@ -25,18 +25,30 @@ public protocol RunTransport: AnyObject {
     /// The run ended: closes every socket still open.
     func closeAllSockets()
 
-    /// Everything that arrived since the last call.
+    /// Simulated time: what the last calls produced for later (socket replies, service timers),
+    /// for the partition to schedule. A live transport delivers through `onArrival` instead.
     func takeArrived() -> [Arrival]
-
-    /// Waits until `instant` (nil: no timer is due) or until a completion arrives, whichever is
-    /// first; returns the run's time then.
-    func wait(until instant: Instant?) async -> Instant
-
-    /// True once the run was asked to stop early (Ctrl-C): no new requests, report what happened.
-    var isInterrupted: Bool { get }
 
     /// The run's time now (in wall time, the clock; in simulated time, where the run has got to).
     var currentTime: Instant { get }
+
+    /// True once the transport wants the run to stop early: no new requests, report what happened.
+    var isInterrupted: Bool { get }
+}
+
+extension RunTransport {
+    public var isInterrupted: Bool { false }
+}
+
+/// A transport whose answers arrive over real time, on its partition's event loop: it calls the
+/// partition back on that thread, as things happen and when the partition asked to be woken.
+public protocol LiveTransport: RunTransport, Sendable {
+    /// Where arrivals go; set once before the run. Called on the partition's thread.
+    func onArrival(_ handler: @escaping (Arrival) -> Void)
+
+    /// Calls `tick` on the partition's thread once `instant` is reached, replacing the wake-up
+    /// asked for before.
+    func wake(at instant: Instant, _ tick: @escaping () -> Void)
 }
 
 /// Something a transport delivers to the run, at `at`.
@@ -84,7 +96,8 @@ public final class SimulatedTransport: RunTransport {
     }
 
     private let mocks: MockFleet
-    private let clock = SimulatedClock()
+    /// The latest time the partition called with.
+    private var latest = Instant.start
     private let network: NetworkSettings
     private let seed: UInt64
     /// Each device's draws (network errors, the mock's latency and faults): a device's answers do
@@ -107,6 +120,7 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
+        latest = now
         let outcome: ExchangeOutcome
         let completedAt: Instant
         var random = draws(for: device)
@@ -139,6 +153,7 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
+        latest = now
         let key = SocketKey(device: device, socket: open.id)
         func fail(_ outcome: ExchangeOutcome, at time: Instant) {
             arrived.append(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: outcome)), at: time))
@@ -187,7 +202,7 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public func closeAllSockets() {
-        for (_, session) in sockets { mocks.socketClosed(platform: session.platform, session: session.session, at: clock.now) }
+        for (_, session) in sockets { mocks.socketClosed(platform: session.platform, session: session.session, at: latest) }
         sockets = [:]
         socketBySession = [:]
     }
@@ -222,12 +237,5 @@ public final class SimulatedTransport: RunTransport {
         return arrived
     }
 
-    public func wait(until instant: Instant?) async -> Instant {
-        if let instant { await clock.wait(until: instant) }
-        return clock.now
-    }
-
-    public var isInterrupted: Bool { false }
-
-    public var currentTime: Instant { clock.now }
+    public var currentTime: Instant { latest }
 }

@@ -158,13 +158,27 @@ public final class HTTPServer: Sendable {
     public let configuration: Configuration
     public let statistics = Statistics()
     let handler: HTTPHandler
+    /// The loop that serves a peer's connections, when the handler's state is partitioned by
+    /// peer address; nil: the loop that accepted it.
+    let owner: (@Sendable (IPAddress) -> Int)?
     private let listeners = Mutex<[Listener]>([])
     private let boundPort = Atomic<Int>(0)
 
-    public init(group: EventLoopGroup, configuration: Configuration = Configuration(), handler: @escaping HTTPHandler) {
+    /// `owner`: the index of the loop each peer's connections belong on; a connection accepted on
+    /// another loop is handed there once, at accept (one hand-off per connection, none per request).
+    public init(
+        group: EventLoopGroup, configuration: Configuration = Configuration(), owner: (@Sendable (IPAddress) -> Int)? = nil,
+        handler: @escaping HTTPHandler
+    ) {
         self.group = group
         self.configuration = configuration
+        self.owner = owner
         self.handler = handler
+    }
+
+    /// The listener on loop number `index`, if the server listens there.
+    fileprivate func listener(onLoop index: Int) -> Listener? {
+        listeners.withLock { $0.first { $0.loop.index == index } }
     }
 
     /// The port listened on (useful after binding port 0).
@@ -269,13 +283,30 @@ private final class Listener: Selectable, @unchecked Sendable {
                 }
                 return
             }
-            let serverConnection = ServerConnection(listener: self)
-            guard let connection = Connection.accepted(on: loop, fd: accepted, peerIPv4: peer, delegate: serverConnection) else { continue }
-            serverConnection.attach(connection)
-            connections[ObjectIdentifier(serverConnection)] = serverConnection
-            server.statistics.connectionsAccepted.add(1, ordering: .relaxed)
-            server.statistics.connectionsOpen.add(1, ordering: .relaxed)
+            if let owner = server.owner {
+                let index = owner(.v4(peer))
+                if index != loop.index, let other = server.listener(onLoop: index) {
+                    let address = peer
+                    other.loop.enqueue { other.adopt(accepted, peer: address) }
+                    continue
+                }
+            }
+            adopt(accepted, peer: peer)
         }
+    }
+
+    /// Serves an accepted socket on this listener's loop (closes it if the listener has closed).
+    func adopt(_ fd: Int32, peer: UInt32) {
+        guard slot >= 0 else {
+            Glibc.close(fd)
+            return
+        }
+        let serverConnection = ServerConnection(listener: self)
+        guard let connection = Connection.accepted(on: loop, fd: fd, peerIPv4: peer, delegate: serverConnection) else { return }
+        serverConnection.attach(connection)
+        connections[ObjectIdentifier(serverConnection)] = serverConnection
+        server.statistics.connectionsAccepted.add(1, ordering: .relaxed)
+        server.statistics.connectionsOpen.add(1, ordering: .relaxed)
     }
 
     func forget(_ connection: ServerConnection) {

@@ -109,7 +109,9 @@ public enum RequestSampler {
     public static func sample(_ scenario: Scenario, count: Int) async -> [Request] {
         let mocks = MockFleet(scenario: scenario)
         let capture = CaptureTransport(inner: SimulatedTransport(scenario: scenario, mocks: mocks), limit: count)
-        _ = await Run(scenario: scenario, transport: capture, mocks: mocks).run()
+        let thread = PartitionThread(name: "pushswarm-sampler")
+        let setup = Run.PartitionSetup(executor: thread, transport: capture, mocks: mocks, devices: 0..<scenario.devices)
+        _ = await Run(scenario: scenario, partitions: [setup], ownedThreads: [thread]).run()
         return capture.captured
     }
 
@@ -139,7 +141,6 @@ public enum RequestSampler {
         func closeAllSockets() { inner.closeAllSockets() }
         func takeArrived() -> [Arrival] { inner.takeArrived() }
         var currentTime: Instant { inner.currentTime }
-        func wait(until instant: Instant?) async -> Instant { await inner.wait(until: instant) }
         var isInterrupted: Bool { captured.count >= limit }
     }
 }

@@ -7,21 +7,45 @@ import Synchronization
 /// behind `HTTPServer`, answering after each mock's sampled latency. Also serves
 /// `GET /metrics` (Prometheus text format), `GET /ledger` (JSON; `?keys=1` lists accepted keys)
 /// and a WebSocket echo at `/_pushswarm/echo` for connectivity checks.
+///
+/// The mocks' state is partitioned by source address: `fleets[partition(source)]` holds an
+/// address's limiters, sessions and ledger, and the server hands each accepted connection to the
+/// event loop of its address's partition, so that one partition's state is touched by one thread.
 public final class MockServer: Sendable {
-    public let mocks: MockFleet
+    /// Each partition's mocks.
+    public let fleets: [MockFleet]
+    private let partition: @Sendable (SourceAddress) -> Int
     public let server: HTTPServer
     private let clock: WallClock
-    private let counts = Mutex<[String: [Int: UInt64]]>([:])
+    /// Requests answered, by operation and status, per partition (each written by its own loop).
+    private let counts: [StatusCounts]
     /// Open platform sessions by session number.
     private let sessions = Mutex<[UInt64: ServiceSocket]>([:])
 
-    public init(mocks: MockFleet, group: EventLoopGroup, clock: WallClock) {
-        self.mocks = mocks
+    /// One set of mocks for every address.
+    public convenience init(mocks: MockFleet, group: EventLoopGroup, clock: WallClock) {
+        self.init(mocks: [mocks], group: group, clock: clock) { _ in 0 }
+    }
+
+    /// `mocks[partition(source)]` serves `source`; `partition` numbers index `group.loops` too.
+    public init(mocks: [MockFleet], group: EventLoopGroup, clock: WallClock, partition: @escaping @Sendable (SourceAddress) -> Int) {
+        precondition(!mocks.isEmpty)
+        fleets = mocks
+        let count = mocks.count
+        self.partition = { source in min(max(0, partition(source)), count - 1) }
         self.clock = clock
+        counts = mocks.map { _ in StatusCounts() }
         let box = HandlerBox()
-        server = HTTPServer(group: group) { request, responder in box.handle?(request, responder) }
+        let loops = group.loops.count
+        let chosen = self.partition
+        var owner: (@Sendable (IPAddress) -> Int)?
+        if count > 1 { owner = { peer in chosen(SourceAddress(peer: peer)) % loops } }
+        server = HTTPServer(group: group, owner: owner) { request, responder in box.handle?(request, responder) }
         box.handle = { [weak self] request, responder in self?.handle(request, responder) }
     }
+
+    /// The partition's mocks that serve `source`.
+    func mocks(for source: SourceAddress) -> MockFleet { fleets[partition(source)] }
 
     public func start(at address: SocketAddress) throws(NetError) {
         try server.start(at: address)
@@ -45,29 +69,31 @@ public final class MockServer: Sendable {
             break
         }
         if request.isWebSocketUpgrade { return openSession(request, responder) }
+        let source = SourceAddress(peer: request.peer)
+        let mocks = mocks(for: source)
         guard let (platform, platformPath) = mocks.route(request.target) else {
             let body = JSONWriter.bytes(of: ["error": .string("no platform serves \(path); prefix the path with /<platform>, one of \(mocks.platforms.joined(separator: ", "))")])
             return responder.respond(Response(status: 404, headers: [Header("Content-Type", "application/json")], body: body))
         }
         var forwarded = request.request
         forwarded.path = platformPath
-        let answer = mocks.exchange(platform: platform, forwarded, from: SourceAddress(peer: request.peer), at: clock.now)
+        let answer = mocks.exchange(platform: platform, forwarded, from: source, at: clock.now)
         let delay = UInt64(max(0, answer.latency.microseconds)) * 1_000
         switch answer.fault {
         case nil:
-            count(answer.operation, answer.response.status)
+            count(answer.operation, answer.response.status, source: source)
             responder.respond(answer.response, afterNanoseconds: delay)
         case .reset?:
-            count(answer.operation, 0)
+            count(answer.operation, 0, source: source)
             responder.dropConnection(reset: true, afterNanoseconds: delay)
         case .truncated?:
-            count(answer.operation, 0)
+            count(answer.operation, 0, source: source)
             responder.respondTruncated(answer.response, afterNanoseconds: delay)
         case .malformed?:
-            count(answer.operation, 0)
+            count(answer.operation, 0, source: source)
             responder.respondMalformed(afterNanoseconds: delay)
         case .slowBody(let rate)?:
-            count(answer.operation, answer.response.status)
+            count(answer.operation, answer.response.status, source: source)
             // The simulated answer time includes the trickle; on the wire the trickle itself takes it.
             let trickle = UInt64(Double(answer.response.body.count + 200) / Double(max(rate, 1)) * 1e9)
             responder.respondSlowly(answer.response, bytesPerSecond: rate, afterNanoseconds: delay > trickle ? delay - trickle : 0)
@@ -76,32 +102,42 @@ public final class MockServer: Sendable {
 
     /// A device's WebSocket handshake: the platform's mock accepts it as a session or refuses it.
     private func openSession(_ request: ServerRequest, _ responder: HTTPResponder) {
+        let source = SourceAddress(peer: request.peer)
+        let mocks = mocks(for: source)
         guard let (platform, platformPath) = mocks.route(request.target, socket: true) else {
             let body = JSONWriter.bytes(of: ["error": .string("no platform takes WebSockets at \(request.target)")])
             return responder.respond(Response(status: 404, headers: [Header("Content-Type", "application/json")], body: body))
         }
-        let source = SourceAddress(peer: request.peer)
         let (session, answer) = mocks.openSocket(platform: platform, path: platformPath, from: source, at: clock.now)
-        count(answer.reply.operation, answer.reply.refusal?.status ?? 101)
+        count(answer.reply.operation, answer.reply.refusal?.status ?? 101, source: source)
         if let refusal = answer.reply.refusal {
             return responder.respond(refusal, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000)
         }
-        let socket = ServiceSocket(server: self, platform: platform, session: session, source: source)
+        let socket = ServiceSocket(server: self, mocks: mocks, platform: platform, session: session, source: source)
         sessions.withLock { $0[session] = socket }
         // The handshake is answered after the mock's latency, as in simulated time, and the
         // service's first reply right after it.
         responder.acceptWebSocket(socket, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000) { [self] accepted in
-            if !accepted || !socket.replyFromLoop(answer.reply, after: .zero) { sessionEnded(session, platform: platform) }
+            if !accepted || !socket.replyFromLoop(answer.reply, after: .zero) { sessionEnded(session, platform: platform, mocks: mocks) }
         }
     }
 
-    fileprivate func count(_ operation: String, _ status: Int) {
-        counts.withLock { $0[operation, default: [:]][status, default: 0] += 1 }
+    fileprivate func count(_ operation: String, _ status: Int, source: SourceAddress) {
+        counts[partition(source)].value.withLock { $0[operation, default: [:]][status, default: 0] += 1 }
     }
 
-    fileprivate func sessionEnded(_ session: UInt64, platform: Int) {
+    fileprivate func sessionEnded(_ session: UInt64, platform: Int, mocks: MockFleet) {
         sessions.withLock { $0[session] = nil }
         mocks.socketClosed(platform: platform, session: session, at: clock.now)
+    }
+
+    /// Every partition's ledgers added up, by platform name.
+    public var ledgers: [String: Ledger] {
+        var merged: [String: Ledger] = [:]
+        for fleet in fleets {
+            for (platform, ledger) in fleet.ledgers { merged[platform, default: Ledger()].merge(ledger) }
+        }
+        return merged
     }
 
     fileprivate var now: Instant { clock.now }
@@ -123,12 +159,16 @@ public final class MockServer: Sendable {
             "# HELP pushswarm_mock_requests_total Requests the mock answered, by operation and status.",
             "# TYPE pushswarm_mock_requests_total counter",
         ]
-        for (operation, statuses) in counts.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+        var all: [String: [Int: UInt64]] = [:]
+        for partition in counts {
+            for (operation, statuses) in partition.value.withLock({ $0 }) { all[operation, default: [:]].merge(statuses, uniquingKeysWith: +) }
+        }
+        for (operation, statuses) in all.sorted(by: { $0.key < $1.key }) {
             for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
                 lines.append("pushswarm_mock_requests_total{operation=\"\(operation)\",status=\"\(status)\"} \(count)")
             }
         }
-        let ledgers = mocks.ledgers
+        let ledgers = self.ledgers
         lines.append("# HELP pushswarm_mock_ledger_accepted_total Distinct items the mock accepted, by operation.")
         lines.append("# TYPE pushswarm_mock_ledger_accepted_total counter")
         for (_, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
@@ -155,7 +195,7 @@ public final class MockServer: Sendable {
 
     public func ledgerJSON(withKeys: Bool) -> JSONValue {
         var platforms = JSONObject()
-        for (name, ledger) in mocks.ledgers.sorted(by: { $0.key < $1.key }) {
+        for (name, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
             var entry: JSONObject = [
                 "accepted": .number(Double(ledger.accepted)), "duplicates": .number(Double(ledger.duplicates)),
             ]
@@ -171,6 +211,11 @@ public final class MockServer: Sendable {
     }
 }
 
+/// One partition's answers by operation and status (a lock its own loop alone takes, but for a scrape).
+private final class StatusCounts: Sendable {
+    let value = Mutex<[String: [Int: UInt64]]>([:])
+}
+
 /// Lets the server's handler reach the MockServer that owns the server.
 private final class HandlerBox: @unchecked Sendable {
     var handle: HTTPHandler?
@@ -180,6 +225,7 @@ private final class HandlerBox: @unchecked Sendable {
 /// back after the mock's latency, in order, and its timers (server pings) run on the socket's loop.
 private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     unowned let server: MockServer
+    let mocks: MockFleet
     let platform: Int
     let session: UInt64
     let source: SourceAddress
@@ -190,8 +236,9 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     private var timer: LoopTimer?
     private var isClosed = false
 
-    init(server: MockServer, platform: Int, session: UInt64, source: SourceAddress) {
+    init(server: MockServer, mocks: MockFleet, platform: Int, session: UInt64, source: SourceAddress) {
         self.server = server
+        self.mocks = mocks
         self.platform = platform
         self.session = session
         self.source = source
@@ -203,8 +250,8 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocket(_ socket: WebSocket, receivedText text: String) {
-        let answer = server.mocks.socketMessage(platform: platform, session: session, text: text, from: source, at: server.now)
-        server.count(answer.reply.operation, answer.reply.close == nil ? 200 : 400)
+        let answer = mocks.socketMessage(platform: platform, session: session, text: text, from: source, at: server.now)
+        server.count(answer.reply.operation, answer.reply.close == nil ? 200 : 400, source: source)
         schedule(answer.reply, after: answer.latency, on: socket)
     }
 
@@ -213,7 +260,7 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
         timer?.cancel()
         self.socket = nil
         loop.withLock { $0 = nil }
-        server.sessionEnded(session, platform: platform)
+        server.sessionEnded(session, platform: platform, mocks: mocks)
     }
 
     /// On the socket's loop: sends the reply if the socket opened; false if it did not.
@@ -246,7 +293,7 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
             timer?.cancel()
             timer = socket.loop.schedule(afterNanoseconds: UInt64(max(0, wake.microseconds)) * 1_000) { [self] in
                 guard !isClosed, let socket = self.socket else { return }
-                schedule(server.mocks.socketTimer(platform: platform, session: session, at: server.now), after: .zero, on: socket)
+                schedule(mocks.socketTimer(platform: platform, session: session, at: server.now), after: .zero, on: socket)
             }
         }
     }

@@ -1,61 +1,77 @@
-import Dispatch
-public import PushSwarmCore
 import Synchronization
+public import PushSwarmCore
 
-/// Wall time over real sockets: each request goes out through `HTTPClient` to the platform's
-/// target, from the device's NAT address when the target is on loopback; answers arrive on the
-/// event loops and wake the run.
-public final class NetworkTransport: RunTransport, Sendable {
-    private struct State {
-        var arrived: [Arrival] = []
-        var waiter: CheckedContinuation<Void, Never>?
-        var generation: UInt64 = 0
-        var interrupted = false
-        /// The first detail seen for each transport error reason, for the end-of-run message.
-        var errorDetails: [String: String] = [:]
-    }
-
+/// Wall time over real sockets, for one partition: each request goes out through `HTTPClient` to
+/// the platform's target, from the device's NAT address when the target is on loopback, on the
+/// partition's own event loop; answers arrive on that loop and go straight to the partition.
+///
+/// - Important: confined to `loop`'s thread (every call comes from the partition, which runs
+///   there, and every callback runs there): no lock, no hand-off per request.
+public final class NetworkTransport: LiveTransport, @unchecked Sendable {
     fileprivate struct SocketKey: Hashable {
         var device: Int
         var socket: UInt64
     }
 
-    private struct Sockets {
-        var open: [SocketKey: WebSocket] = [:]
-        /// Closed by the device before its handshake finished: closed as soon as it opens.
-        var closedEarly = Set<SocketKey>()
-    }
-
     public let client: HTTPClient
     public let clock: WallClock
+    public let loop: EventLoop
     private let targets: [String: TargetURL]
     private let bindSources: Bool
-    private let state = Mutex(State())
-    private let sockets = Mutex(Sockets())
-    private let serviceSink = Mutex<(@Sendable ([SessionMessage], Int) -> Void)?>(nil)
+    private var handler: ((Arrival) -> Void)?
+    private var wakeTimer: LoopTimer?
+    private var wakeDeadline: UInt64 = 0
+    private var openSockets: [SocketKey: WebSocket] = [:]
+    /// Closed by the device before its handshake finished: closed as soon as it opens.
+    private var closedEarly = Set<SocketKey>()
+    private var serviceSink: (([SessionMessage], Int) -> Void)?
+    /// The first detail seen for each transport error reason, for the end-of-run message (read
+    /// once the run is over).
+    public private(set) var errorDetails: [String: String] = [:]
+
+    /// WebSockets the run's devices may hold (open or opening) at once, shared by its partitions.
+    public let socketBudget: SocketBudget
 
     /// `targets`: each platform's base URL (request paths are appended to its path).
-    /// WebSockets the devices may hold (open or opening) at once: the run's file budget for them.
-    public let maxOpenSockets: Int
-    private let socketsHeld = Atomic<Int>(0)
-
-    public init(client: HTTPClient, targets: [String: TargetURL], clock: WallClock, maxOpenSockets: Int = 10_000) {
+    /// `bindSources`: whether devices bind their NAT address (every target on loopback).
+    public init(client: HTTPClient, loop: EventLoop, targets: [String: TargetURL], clock: WallClock, bindSources: Bool, socketBudget: SocketBudget) {
         self.client = client
-        self.maxOpenSockets = maxOpenSockets
+        self.loop = loop
+        self.socketBudget = socketBudget
         self.clock = clock
         self.targets = targets
-        // Each target's name is looked up here, once, before any event loop needs it.
-        let addresses = targets.values.map { Resolver.address(of: $0.origin) }
-        bindSources = addresses.allSatisfy { (try? $0.get().ip.isLoopback) ?? false }
+        self.bindSources = bindSources
     }
 
-    /// Whether devices bind their NAT group's loopback address (only when every target is on
-    /// loopback: from this machine a remote service sees one address whatever is bound).
-    public var bindsSourceAddresses: Bool { bindSources }
+    /// Whether devices should bind their NAT group's loopback address: only when every target is
+    /// on loopback (from this machine a remote service sees one address whatever is bound). Looks
+    /// each target's name up, once, before any event loop needs it.
+    public static func bindsSourceAddresses(_ targets: [String: TargetURL]) -> Bool {
+        targets.values.map { Resolver.address(of: $0.origin) }.allSatisfy { (try? $0.get().ip.isLoopback) ?? false }
+    }
 
     private func url(_ target: TargetURL, _ path: String) -> TargetURL {
         let base = target.path == "/" ? "" : (target.path.hasSuffix("/") ? String(target.path.dropLast()) : target.path)
         return TargetURL(origin: target.origin, path: base + path)
+    }
+
+    public func onArrival(_ handler: @escaping (Arrival) -> Void) {
+        self.handler = handler
+    }
+
+    public func wake(at instant: Instant, _ tick: @escaping () -> Void) {
+        let delay = UInt64(max(0, (instant - clock.now).microseconds)) * 1_000
+        let deadline = Monotonic.now() &+ delay
+        // The same wake-up again (a tick that found nothing new due) keeps its timer.
+        if let wakeTimer, wakeTimer.isPending, wakeDeadline <= deadline, deadline - wakeDeadline < 200_000 { return }
+        wakeTimer?.cancel()
+        wakeDeadline = deadline
+        wakeTimer = loop.schedule(at: deadline, tick)
+    }
+
+    private func deliver(_ arrival: Arrival, detail: (String, String)?) {
+        if let (reason, text) = detail, errorDetails[reason] == nil { errorDetails[reason] = text }
+        handler?(arrival)
     }
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
@@ -66,7 +82,7 @@ public final class NetworkTransport: RunTransport, Sendable {
         let request = HTTPClientRequest(
             method: outgoing.request.method, url: url(target, outgoing.request.path),
             headers: outgoing.request.headers, body: outgoing.request.body, source: bindSources ? source.loopbackIP : nil,
-            timeoutNanoseconds: UInt64(max(1, outgoing.timeout.microseconds)) * 1_000
+            timeoutNanoseconds: UInt64(max(1, outgoing.timeout.microseconds)) * 1_000, loop: loop.index
         )
         let id = outgoing.id
         let operation = outgoing.operation
@@ -98,77 +114,83 @@ public final class NetworkTransport: RunTransport, Sendable {
     // MARK: - WebSockets
 
     public func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
+        let key = SocketKey(device: device, socket: open.id)
         guard let target = targets[platform] else {
-            return deliver(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: .transportError(reason: "noTarget"))), at: clock.now), detail: nil)
+            return failLater(key, .transportError(reason: "noTarget"), detail: nil)
         }
         // Over the file budget: refused here, counted, and retried as the device's SDK does,
         // rather than running the process out of files.
-        guard socketsHeld.add(1, ordering: .relaxed).newValue <= maxOpenSockets else {
-            socketsHeld.subtract(1, ordering: .relaxed)
-            return deliver(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: .transportError(reason: "socketBudget"))), at: clock.now), detail: ("socketBudget", "more WebSockets at once than this process's file budget allows (\(maxOpenSockets))"))
+        guard socketBudget.take() else {
+            return failLater(key, .transportError(reason: "socketBudget"), detail: ("socketBudget", "more WebSockets at once than this process's file budget allows (\(socketBudget.limit))"))
         }
-        let handler = DeviceSocket(transport: self, key: SocketKey(device: device, socket: open.id))
+        let handler = DeviceSocket(transport: self, key: key)
         WebSocketClient.connect(
-            to: url(target, open.path), on: client.group.loop(for: device), tls: client.configuration.tls,
+            to: url(target, open.path), on: loop, tls: client.configuration.tls,
             source: bindSources ? source.loopbackIP : nil,
             connectTimeoutNanoseconds: UInt64(max(1, open.timeout.microseconds)) * 1_000, delegate: handler
         )
     }
 
+    /// A socket that fails before it is tried still fails after the call that asked for it, as a
+    /// real one would: the partition is not re-entered from inside its own call.
+    private func failLater(_ key: SocketKey, _ outcome: ExchangeOutcome, detail: (String, String)?) {
+        loop.enqueue { [self] in
+            deliver(Arrival(device: key.device, payload: .socket(.failed(socket: key.socket, outcome: outcome)), at: clock.now), detail: detail)
+        }
+    }
+
     public func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) {
-        guard let webSocket = sockets.withLock({ $0.open[SocketKey(device: device, socket: socket)] }) else { return }
-        webSocket.loop.execute { webSocket.send(text: text) }
+        openSockets[SocketKey(device: device, socket: socket)]?.send(text: text)
     }
 
     public func closeSocket(_ socket: UInt64, device: Int, at now: Instant) {
         let key = SocketKey(device: device, socket: socket)
-        let webSocket = sockets.withLock { sockets -> WebSocket? in
-            guard let webSocket = sockets.open.removeValue(forKey: key) else {
-                sockets.closedEarly.insert(key)
-                return nil
-            }
-            return webSocket
+        guard let webSocket = openSockets.removeValue(forKey: key) else {
+            closedEarly.insert(key)
+            return
         }
-        if let webSocket { webSocket.loop.execute { webSocket.close(code: 1000) } }
+        webSocket.close(code: 1000)
     }
 
     /// Where a built-in service's own messages go: the loopback mock server that holds the
     /// sessions (a real target sends its own).
-    public func forwardServiceMessages(to sink: @escaping @Sendable ([SessionMessage], Int) -> Void) {
-        serviceSink.withLock { $0 = sink }
+    public func forwardServiceMessages(to sink: @escaping ([SessionMessage], Int) -> Void) {
+        serviceSink = sink
     }
 
     public func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) {
-        serviceSink.withLock { $0 }?(messages, platform)
+        serviceSink?(messages, platform)
     }
 
     /// Wall time has no transport timers: a real service keeps its own.
     public func timerFired(_ token: UInt64, at now: Instant) {}
 
     public func closeAllSockets() {
-        let open = sockets.withLock { sockets in
-            defer { sockets.open = [:] }
-            return Array(sockets.open.values)
-        }
-        for webSocket in open { webSocket.loop.execute { webSocket.close(code: 1001) } }
+        let open = openSockets.values
+        openSockets = [:]
+        for webSocket in open { webSocket.close(code: 1001) }
+        wakeTimer?.cancel()
     }
 
-    /// Sockets the devices hold open now.
-    public var openSocketCount: Int { sockets.withLock { $0.open.count } }
+    public func takeArrived() -> [Arrival] { [] }
+
+    public var currentTime: Instant { clock.now }
+
+    /// Sockets this partition's devices hold open now.
+    public var openSocketCount: Int { openSockets.count }
 
     fileprivate func socketOpened(_ key: SocketKey, _ webSocket: WebSocket) {
-        let closeNow = sockets.withLock { sockets -> Bool in
-            if sockets.closedEarly.remove(key) != nil { return true }
-            sockets.open[key] = webSocket
-            return false
+        if closedEarly.remove(key) != nil {
+            webSocket.close(code: 1000)
+        } else {
+            openSockets[key] = webSocket
         }
-        if closeNow { webSocket.close(code: 1000) }
         deliver(Arrival(device: key.device, payload: .socket(.opened(socket: key.socket)), at: clock.now), detail: nil)
     }
 
     fileprivate func socketFailed(_ key: SocketKey, _ outcome: ExchangeOutcome, detail: (String, String)?) {
-        socketsHeld.subtract(1, ordering: .relaxed)
-        _ = sockets.withLock { $0.closedEarly.remove(key) }
+        socketBudget.give()
+        closedEarly.remove(key)
         deliver(Arrival(device: key.device, payload: .socket(.failed(socket: key.socket, outcome: outcome)), at: clock.now), detail: detail)
     }
 
@@ -178,78 +200,31 @@ public final class NetworkTransport: RunTransport, Sendable {
 
     /// A socket ended; the device hears of it only when it did not close it itself.
     fileprivate func socketEnded(_ key: SocketKey, _ webSocket: WebSocket, code: UInt16?, reason: String) {
-        socketsHeld.subtract(1, ordering: .relaxed)
-        let wasOpen = sockets.withLock { sockets -> Bool in
-            guard sockets.open[key] === webSocket else { return false }
-            sockets.open[key] = nil
-            return true
-        }
-        guard wasOpen else { return }
+        socketBudget.give()
+        guard openSockets[key] === webSocket else { return }
+        openSockets[key] = nil
         deliver(Arrival(device: key.device, payload: .socket(.closed(socket: key.socket, code: code.map(Int.init), reason: reason)), at: clock.now), detail: nil)
     }
+}
 
-    public func takeArrived() -> [Arrival] {
-        state.withLock { state in
-            let taken = state.arrived
-            state.arrived.removeAll(keepingCapacity: true)
-            return taken
+/// WebSockets a run may hold at once, counted across its partitions with one atomic (taken once
+/// per socket opened, never per message).
+public final class SocketBudget: Sendable {
+    public let limit: Int
+    private let held = Atomic<Int>(0)
+
+    public init(limit: Int) { self.limit = limit }
+
+    /// Takes one socket's share; false when the budget is spent.
+    func take() -> Bool {
+        guard held.add(1, ordering: .relaxed).newValue <= limit else {
+            held.subtract(1, ordering: .relaxed)
+            return false
         }
+        return true
     }
 
-    public func wait(until instant: Instant?) async -> Instant {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let generation: UInt64? = state.withLock { state in
-                if !state.arrived.isEmpty || state.interrupted { return nil }
-                state.generation += 1
-                state.waiter = continuation
-                return state.generation
-            }
-            guard let generation else { return continuation.resume() }
-            if let instant {
-                let delay = max(0, (instant - clock.now).microseconds)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(delay))) { [self] in
-                    wake(generation: generation)
-                }
-            }
-        }
-        return clock.now
-    }
-
-    public var isInterrupted: Bool { state.withLock { $0.interrupted } }
-
-    public var currentTime: Instant { clock.now }
-
-    /// Asks the run to stop (Ctrl-C): requests in flight finish, nothing new starts.
-    public func interrupt() {
-        state.withLock { $0.interrupted = true }
-        wake(generation: nil)
-    }
-
-    /// Each transport error reason seen, with the first detail (`certificate verification
-    /// failed: self-signed certificate`).
-    public var errorDetails: [String: String] { state.withLock { $0.errorDetails } }
-
-    private func deliver(_ arrival: Arrival, detail: (String, String)?) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.arrived.append(arrival)
-            if let (reason, text) = detail, state.errorDetails[reason] == nil { state.errorDetails[reason] = text }
-            let waiter = state.waiter
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Resumes the run if it is still in the wait numbered `generation` (nil: any wait).
-    private func wake(generation: UInt64?) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard generation == nil || generation == state.generation else { return nil }
-            let waiter = state.waiter
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
+    func give() { held.subtract(1, ordering: .relaxed) }
 }
 
 /// One device socket's callbacks, on its loop, passed to the transport.

@@ -4,7 +4,7 @@ public import PushSwarmCore
 /// A scenario run in wall time over real sockets, against `targets` or, when there are none, the
 /// built-in mocks started in-process on a loopback port. The devices and the run loop are the
 /// same as in simulated time (`Run`); only the transport differs.
-public final class WallRun {
+public final class WallRun: @unchecked Sendable {
     public struct Options: Sendable {
         /// Each platform's base URL; empty: start the built-in mocks on loopback.
         public var targets: [String: TargetURL]
@@ -16,13 +16,19 @@ public final class WallRun {
         public var maxConnectionsPerSource: Int
         /// Run only this part of the fleet.
         public var shard: Shard?
+        /// Partitions (event loops) to run on; nil: one per core.
+        public var partitions: Int?
 
-        public init(targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64, shard: Shard? = nil) {
+        public init(
+            targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64, shard: Shard? = nil,
+            partitions: Int? = nil
+        ) {
             self.targets = targets
             self.insecure = insecure
             self.caFile = caFile
             self.maxConnectionsPerSource = maxConnectionsPerSource
             self.shard = shard
+            self.partitions = partitions
         }
     }
 
@@ -68,9 +74,14 @@ public final class WallRun {
     public let scenario: Scenario
     public let shard: Shard?
     public let plan: SocketPlan
-    public let transport: NetworkTransport
+    /// One transport per partition, each on its own event loop.
+    public let transports: [NetworkTransport]
     public let mockServer: MockServer?
+    public let client: HTTPClient
+    /// Why the run has fewer partitions than asked for, if it has.
+    public let partitionNote: String?
     private let group: EventLoopGroup
+    private let engine: Run
 
     /// Sets everything up: starts the in-process mock if there are no targets, makes the TLS
     /// context (a bad CA file is an error here, before any request).
@@ -78,12 +89,27 @@ public final class WallRun {
         self.scenario = scenario
         shard = options.shard
         let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices
-        let group = EventLoopGroup()
+        let (count, note) = Run.partitionCount(for: scenario, requested: options.partitions)
+        partitionNote = note
+        let ranges = Run.ranges(scenario, shard: options.shard, partitions: count)
+        let group = EventLoopGroup(threads: ranges.count, name: "pushswarm-partition")
         self.group = group
         let clock = WallClock()
         var targets = options.targets
+        var fleets: [MockFleet?] = Array(repeating: nil, count: ranges.count)
         if targets.isEmpty {
-            let server = MockServer(mocks: MockFleet(scenario: scenario), group: group, clock: clock)
+            // Each partition's share of the mocks: the state of its own source addresses. A
+            // connection from an address is served on its partition's loop (`MockServer`).
+            let made = ranges.indices.map { MockFleet(scenario: scenario, partition: $0) }
+            fleets = made
+            let perSource = max(1, scenario.network.devicesPerSourceAddress)
+            let firstSources = ranges.map { UInt32($0.lowerBound / perSource) }
+            let server = MockServer(mocks: made, group: group, clock: clock) { source in
+                // The last partition whose first address is at or below this one.
+                var owner = 0
+                for (number, first) in firstSources.enumerated() where first <= source.index { owner = number }
+                return owner
+            }
             try server.start(at: SocketAddress(ip: .loopback, port: 0))
             mockServer = server
             for platform in scenario.platforms.keys {
@@ -97,11 +123,30 @@ public final class WallRun {
             maxConnectionsPerSource: options.maxConnectionsPerSource, webSockets: Self.webSocketDevices(scenario, among: devices)
         )
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
-        let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
+        client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
             maxConnectionsPerPool: options.maxConnectionsPerSource, tls: tls, maxOpenConnections: plan.connectionBudget
         ))
-        transport = NetworkTransport(client: client, targets: targets, clock: clock, maxOpenSockets: plan.webSocketBudget)
-        if let server = mockServer { transport.forwardServiceMessages { messages, _ in server.push(messages) } }
+        let bindSources = NetworkTransport.bindsSourceAddresses(targets)
+        let socketBudget = SocketBudget(limit: plan.webSocketBudget)
+        var transports: [NetworkTransport] = []
+        var setups: [Run.PartitionSetup] = []
+        for (number, range) in ranges.enumerated() {
+            let loop = group.loops[number]
+            let transport = NetworkTransport(
+                client: client, loop: loop, targets: targets, clock: clock, bindSources: bindSources, socketBudget: socketBudget
+            )
+            if let server = mockServer { transport.forwardServiceMessages { messages, _ in server.push(messages) } }
+            transports.append(transport)
+            setups.append(Run.PartitionSetup(executor: loop, transport: transport, mocks: fleets[number], devices: range))
+        }
+        self.transports = transports
+        engine = Run(scenario: scenario, shard: options.shard, partitions: setups)
+    }
+
+    /// Each transport error reason seen in any partition, with the first detail
+    /// (`certificate verification failed: self-signed certificate`); read after the run.
+    public var errorDetails: [String: String] {
+        transports.reduce(into: [:]) { details, transport in details.merge(transport.errorDetails) { first, _ in first } }
     }
 
     /// The socket plan for a fleet: devices share a pool per NAT address
@@ -127,15 +172,14 @@ public final class WallRun {
     }
 
     public func run(onProgress: ((RunProgress) -> Void)? = nil) async -> RunResult {
-        let run = Run(scenario: scenario, transport: transport, mocks: mockServer?.mocks, shard: shard)
-        run.onProgress = onProgress
-        let result = await run.run()
-        transport.client.shutdown()
+        engine.onProgress = onProgress
+        let result = await engine.run()
+        client.shutdown()
         mockServer?.stop()
         group.shutdown()
         return result
     }
 
     /// Stops starting requests; the run finishes those in flight and reports.
-    public func interrupt() { transport.interrupt() }
+    public func interrupt() { engine.interrupt() }
 }

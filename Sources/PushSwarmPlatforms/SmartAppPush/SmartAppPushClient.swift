@@ -9,14 +9,20 @@ import PushSwarmMetrics
 /// app is backgrounded or terminated", and on Android "A full background → foreground transition
 /// creates a new session".
 struct SmartAppPushClient: PlatformClient {
-    let settings: SmartAppPushSettings
+    private let shared: SharedSettings
+    var settings: SmartAppPushSettings { shared.value }
     let variant: SmartAppPushClientProfile.Variant
     let omittedFields: Set<SmartAppPushMessages.EventField>
     private var queue: OfflineQueue
     private(set) var sessionID: String?
 
     init(settings: SmartAppPushSettings, variant: SmartAppPushClientProfile.Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
-        self.settings = settings
+        self.init(settings: SharedSettings(settings), variant: variant, omittedFields: omittedFields)
+    }
+
+    init(settings: SharedSettings, variant: SmartAppPushClientProfile.Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
+        self.shared = settings
+        let settings = settings.value
         self.variant = variant
         self.omittedFields = omittedFields
         queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)

@@ -88,13 +88,29 @@ struct SmartAppPushClientProfile: ClientProfile {
         case fcm
     }
 
-    var settings: SmartAppPushSettings
+    var settings: SmartAppPushSettings { didSet { shared = SharedSettings(settings) } }
     var variant: Variant
     var omittedFields: Set<SmartAppPushMessages.EventField>
+    /// The settings, held once for every client of the profile.
+    private var shared: SharedSettings
+
+    init(settings: SmartAppPushSettings, variant: Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
+        self.settings = settings
+        self.variant = variant
+        self.omittedFields = omittedFields
+        shared = SharedSettings(settings)
+    }
 
     var pushToken: PushTokenStyle { variant == .fcm ? .fcm : .stableID }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
-        SmartAppPushClient(settings: settings, variant: variant, omittedFields: omittedFields)
+        SmartAppPushClient(settings: shared, variant: variant, omittedFields: omittedFields)
     }
+}
+
+/// A client profile's settings by reference, so that each device's client holds 8 bytes of them.
+final class SharedSettings: Sendable {
+    let value: SmartAppPushSettings
+
+    init(_ value: SmartAppPushSettings) { self.value = value }
 }

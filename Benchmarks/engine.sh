@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The engine's figures, each beside a reference measured in the same run (issue 13):
+#
+#   1. CPU per simulated request on Scenarios/quickstart.json: this tree against a baseline commit
+#      (default 78ebe26, the last sequential engine) built in a temporary directory, and the ratio.
+#   2. Memory per device: 100,000 devices for 10 simulated minutes (max RSS / devices), both builds.
+#   3. 100,000 devices x 24 simulated hours: wall time and max RSS, both builds.
+#   4. 1,000,000 devices x 24 simulated hours: wall time and max RSS (this tree; the baseline needs
+#      about 8 GB and ten minutes here, so it runs only with BASELINE_1M=1).
+#   5. Wall clock, through devices: nginx (Debian's nginx-light, 1 worker, `return 200` JSON) on
+#      loopback, wrk -t2 -c64 with a SmartAppPush-shaped POST, then PushSwarm's device path
+#      (Benchmarks/device-path.json: 20,000 SmartAppPush devices behind 64 NAT addresses, an open
+#      load, every request a device's own body) at P = 1 and P = 2 partitions: the highest offered
+#      rate that stays unsaturated (generator lag p99 < 100 ms, no missed start, nothing pending),
+#      as a ratio to wrk's.
+#   6. Overload: 3 x wrk's rate offered through devices: max RSS, wall time against the run's
+#      length, whether it marked itself saturated, and the arrivals it shed.
+#
+# Tests never time anything; this script does, and prints every command and figure. Machines of
+# this kind differ about 3x in speed, so compare the ratios, not the absolute figures.
+#
+# Usage: Benchmarks/engine.sh            (BASELINE=<commit> to compare with another commit;
+#                                         SECONDS_PER_RUN=10 for the wall runs; SKIP_WALL=1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Benchmarks/nginx-peer.sh
+baseline=${BASELINE:-78ebe26}
+seconds=${SECONDS_PER_RUN:-10}
+here=$(pwd)
+
+work=$(mktemp -d /tmp/pushswarm-engine.XXXXXX)
+nginx_pid=""
+cleanup() {
+    [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Runs a command and prints "cpu_seconds max_rss_kib wall_seconds" for it (children's rusage).
+measure() {
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+start = time.time()
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+wall = time.time() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+if done.returncode not in (0, 99):
+    sys.exit(f"command failed with {done.returncode}: {' '.join(sys.argv[1:])}")
+print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss} {wall:.3f}")
+PY
+}
+
+summary() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+
+echo "== builds"
+swift build -c release 2>&1 | tail -n 1
+now="$here/.build/release/pushswarm"
+baseline_dir="${TMPDIR:-/tmp}/pushswarm-baseline-$baseline"
+if [ ! -x "$baseline_dir/.build/release/pushswarm" ]; then
+    rm -rf "$baseline_dir" && mkdir -p "$baseline_dir"
+    git archive "$baseline" | tar -x -C "$baseline_dir"
+    (cd "$baseline_dir" && swift build -c release 2>&1 | tail -n 1)
+fi
+base="$baseline_dir/.build/release/pushswarm"
+echo "this tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'); baseline: $baseline (built in $baseline_dir)"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+
+echo
+echo "== 1. CPU per simulated request: Scenarios/quickstart.json"
+for build in base now; do
+    binary=${!build}
+    echo "command: $binary run Scenarios/quickstart.json --out DIR --quiet"
+    read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --out "$work/q-$build" --quiet)
+    sent=$(summary "$work/q-$build/summary.json" 's["requests"]["sent"]')
+    per=$(python3 -c "print(f'{$cpu / $sent * 1e6:.2f}')")
+    echo "$build: $sent requests, $cpu s CPU, $wall s wall, $((rss / 1024)) MiB: $per µs of CPU per request"
+    eval "cpu_$build=$per"
+done
+python3 -c "print(f'CPU per request: baseline {$cpu_base} µs, now {$cpu_now} µs: {$cpu_base / $cpu_now:.2f}x cheaper (target >= 5x)')"
+cmp <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); [s.pop(k) for k in ("wallSeconds","runId","version")]; print(json.dumps(s["requests"], sort_keys=True))' "$work/q-base/summary.json") \
+    <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); [s.pop(k) for k in ("wallSeconds","runId","version")]; print(json.dumps(s["requests"], sort_keys=True))' "$work/q-now/summary.json") >/dev/null \
+    && echo "same requests and statuses in both builds" || echo "note: the builds' request counts differ (the baseline is another version)"
+
+echo
+echo "== 2-3. 100,000 devices: 10 simulated minutes and 24 simulated hours"
+for length in 10m 24h; do
+    for build in base now; do
+        binary=${!build}
+        echo "command: $binary run Scenarios/quickstart.json --devices 100000 --duration $length --out DIR --quiet"
+        read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --devices 100000 --duration "$length" --out "$work/m-$build-$length" --quiet)
+        sent=$(summary "$work/m-$build-$length/summary.json" 's["requests"]["sent"]')
+        echo "$build $length: $sent requests, $wall s wall, $cpu s CPU, max RSS $((rss / 1024)) MiB = $((rss * 1024 / 100000)) bytes per device"
+        eval "rss_${build}_${length}=$rss"
+    done
+done
+python3 -c "print(f'memory per device (10 min): baseline {$rss_base_10m * 1024 / 1e5:,.0f} B, now {$rss_now_10m * 1024 / 1e5:,.0f} B (target <= 1,300 B; 150 MiB for 100k)')"
+python3 -c "print(f'a day against 10 minutes: baseline {$rss_base_24h / $rss_base_10m:.2f}x, now {$rss_now_24h / $rss_now_10m:.2f}x (target <= 1.3x)')"
+
+echo
+echo "== 4. 1,000,000 devices x 24 simulated hours"
+builds="now"
+[ "${BASELINE_1M:-0}" = 1 ] && builds="base now"
+for build in $builds; do
+    binary=${!build}
+    echo "command: $binary run Scenarios/quickstart.json --devices 1000000 --duration 24h --out DIR --quiet"
+    read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --devices 1000000 --duration 24h --out "$work/g-$build" --quiet)
+    sent=$(summary "$work/g-$build/summary.json" 's["requests"]["sent"]')
+    echo "$build: $sent requests, $wall s wall, $cpu s CPU, max RSS $((rss / 1024)) MiB (target < 120 s and < 2 GiB)"
+done
+
+if [ "${SKIP_WALL:-0}" = 1 ]; then exit 0; fi
+
+echo
+echo "== 5. wall clock through devices against wrk, same nginx"
+need_tools nginx wrk
+start_nginx "$work"
+write_wrk_post "$work"
+echo "server: nginx, 1 worker, http://127.0.0.1:$port; client and server share $(nproc) cores"
+echo "command: wrk -t2 -c64 -d${seconds}s -s post.lua http://127.0.0.1:$port/events"
+wrk_rate=$(cd "$work" && wrk -t2 -c64 -d"${seconds}s" -s post.lua "http://127.0.0.1:$port/events" | awk '/Requests\/sec/ {print $2}')
+echo "wrk: $wrk_rate requests/s"
+
+# One device-path run at RATE/s with P partitions; prints its figures and whether it held.
+device_run() {
+    local rate=$1 partitions=$2 name=$3
+    sed "s/RATE/$rate/" Benchmarks/device-path.json > "$work/$name.json"
+    read -r cpu rss wall < <(measure "$now" run "$work/$name.json" --clock wall --target "http://127.0.0.1:$port" --duration "${seconds}s" \
+        --partitions "$partitions" --out "$work/$name" --quiet)
+    python3 - "$work/$name/summary.json" "$rate" "$partitions" "$cpu" "$rss" "$wall" "$seconds" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+rate, partitions, cpu, rss, wall, length = int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+g, r = s["generator"], s["requests"]
+pending = s.get("queue", {}).get("pendingAtEnd", 0) + r.get("inFlightAtEnd", 0)
+ok200 = r["byStatus"].get("200", 0)
+held = not g["saturated"] and g["lagP99Ms"] < 100 and g["missedStarts"] == 0 and pending == 0
+print(f"  P={partitions} offered {rate:,}/s: sent {r['sent']:,} ({r['sent'] / length:,.0f}/s), 200s {ok200:,}, errors {r['transportErrors'] + r['timeouts']}, "
+      f"lag p99 {g['lagP99Ms']} ms, missed starts {g['missedStarts']:,}, pending {pending:,}, saturated {g['saturated']}, "
+      f"CPU {cpu:.1f} s, max RSS {rss // 1024} MiB, wall {wall:.1f} s -> {'held' if held else 'did not hold'}")
+sys.exit(0 if held else 1)
+PY
+}
+
+for partitions in 1 2; do
+    echo "command: $now run device-path.json (rate set) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --partitions $partitions --quiet"
+    best=0
+    for share in 20 30 40 50 60 70 80; do
+        rate=$(python3 -c "print(int($wrk_rate * $share / 100))")
+        if device_run "$rate" "$partitions" "p$partitions-$share"; then best=$rate; else break; fi
+    done
+    python3 -c "print(f'P={$partitions}: highest offered rate that held: {$best:,}/s = {$best / $wrk_rate:.2f} x wrk (target >= 0.5 x wrk)')"
+done
+
+echo
+echo "== 6. overload: 3 x wrk's rate offered through devices"
+rate=$(python3 -c "print(int($wrk_rate * 3))")
+echo "command: $now run device-path.json (rate $rate/s) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --quiet"
+device_run "$rate" "$(nproc)" overload || true
+python3 - "$work/overload/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+c = s.get("counters", {})
+print(f"  arrivals started {c.get('workload.arrivals', 0):,}, shed as missed starts {s['generator']['missedStarts']:,}; "
+      f"every request accounted: sent {s['requests']['sent']:,} = answered + errors + timeouts + in flight at the end")
+PY

@@ -1,0 +1,541 @@
+import Foundation
+import PushSwarmMetrics
+
+/// One shared-nothing part of a run: whole NAT addresses' worth of devices, its own scheduler, its
+/// own built-in mock state and transport, all confined to one thread (its executor: a
+/// `PartitionThread` in simulated time, an event loop in wall time). Partitions meet only at the
+/// end, where `Run` merges their results as `merge` merges shards.
+///
+/// Events are handled one at a time in (time, scheduling order), which is what makes the mock's
+/// decisions (a rate limiter's, a fault's) reproducible in simulated time. In wall time an event
+/// is handed to its device with its scheduled time as `now`, so a request's latency counts from
+/// when the device wanted it sent, however late the loop got to it; answers arriving on the loop
+/// are handled at once, on the same thread.
+///
+/// - Important: every method runs on `executor`'s thread. Devices are actors on that executor, so
+///   the partition calls them synchronously (`assumeIsolated`).
+final class Partition: @unchecked Sendable {
+    private enum Item {
+        case device(Int, VirtualDevice.Event)
+        case campaign(Int)
+        case transportTimer(UInt64)
+        /// The next open-model arrival of group number `group`.
+        case arrival(group: Int)
+        /// Wall time: wakes the partition each second to report progress while nothing else is due.
+        case progressTick
+    }
+
+    private struct SocketKey: Hashable {
+        var device: Int
+        var socket: UInt64
+    }
+
+    let number: Int
+    private let scenario: Scenario
+    private let fleet: Fleet
+    let executor: any PartitionExecutor
+    let transport: any RunTransport
+    /// This partition's share of the built-in mocks (nil against a real target).
+    private let mocks: MockFleet?
+    /// The fleet indices this partition holds: whole source addresses, contiguous.
+    private let range: Range<Int>
+    /// Whether this partition counts the events that happen once per run (a campaign's launch):
+    /// the first partition of the first shard, so that merged partitions and shards count them once.
+    private let countsRunEvents: Bool
+    private let progress: ProgressBoard?
+    private let isWall: Bool
+
+    private var queue = EventQueue<Item>()
+    private var devices: [VirtualDevice] = []
+    private var sources: [SourceAddress] = []
+    private var platforms: [String] = []
+    private var groupIndices: [Int] = []
+    /// Fleet indices of each group's devices, the whole fleet's (open-model arrivals go round robin
+    /// over them; a partition skips the arrivals that land on other partitions' devices).
+    private var groupDevices: [[Int]] = []
+    private var arrivalCursor: [Int] = []
+    private var workloadRandom: SeededRandom
+    /// Closed-model devices, their think time and their own draws of it.
+    private var closedLoop: [Int: (think: Distribution, random: SeededRandom)] = [:]
+    private var pushGateway: [String: Int] = [:]
+    private var metrics = RunMetrics()
+    /// Items devices saw accepted that this partition's mocks never recorded.
+    private var lost = 0
+    /// Each receiving device's draws for push delivery (delay, reachability).
+    private var deliveryRandom: [Int: SeededRandom] = [:]
+    private var nextNotificationID: UInt64 = 0
+    private var inFlight = 0
+    /// Socket handshakes under way: their operation and intended start.
+    private var opening: [SocketKey: (operation: String, sentAt: Instant)] = [:]
+    private var openSockets = Set<SocketKey>()
+    /// Sockets opening and closing, as `microseconds * 2 + (1 if closed)`: merged across
+    /// partitions into the peak held at once, whatever the partition count.
+    private var socketChanges: [Int64] = []
+    /// The timeline interval each device last sent in (to count active devices per interval).
+    private var lastActiveInterval: [Int32] = []
+    private(set) var end: Instant
+    private var interrupted = false
+    private var finished: ((PartitionResult) -> Void)?
+    private var isDone = false
+    private var eventsSinceProgressCheck = 0
+    /// Simulated time: the time of the item being handled.
+    private var now = Instant.start
+
+    /// An open-model arrival reached later than this, in wall time, is a missed start.
+    static let maximumStartLag = TimeSpan.seconds(1)
+
+    init(
+        number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
+        devices range: Range<Int>, countsRunEvents: Bool, progress: ProgressBoard?
+    ) {
+        self.number = number
+        self.scenario = scenario
+        self.fleet = fleet
+        self.executor = executor
+        self.transport = transport
+        self.mocks = mocks
+        self.range = range
+        self.countsRunEvents = countsRunEvents
+        self.progress = progress
+        isWall = scenario.clock == .wall
+        end = Instant.start + scenario.duration
+        workloadRandom = SeededRandom(seed: scenario.seed, stream: .delivery, index: 1)
+        metrics.timeline = Timeline(intervalMicroseconds: Timeline.interval(forRunMicroseconds: scenario.duration.microseconds))
+    }
+
+    /// This partition's number for fleet device `global`, when it holds it.
+    private func localIndex(_ global: Int) -> Int? {
+        let local = global - range.lowerBound
+        return (0..<range.count).contains(local) ? local : nil
+    }
+
+    // MARK: - Drivers
+
+    /// Simulated time: runs the whole partition to its end, on the calling thread (its executor's).
+    func runSimulated() -> PartitionResult {
+        start()
+        while let (time, item) = nextItem() {
+            now = time
+            handle(item, at: time, lag: .zero)
+        }
+        return result()
+    }
+
+    /// The next item to handle, or nil when the run is over: past the end with nothing in flight.
+    private func nextItem() -> (Instant, Item)? {
+        absorbArrived()
+        if !interrupted && transport.isInterrupted {
+            interrupted = true
+            if number == 0 { metrics.increment("run.interrupted") }
+            end = min(end, now)
+        }
+        guard let next = queue.nextTime else { return nil }
+        if next > end && inFlight == 0 { return nil }
+        return queue.popNext()
+    }
+
+    /// Wall time: starts the partition on its event loop; `finished` is called there once the run
+    /// has reached its end and every request in flight has ended.
+    func startWall(_ live: any LiveTransport, finished: @escaping (PartitionResult) -> Void) {
+        self.finished = finished
+        live.onArrival { [unowned self] arrival in arrive(arrival) }
+        start()
+        if progress != nil { queue.schedule(.progressTick, at: Instant.start + .seconds(1)) }
+        tick(live)
+    }
+
+    /// Handles what is due, then sleeps until the next item or the end.
+    private func tick(_ live: any LiveTransport) {
+        guard !isDone else { return }
+        let now = transport.currentTime
+        while let next = queue.nextTime, next <= now, next <= end || inFlight > 0 {
+            guard let (time, item) = queue.popNext() else { break }
+            handle(item, at: time, lag: time > end ? .zero : now - time)
+            if isDone { return }
+        }
+        if now >= end && inFlight == 0 { return finish() }
+        let wake = min(queue.nextTime ?? end, end)
+        live.wake(at: max(wake, now)) { [unowned self] in tick(live) }
+    }
+
+    /// An answer or socket event from the transport, on this thread, as it happens.
+    private func arrive(_ arrival: Arrival) {
+        guard !isDone else { return }
+        let time = transport.currentTime
+        switch arrival.payload {
+        case .completion(let completion): handle(.device(arrival.device - range.lowerBound, .completion(completion)), at: time, lag: .zero)
+        case .socket(let event): handle(.device(arrival.device - range.lowerBound, .socket(event)), at: time, lag: .zero)
+        case .timer(let token): handle(.transportTimer(token), at: time, lag: .zero)
+        }
+        if !isDone && time >= end && inFlight == 0 { finish() }
+    }
+
+    /// Asks the partition to stop starting requests (Ctrl-C); those in flight still finish.
+    func interrupt(_ live: any LiveTransport) {
+        guard !interrupted, !isDone else { return }
+        interrupted = true
+        // Once per process (a shard process counts its own stop).
+        if number == 0 { metrics.increment("run.interrupted") }
+        end = min(end, transport.currentTime)
+        tick(live)
+    }
+
+    private func finish() {
+        guard !isDone else { return }
+        isDone = true
+        let result = result()
+        finished?(result)
+        finished = nil
+    }
+
+    /// Simulated transports hand over socket replies and service timers after each call.
+    private func absorbArrived() {
+        for arrival in transport.takeArrived() {
+            let item: Item = switch arrival.payload {
+            case .completion(let completion): .device(arrival.device - range.lowerBound, .completion(completion))
+            case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
+            case .timer(let token): .transportTimer(token)
+            }
+            queue.schedule(item, at: max(arrival.at, now))
+        }
+    }
+
+    // MARK: - The run
+
+    private func start() {
+        devices.reserveCapacity(range.count)
+        lastActiveInterval = Array(repeating: -1, count: range.count)
+        let executor = executor.asUnownedSerialExecutor()
+        for index in 0..<range.count {
+            let profile = fleet.profile(at: range.lowerBound + index)
+            let device = fleet.makeDevice(profile, on: executor)
+            devices.append(device)
+            sources.append(profile.source)
+            platforms.append(profile.platform)
+            groupIndices.append(profile.groupIndex)
+            let (actions, known) = device.assumeIsolated { $0.start(now: .start) }
+            if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
+            execute(actions, device: index, now: .start, isDraining: false)
+        }
+        for (index, campaign) in scenario.campaigns.enumerated() {
+            queue.schedule(.campaign(index), at: Instant.start + campaign.at)
+        }
+        startWorkloads()
+    }
+
+    private func handle(_ item: Item, at time: Instant, lag: TimeSpan) {
+        let isDraining = time > end
+        if progress != nil { reportProgress(at: time) }
+        // How late the generator starts what was due (wall time): the run's own saturation.
+        if isWall && !isDraining {
+            metrics.recordDuration("generatorLag", microseconds: UInt64(max(0, lag.microseconds)))
+        }
+        switch item {
+        case .device(let index, let event):
+            switch event {
+            case .completion(let completion):
+                inFlight -= 1
+                record(completion, at: time)
+            case .socket(let socketEvent):
+                // Replies and closes still count after the end; they finish what was sent.
+                recordSocket(socketEvent, device: index, at: time)
+            case .lifecycle, .clientTimer:
+                if isDraining { return }
+            }
+            let device = devices[index]
+            let actions = device.assumeIsolated { $0.handle(event, now: time) }
+            execute(actions, device: index, now: time, isDraining: isDraining)
+            if case .completion = event, !isDraining, var closed = closedLoop[index], device.assumeIsolated({ $0.pendingRequests }) == 0 {
+                // A closed-model user got every answer: think, then the next event.
+                let think = closed.think.sampleSpan(using: &closed.random)
+                closedLoop[index] = closed
+                queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: time + think)
+            }
+        case .campaign(let index):
+            guard !isDraining else { return }
+            launch(scenario.campaigns[index], now: time)
+        case .transportTimer(let token):
+            guard !isDraining else { return }
+            transport.timerFired(token, at: time)
+        case .progressTick:
+            if time + .seconds(1) <= end { queue.schedule(.progressTick, at: time + .seconds(1)) }
+        case .arrival(let group):
+            guard !isDraining, case .open(let workload) = scenario.groups[group].workload, !groupDevices[group].isEmpty else { return }
+            if let next = workload.nextArrival(after: time - .start, random: &workloadRandom), Instant.start + next <= end {
+                queue.schedule(.arrival(group: group), at: Instant.start + next)
+            }
+            let members = groupDevices[group]
+            let global = members[arrivalCursor[group] % members.count]
+            arrivalCursor[group] += 1
+            // Another partition's device: that partition sends it.
+            guard let index = localIndex(global) else { return }
+            // An arrival the generator reaches more than a second late did not start when it
+            // should have: counted as missed, not sent late (as load testers drop iterations).
+            if lag > Self.maximumStartLag {
+                metrics.increment("workload.missedStarts")
+                return
+            }
+            metrics.increment("workload.arrivals")
+            let actions = devices[index].assumeIsolated { $0.handle(.lifecycle(.workloadEvent), now: time) }
+            execute(actions, device: index, now: time, isDraining: false)
+        }
+    }
+
+    private func result() -> PartitionResult {
+        transport.closeAllSockets()
+        let interval = metrics.timeline.intervalMicroseconds
+        metrics.timeline.fit(to: Int(max(1, ((end - .start).microseconds + interval - 1) / interval)))
+        var pending = 0
+        for device in devices { pending += device.assumeIsolated { $0.pendingRequests } }
+        return PartitionResult(
+            metrics: metrics, ledgers: mocks?.ledgers ?? [:], lost: lost, pending: pending, devices: range.count,
+            socketChanges: socketChanges, end: end
+        )
+    }
+
+    /// Publishes progress when a second of wall time has passed since the last report (checking
+    /// the clock every 256 events in simulated time, where events are cheap).
+    private func reportProgress(at time: Instant) {
+        eventsSinceProgressCheck += 1
+        guard isWall || eventsSinceProgressCheck >= 256 else { return }
+        eventsSinceProgressCheck = 0
+        progress?.offer(partition: number, elapsed: min(time, end) - .start, metrics: metrics)
+    }
+
+    private func execute(_ actions: [VirtualDevice.Action], device index: Int, now: Instant, isDraining: Bool) {
+        for action in actions {
+            switch action {
+            case .send(let outgoing):
+                // After the end, requests are not started; they stay in the device's queue and are
+                // reported as pending.
+                guard !isDraining else { continue }
+                send(outgoing, device: index, now: now)
+            case .schedule(let event, let time):
+                guard !isDraining else { continue }
+                queue.schedule(.device(index, event), at: max(time, now))
+            case .count(let name):
+                metrics.increment(name)
+            case .duration(let name, let span):
+                metrics.recordDuration(name, microseconds: UInt64(max(0, span.microseconds)))
+            case .drop(let reason):
+                metrics.recordDrop(reason: reason)
+            case .backoff(let delay, let retryNumber):
+                metrics.recordBackoff(microseconds: UInt64(max(0, delay.microseconds)), retryNumber: retryNumber)
+            case .confirmed(let key):
+                if let mocks, !mocks.holds(key) { lost += 1 }
+            case .pushAddress(let old, let new):
+                if let old, pushGateway[old] == index { pushGateway[old] = nil }
+                pushGateway[new] = index
+            case .openSocket(let open):
+                guard !isDraining else { continue }
+                recordSent(operation: open.operation, retryNumber: 0, device: index, at: now)
+                inFlight += 1
+                opening[SocketKey(device: index, socket: open.id)] = (open.operation, now)
+                transport.openSocket(open, device: range.lowerBound + index, platform: platforms[index], source: sources[index], at: now)
+            case .sendOnSocket(let socket, let text, let operation):
+                guard !isDraining else { continue }
+                if let operation { recordSent(operation: operation, retryNumber: 0, device: index, at: now) }
+                transport.sendOnSocket(socket, text: text, device: range.lowerBound + index, at: now)
+            case .closeSocket(let socket):
+                if openSockets.remove(SocketKey(device: index, socket: socket)) != nil {
+                    metrics.increment("sockets.closedByClient")
+                    socketChanges.append(now.microseconds * 2 + 1)
+                }
+                transport.closeSocket(socket, device: range.lowerBound + index, at: now)
+            case .completed(let completion):
+                record(completion, at: now)
+            }
+        }
+    }
+
+    /// Schedules each group's load shape: the first arrival of an open model, the first event of
+    /// each closed-model user.
+    private func startWorkloads() {
+        groupDevices = Array(repeating: [], count: scenario.groups.count)
+        arrivalCursor = Array(repeating: 0, count: scenario.groups.count)
+        guard scenario.groups.contains(where: { $0.workload != .lifecycle }) else { return }
+        if range == 0..<scenario.devices {
+            for (index, group) in groupIndices.enumerated() { groupDevices[group].append(index) }
+        } else {
+            // A partition needs the whole fleet's groups to know whose turn each arrival is.
+            for global in 0..<scenario.devices { groupDevices[fleet.groupIndex(at: global)].append(global) }
+        }
+        for (number, group) in scenario.groups.enumerated() {
+            switch group.workload {
+            case .lifecycle:
+                break
+            case .open(let workload):
+                if let first = workload.nextArrival(after: .zero, random: &workloadRandom) {
+                    queue.schedule(.arrival(group: number), at: Instant.start + first)
+                }
+            case .closed(let workload):
+                for global in groupDevices[number].prefix(workload.concurrency) {
+                    guard let index = localIndex(global) else { continue }
+                    var random = SeededRandom(seed: scenario.seed, stream: .workload, index: UInt64(global))
+                    // Users start spread over the first think time, not all in one microsecond.
+                    let offset = workload.thinkTime.sampleSpan(using: &random)
+                    closedLoop[index] = (workload.thinkTime, random)
+                    queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: Instant.start + workload.start + TimeSpan(microseconds: offset.microseconds / 2))
+                }
+            }
+        }
+    }
+
+    private func recordSent(operation: String, retryNumber: Int, device index: Int, at now: Instant) {
+        let microseconds = (now - .start).microseconds
+        metrics.recordSent(operation: operation, retryNumber: retryNumber, at: microseconds)
+        let interval = metrics.timeline.index(at: microseconds)
+        if lastActiveInterval[index] != Int32(interval) {
+            lastActiveInterval[index] = Int32(interval)
+            metrics.timeline.recordDeviceActive(interval: interval)
+        }
+    }
+
+    private func send(_ outgoing: OutgoingRequest, device index: Int, now: Instant) {
+        recordSent(operation: outgoing.operation, retryNumber: outgoing.retryNumber, device: index, at: now)
+        inFlight += 1
+        if let (completion, at) = transport.send(outgoing, device: range.lowerBound + index, platform: platforms[index], source: sources[index], at: now) {
+            queue.schedule(.device(index, .completion(completion)), at: at)
+        }
+    }
+
+    private func record(_ completion: ExchangeCompletion, at now: Instant) {
+        let at = (now - .start).microseconds
+        switch completion.outcome {
+        case .response(let response):
+            metrics.recordResponse(
+                operation: completion.operation, status: response.status,
+                latencyMicroseconds: UInt64(max(0, (now - completion.sentAt).microseconds)),
+                serviceMicroseconds: completion.timings.map { UInt64(max(0, $0.service.microseconds)) },
+                connectMicroseconds: completion.timings?.connect.map { UInt64(max(0, $0.microseconds)) },
+                // Time to first byte is a socket's measure; simulated time has none.
+                firstByteMicroseconds: isWall ? completion.timings.map { UInt64(max(0, $0.firstByte.microseconds)) } : nil,
+                at: at
+            )
+        case .transportError(let reason):
+            metrics.recordTransportError(operation: completion.operation, reason: reason, at: at)
+        case .timeout:
+            metrics.recordTimeout(operation: completion.operation, at: at)
+        }
+    }
+
+    /// Accounts for a socket's handshake ending, and counts sockets open at once.
+    private func recordSocket(_ event: SocketEvent, device index: Int, at now: Instant) {
+        let key = SocketKey(device: index, socket: event.socket)
+        switch event {
+        case .opened:
+            guard let (operation, sentAt) = opening.removeValue(forKey: key) else { return }
+            inFlight -= 1
+            // A handshake's answer is 101 Switching Protocols.
+            record(ExchangeCompletion(requestID: event.socket, operation: operation, sentAt: sentAt, outcome: .response(Response(status: 101))), at: now)
+            openSockets.insert(key)
+            metrics.increment("sockets.opened")
+            socketChanges.append(now.microseconds * 2)
+        case .failed(_, let outcome):
+            guard let (operation, sentAt) = opening.removeValue(forKey: key) else { return }
+            inFlight -= 1
+            record(ExchangeCompletion(requestID: event.socket, operation: operation, sentAt: sentAt, outcome: outcome), at: now)
+        case .closed:
+            if openSockets.remove(key) != nil {
+                metrics.increment("sockets.closedByPeer")
+                socketChanges.append(now.microseconds * 2 + 1)
+            }
+        case .message:
+            break
+        }
+    }
+
+    private func launch(_ campaign: Campaign, now: Instant) {
+        guard let mocks, let host = mocks.index(of: campaign.platform) else {
+            // Against a real target the platform, not PushSwarm, sends campaigns.
+            if countsRunEvents { metrics.increment("campaigns.notLaunchedExternalTarget") }
+            return
+        }
+        let (messages, sessionMessages) = mocks.launchCampaign(platform: host, campaign, at: now)
+        // One event for the whole run: counted once, however many partitions and shards.
+        if countsRunEvents { metrics.increment("campaigns.launched") }
+        if !sessionMessages.isEmpty {
+            metrics.increment("campaigns.socketMessages", by: UInt64(sessionMessages.count))
+            transport.deliverFromService(sessionMessages, platform: host, at: now)
+        }
+        for message in messages {
+            metrics.increment("notifications.sent")
+            guard let index = pushGateway[message.pushToken] else {
+                // The token is stale (rotated, never reported): the provider cannot deliver.
+                metrics.increment("notifications.undeliverable")
+                continue
+            }
+            nextNotificationID += 1
+            let notification = PushNotification(
+                id: nextNotificationID, campaign: campaign.name, data: message.data,
+                tapRate: campaign.tapRate, timeToOpen: campaign.timeToOpen, isDataOnly: message.isDataOnly
+            )
+            var random = deliveryRandom[index] ?? SeededRandom(seed: scenario.seed, stream: .pushDelivery, index: UInt64(range.lowerBound + index))
+            defer { deliveryRandom[index] = random }
+            var delay = campaign.deliveryDelay.sampleSpan(using: &random)
+            let behaviour = scenario.groups[groupIndices[index]].behaviour
+            if random.chance(behaviour.unreachableShare) {
+                // Not connected to the provider: held until the device is back, within the push's time to live.
+                let offline = behaviour.offlineDuration.sampleSpan(using: &random)
+                guard offline <= campaign.timeToLive else {
+                    metrics.increment("notifications.expired")
+                    continue
+                }
+                metrics.increment("notifications.heldWhileUnreachable")
+                delay = delay + offline
+            }
+            queue.schedule(.device(index, .lifecycle(.notificationDelivered(notification))), at: now + delay)
+        }
+    }
+}
+
+/// What one partition produced, merged by `Run` into the run's result.
+struct PartitionResult: Sendable {
+    var metrics: RunMetrics
+    var ledgers: [String: Ledger]
+    var lost: Int
+    var pending: Int
+    var devices: Int
+    var socketChanges: [Int64]
+    var end: Instant
+}
+
+/// Where partitions leave their progress; about once a second of wall time it merges the latest
+/// of each and hands the whole to the run's `onProgress` (under its lock: one call at a time).
+final class ProgressBoard: @unchecked Sendable {
+    private let lock = NSLock()
+    private var latest: [(elapsed: TimeSpan, metrics: RunMetrics)?]
+    private var refreshed: [Date]
+    private var nextReport = Date.distantPast
+    private let duration: TimeSpan
+    private let devices: Int
+    private let report: (RunProgress) -> Void
+
+    init(partitions: Int, duration: TimeSpan, devices: Int, report: @escaping (RunProgress) -> Void) {
+        latest = Array(repeating: nil, count: partitions)
+        refreshed = Array(repeating: .distantPast, count: partitions)
+        self.duration = duration
+        self.devices = devices
+        self.report = report
+    }
+
+    /// Called by partition `partition` on its own thread; cheap unless a report is due.
+    func offer(partition: Int, elapsed: TimeSpan, metrics: RunMetrics) {
+        let now = Date()
+        lock.lock()
+        defer { lock.unlock() }
+        // Each partition's slot is refreshed at most once a second too: a copy of its metrics.
+        if now < nextReport && now < refreshed[partition].addingTimeInterval(1) { return }
+        latest[partition] = (elapsed, metrics)
+        refreshed[partition] = now
+        guard now >= nextReport else { return }
+        nextReport = now.addingTimeInterval(1)
+        var merged = RunMetrics()
+        var elapsed = TimeSpan.zero
+        for case let slot? in latest {
+            merged.merge(slot.metrics)
+            elapsed = max(elapsed, slot.elapsed)
+        }
+        report(RunProgress(elapsed: elapsed, duration: duration, metrics: merged, devices: devices))
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+@testable import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmPlatforms
+
+/// A run is split into shared-nothing partitions that run concurrently, each on its own thread;
+/// in simulated time the same scenario and seed give the same summary whatever their number.
+@Suite struct PartitionTests {
+    /// summary.json's text without what differs between any two runs (wall time, run id).
+    func summaryText(_ scenario: Scenario, partitions: Int) async -> String {
+        var summary = await Run.simulated(scenario, partitions: partitions).run().summary(runID: "test", version: "test")
+        summary.wallSeconds = 0
+        return summary.jsonText
+    }
+
+    /// Every platform (Smartico's WebSockets, so `sockets.peakOpen` too), campaigns, retries.
+    @Test(arguments: ["quickstart", "all-platforms", "retry-storm", "smartico"])
+    func theSameSummaryForOneTwoAndFourPartitions(name: String) async throws {
+        let scenario = try loadScenario(name) { object in
+            object["devices"] = 1_600
+            if name == "all-platforms" || name == "quickstart" { object["duration"] = "20h" }
+        }
+        #expect(Run.partitionCount(for: scenario, requested: 4).count == 4)
+        let one = await summaryText(scenario, partitions: 1)
+        #expect(one.contains("\"sent\""))
+        for partitions in [2, 4] {
+            let text = await summaryText(scenario, partitions: partitions)
+            #expect(text == one, "\(name): \(partitions) partitions")
+        }
+    }
+
+    @Test func partitionsTakeWholeSourceAddressesAndCoverTheFleetOnce() throws {
+        var scenario = try loadScenario("quickstart") { $0["devices"] = 1_001 }
+        scenario.network.devicesPerSourceAddress = 10
+        for shard in [nil, Shard(index: 2, count: 3)] {
+            let whole = shard?.devices(of: 1_001, devicesPerSource: 10) ?? 0..<1_001
+            for count in [1, 2, 3, 7, 200] {
+                let ranges = Run.ranges(scenario, shard: shard, partitions: count)
+                #expect(ranges.flatMap { Array($0) } == Array(whole), "\(count) partitions of \(whole)")
+                #expect(ranges.allSatisfy { $0.lowerBound % 10 == 0 && !$0.isEmpty })
+                #expect(ranges.count == min(count, (whole.count + 9) / 10))
+            }
+        }
+    }
+
+    /// A limit keyed globally is one state for every address: such a scenario runs as one
+    /// partition, and says why.
+    @Test func aGlobalLimitKeepsTheRunInOnePartition() throws {
+        let scenario = try loadScenario("capacity-events")
+        let (count, note) = Run.partitionCount(for: scenario, requested: 4)
+        #expect(count == 1)
+        #expect(note?.contains("keyed globally") == true)
+        #expect(Run.partitionCount(for: try loadScenario("quickstart"), requested: 4).count == 4)
+    }
+
+    /// Each partition's devices are actors on that partition's thread: the run reaches them there
+    /// synchronously, and a caller elsewhere reaches them by hopping onto it.
+    @Test func devicesRunOnTheirPartitionsThread() async throws {
+        let scenario = try loadScenario("quickstart") { $0["devices"] = 10 }
+        let thread = PartitionThread(name: "test-partition")
+        defer { thread.stop() }
+        let device = Fleet(scenario: scenario).makeDevice(Fleet(scenario: scenario).profile(at: 3), on: thread.asUnownedSerialExecutor())
+        let onThread = await device.isOnItsExecutor(thread)
+        #expect(onThread)
+        #expect(!thread.isCurrent)
+    }
+}
+
+extension VirtualDevice {
+    /// For the test above: whether the actor's code runs on `thread`.
+    fileprivate func isOnItsExecutor(_ thread: PartitionThread) -> Bool { thread.isCurrent }
+}
