@@ -77,9 +77,11 @@ for build in base now; do
     eval "cpu_$build=$per"
 done
 python3 -c "print(f'CPU per request: baseline {$cpu_base} µs, now {$cpu_now} µs: {$cpu_base / $cpu_now:.2f}x cheaper (target >= 5x)')"
-cmp <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); [s.pop(k) for k in ("wallSeconds","runId","version")]; print(json.dumps(s["requests"], sort_keys=True))' "$work/q-base/summary.json") \
-    <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); [s.pop(k) for k in ("wallSeconds","runId","version")]; print(json.dumps(s["requests"], sort_keys=True))' "$work/q-now/summary.json") >/dev/null \
-    && echo "same requests and statuses in both builds" || echo "note: the builds' request counts differ (the baseline is another version)"
+if [ "$(summary "$work/q-base/summary.json" 's["requests"]')" = "$(summary "$work/q-now/summary.json" 's["requests"]')" ]; then
+    echo "same requests and statuses in both builds"
+else
+    echo "note: the builds' request counts differ (the baseline is another version)"
+fi
 
 echo
 echo "== 2-3. 100,000 devices: 10 simulated minutes and 24 simulated hours"

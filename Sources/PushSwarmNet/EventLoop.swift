@@ -55,15 +55,10 @@ public final class LoopTimer: @unchecked Sendable {
 /// closure around them, and `checkIsolated` (SE-0424) lets code already on the loop's thread
 /// reach those actors synchronously.
 public final class EventLoop: PartitionExecutor, @unchecked Sendable {
-    private enum Work: Sendable {
-        case job(UnownedJob)
-        case closure(@Sendable () -> Void)
-    }
-
     public let index: Int
     private let epoll: Int32
     private let wakeFD: Int32
-    private let inbox = Mutex<[Work]>([])
+    private let inbox = Mutex<[ExecutorWork]>([])
     private var thread: Thread?
     private var threadID: pthread_t?
     private let stopped = Atomic<Bool>(false)
@@ -136,7 +131,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
         push(.closure(work))
     }
 
-    private func push(_ work: Work) {
+    private func push(_ work: ExecutorWork) {
         let wasEmpty = inbox.withLock { queue in
             queue.append(work)
             return queue.count == 1
@@ -251,18 +246,14 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
 
     private func runInbox() {
         // Swapped out whole: no copy, and nothing allocated when the inbox is empty.
-        let work = inbox.withLock { queue -> [Work] in
+        let work = inbox.withLock { queue -> [ExecutorWork] in
             guard !queue.isEmpty else { return [] }
-            var taken: [Work] = []
+            var taken: [ExecutorWork] = []
             swap(&taken, &queue)
             return taken
         }
-        for item in work {
-            switch item {
-            case .job(let job): job.runSynchronously(on: asUnownedSerialExecutor())
-            case .closure(let closure): closure()
-            }
-        }
+        let executor = asUnownedSerialExecutor()
+        for item in work { item.run(on: executor) }
     }
 }
 

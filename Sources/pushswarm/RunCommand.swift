@@ -130,6 +130,9 @@ enum RunCommand {
             if !arguments.flags.contains("--quiet") { print("waiting until \(arguments.value("--start-at") ?? "") to start (\(Int(startAt.timeIntervalSinceNow.rounded(.up))) s)") }
             try? await Task.sleep(for: .seconds(startAt.timeIntervalSinceNow))
         }
+        if let partitions, let note = Run.partitionCount(for: scenario, requested: partitions).note {
+            PushSwarmCommand.printError("note: --partitions \(partitions): \(note)")
+        }
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
         let onProgress: ((RunProgress) -> Void)? = line == nil && endpoint == nil ? nil : { progress in
             line?.update(progress)

@@ -124,11 +124,7 @@ final class Partition: @unchecked Sendable {
     /// The next item to handle, or nil when the run is over: past the end with nothing in flight.
     private func nextItem() -> (Instant, Item)? {
         absorbArrived()
-        if !interrupted && transport.isInterrupted {
-            interrupted = true
-            if number == 0 { metrics.increment("run.interrupted") }
-            end = min(end, now)
-        }
+        if !interrupted && transport.isInterrupted { stopStarting(at: now) }
         guard let next = queue.nextTime else { return nil }
         if next > end && inFlight == 0 { return nil }
         return queue.popNext()
@@ -162,22 +158,23 @@ final class Partition: @unchecked Sendable {
     private func arrive(_ arrival: Arrival) {
         guard !isDone else { return }
         let time = transport.currentTime
-        switch arrival.payload {
-        case .completion(let completion): handle(.device(arrival.device - range.lowerBound, .completion(completion)), at: time, lag: .zero)
-        case .socket(let event): handle(.device(arrival.device - range.lowerBound, .socket(event)), at: time, lag: .zero)
-        case .timer(let token): handle(.transportTimer(token), at: time, lag: .zero)
-        }
+        handle(item(for: arrival), at: time, lag: .zero)
         if !isDone && time >= end && inFlight == 0 { finish() }
     }
 
     /// Asks the partition to stop starting requests (Ctrl-C); those in flight still finish.
     func interrupt(_ live: any LiveTransport) {
         guard !interrupted, !isDone else { return }
+        stopStarting(at: transport.currentTime)
+        tick(live)
+    }
+
+    /// The run ends at `time` for this partition: nothing new starts after it.
+    private func stopStarting(at time: Instant) {
         interrupted = true
         // Once per process (a shard process counts its own stop).
         if number == 0 { metrics.increment("run.interrupted") }
-        end = min(end, transport.currentTime)
-        tick(live)
+        end = min(end, time)
     }
 
     private func finish() {
@@ -191,12 +188,16 @@ final class Partition: @unchecked Sendable {
     /// Simulated transports hand over socket replies and service timers after each call.
     private func absorbArrived() {
         for arrival in transport.takeArrived() {
-            let item: Item = switch arrival.payload {
-            case .completion(let completion): .device(arrival.device - range.lowerBound, .completion(completion))
-            case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
-            case .timer(let token): .transportTimer(token)
-            }
-            queue.schedule(item, at: max(arrival.at, now))
+            queue.schedule(item(for: arrival), at: max(arrival.at, now))
+        }
+    }
+
+    /// What an arrival is to this partition (transports number devices across the fleet).
+    private func item(for arrival: Arrival) -> Item {
+        switch arrival.payload {
+        case .completion(let completion): .device(arrival.device - range.lowerBound, .completion(completion))
+        case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
+        case .timer(let token): .transportTimer(token)
         }
     }
 
@@ -282,9 +283,8 @@ final class Partition: @unchecked Sendable {
     }
 
     private func result() -> PartitionResult {
+        // The timeline is fitted to the run's end once, after the partitions are merged (`Run`).
         transport.closeAllSockets()
-        let interval = metrics.timeline.intervalMicroseconds
-        metrics.timeline.fit(to: Int(max(1, ((end - .start).microseconds + interval - 1) / interval)))
         var pending = 0
         for device in devices { pending += device.assumeIsolated { $0.pendingRequests } }
         return PartitionResult(

@@ -13,18 +13,28 @@ public protocol PartitionExecutor: SerialExecutor {
     func execute(_ work: @escaping @Sendable () -> Void)
 }
 
+/// One entry of an executor's queue: a job, queued as it is (no closure around it), or a closure.
+/// `PartitionThread` and PushSwarmNet's `EventLoop` queue these.
+public enum ExecutorWork: Sendable {
+    case job(UnownedJob)
+    case closure(@Sendable () -> Void)
+
+    /// Runs the entry on its executor's thread.
+    public func run(on executor: UnownedSerialExecutor) {
+        switch self {
+        case .job(let job): job.runSynchronously(on: executor)
+        case .closure(let closure): closure()
+        }
+    }
+}
+
 /// A thread with a queue of jobs and closures, and nothing else: a simulated partition's executor.
 /// It runs the partition's whole run as one closure; jobs enqueued meanwhile (none in a run) wait
 /// until it returns.
 public final class PartitionThread: PartitionExecutor, @unchecked Sendable {
-    private enum Work {
-        case job(UnownedJob)
-        case closure(@Sendable () -> Void)
-    }
-
     private let condition = NSCondition()
     /// Guarded by `condition`.
-    private var queue: [Work] = []
+    private var queue: [ExecutorWork] = []
     private var stopping = false
     /// Read on the thread itself without the lock: written once before the first work runs.
     nonisolated(unsafe) private var ownThread: pthread_t?
@@ -71,7 +81,7 @@ public final class PartitionThread: PartitionExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    private func push(_ work: Work) {
+    private func push(_ work: ExecutorWork) {
         condition.lock()
         queue.append(work)
         condition.signal()
@@ -86,15 +96,11 @@ public final class PartitionThread: PartitionExecutor, @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            var taken: [Work] = []
+            var taken: [ExecutorWork] = []
             swap(&taken, &queue)
             condition.unlock()
-            for work in taken {
-                switch work {
-                case .job(let job): job.runSynchronously(on: asUnownedSerialExecutor())
-                case .closure(let closure): closure()
-                }
-            }
+            let executor = asUnownedSerialExecutor()
+            for work in taken { work.run(on: executor) }
         }
     }
 }

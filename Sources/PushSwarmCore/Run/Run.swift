@@ -105,13 +105,15 @@ public final class Run: @unchecked Sendable {
         let perSource = max(1, scenario.network.devicesPerSourceAddress)
         let whole = shard?.devices(of: scenario.devices, devicesPerSource: perSource) ?? 0..<scenario.devices
         let sources = (whole.count + perSource - 1) / perSource
+        let parts = max(1, partitions)
         var ranges: [Range<Int>] = []
-        for part in 0..<max(1, partitions) {
-            let first = whole.lowerBound + sources * part / partitions * perSource
-            let last = whole.lowerBound + sources * (part + 1) / partitions * perSource
+        for part in 0..<parts {
+            let first = whole.lowerBound + sources * part / parts * perSource
+            let last = whole.lowerBound + sources * (part + 1) / parts * perSource
             let range = min(whole.upperBound, first)..<min(whole.upperBound, last)
-            if !range.isEmpty || (ranges.isEmpty && part == partitions - 1) { ranges.append(range) }
+            if !range.isEmpty { ranges.append(range) }
         }
+        // An empty shard still runs, as one empty partition (it reports zero devices).
         return ranges.isEmpty ? [whole] : ranges
     }
 

@@ -44,8 +44,7 @@ public final class MockServer: Sendable {
         box.handle = { [weak self] request, responder in self?.handle(request, responder) }
     }
 
-    /// The partition's mocks that serve `source`.
-    func mocks(for source: SourceAddress) -> MockFleet { fleets[partition(source)] }
+
 
     public func start(at address: SocketAddress) throws(NetError) {
         try server.start(at: address)
@@ -70,7 +69,8 @@ public final class MockServer: Sendable {
         }
         if request.isWebSocketUpgrade { return openSession(request, responder) }
         let source = SourceAddress(peer: request.peer)
-        let mocks = mocks(for: source)
+        let part = partition(source)
+        let mocks = fleets[part]
         guard let (platform, platformPath) = mocks.route(request.target) else {
             let body = JSONWriter.bytes(of: ["error": .string("no platform serves \(path); prefix the path with /<platform>, one of \(mocks.platforms.joined(separator: ", "))")])
             return responder.respond(Response(status: 404, headers: [Header("Content-Type", "application/json")], body: body))
@@ -81,19 +81,19 @@ public final class MockServer: Sendable {
         let delay = UInt64(max(0, answer.latency.microseconds)) * 1_000
         switch answer.fault {
         case nil:
-            count(answer.operation, answer.response.status, source: source)
+            count(answer.operation, answer.response.status, partition: part)
             responder.respond(answer.response, afterNanoseconds: delay)
         case .reset?:
-            count(answer.operation, 0, source: source)
+            count(answer.operation, 0, partition: part)
             responder.dropConnection(reset: true, afterNanoseconds: delay)
         case .truncated?:
-            count(answer.operation, 0, source: source)
+            count(answer.operation, 0, partition: part)
             responder.respondTruncated(answer.response, afterNanoseconds: delay)
         case .malformed?:
-            count(answer.operation, 0, source: source)
+            count(answer.operation, 0, partition: part)
             responder.respondMalformed(afterNanoseconds: delay)
         case .slowBody(let rate)?:
-            count(answer.operation, answer.response.status, source: source)
+            count(answer.operation, answer.response.status, partition: part)
             // The simulated answer time includes the trickle; on the wire the trickle itself takes it.
             let trickle = UInt64(Double(answer.response.body.count + 200) / Double(max(rate, 1)) * 1e9)
             responder.respondSlowly(answer.response, bytesPerSecond: rate, afterNanoseconds: delay > trickle ? delay - trickle : 0)
@@ -103,17 +103,18 @@ public final class MockServer: Sendable {
     /// A device's WebSocket handshake: the platform's mock accepts it as a session or refuses it.
     private func openSession(_ request: ServerRequest, _ responder: HTTPResponder) {
         let source = SourceAddress(peer: request.peer)
-        let mocks = mocks(for: source)
+        let part = partition(source)
+        let mocks = fleets[part]
         guard let (platform, platformPath) = mocks.route(request.target, socket: true) else {
             let body = JSONWriter.bytes(of: ["error": .string("no platform takes WebSockets at \(request.target)")])
             return responder.respond(Response(status: 404, headers: [Header("Content-Type", "application/json")], body: body))
         }
         let (session, answer) = mocks.openSocket(platform: platform, path: platformPath, from: source, at: clock.now)
-        count(answer.reply.operation, answer.reply.refusal?.status ?? 101, source: source)
+        count(answer.reply.operation, answer.reply.refusal?.status ?? 101, partition: part)
         if let refusal = answer.reply.refusal {
             return responder.respond(refusal, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000)
         }
-        let socket = ServiceSocket(server: self, mocks: mocks, platform: platform, session: session, source: source)
+        let socket = ServiceSocket(server: self, partition: part, platform: platform, session: session, source: source)
         sessions.withLock { $0[session] = socket }
         // The handshake is answered after the mock's latency, as in simulated time, and the
         // service's first reply right after it.
@@ -122,8 +123,9 @@ public final class MockServer: Sendable {
         }
     }
 
-    fileprivate func count(_ operation: String, _ status: Int, source: SourceAddress) {
-        counts[partition(source)].value.withLock { $0[operation, default: [:]][status, default: 0] += 1 }
+    /// Counts an answer of partition number `partition`'s mocks.
+    fileprivate func count(_ operation: String, _ status: Int, partition: Int) {
+        counts[partition].value.withLock { $0[operation, default: [:]][status, default: 0] += 1 }
     }
 
     fileprivate func sessionEnded(_ session: UInt64, platform: Int, mocks: MockFleet) {
@@ -225,7 +227,9 @@ private final class HandlerBox: @unchecked Sendable {
 /// back after the mock's latency, in order, and its timers (server pings) run on the socket's loop.
 private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     unowned let server: MockServer
-    let mocks: MockFleet
+    /// The partition whose mocks hold the session.
+    let partition: Int
+    var mocks: MockFleet { server.fleets[partition] }
     let platform: Int
     let session: UInt64
     let source: SourceAddress
@@ -236,9 +240,9 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     private var timer: LoopTimer?
     private var isClosed = false
 
-    init(server: MockServer, mocks: MockFleet, platform: Int, session: UInt64, source: SourceAddress) {
+    init(server: MockServer, partition: Int, platform: Int, session: UInt64, source: SourceAddress) {
         self.server = server
-        self.mocks = mocks
+        self.partition = partition
         self.platform = platform
         self.session = session
         self.source = source
@@ -251,7 +255,7 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
 
     func webSocket(_ socket: WebSocket, receivedText text: String) {
         let answer = mocks.socketMessage(platform: platform, session: session, text: text, from: source, at: server.now)
-        server.count(answer.reply.operation, answer.reply.close == nil ? 200 : 400, source: source)
+        server.count(answer.reply.operation, answer.reply.close == nil ? 200 : 400, partition: partition)
         schedule(answer.reply, after: answer.latency, on: socket)
     }
 

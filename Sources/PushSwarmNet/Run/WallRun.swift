@@ -78,8 +78,6 @@ public final class WallRun: @unchecked Sendable {
     public let transports: [NetworkTransport]
     public let mockServer: MockServer?
     public let client: HTTPClient
-    /// Why the run has fewer partitions than asked for, if it has.
-    public let partitionNote: String?
     private let group: EventLoopGroup
     private let engine: Run
 
@@ -89,8 +87,7 @@ public final class WallRun: @unchecked Sendable {
         self.scenario = scenario
         shard = options.shard
         let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices
-        let (count, note) = Run.partitionCount(for: scenario, requested: options.partitions)
-        partitionNote = note
+        let count = Run.partitionCount(for: scenario, requested: options.partitions).count
         let ranges = Run.ranges(scenario, shard: options.shard, partitions: count)
         let group = EventLoopGroup(threads: ranges.count, name: "pushswarm-partition")
         self.group = group
