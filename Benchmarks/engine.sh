@@ -161,7 +161,11 @@ device_run "$rate" "$(nproc)" overload || true
 python3 - "$work/overload/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-c = s.get("counters", {})
-print(f"  arrivals started {c.get('workload.arrivals', 0):,}, shed as missed starts {s['generator']['missedStarts']:,}; "
-      f"every request accounted: sent {s['requests']['sent']:,} = answered + errors + timeouts + in flight at the end")
+c, r = s.get("counters", {}), s["requests"]
+answered = sum(r["byStatus"].values())
+accounted = answered + r["transportErrors"] + r["timeouts"] + r.get("inFlightAtEnd", 0)
+print(f"  arrivals started {c.get('workload.arrivals', 0):,}, shed as missed starts {s['generator']['missedStarts']:,}, "
+      f"still queued in devices at the end {s.get('queue', {}).get('pendingAtEnd', 0):,}")
+print(f"  sent {r['sent']:,} = answered {answered:,} + transport errors {r['transportErrors']:,} + timeouts {r['timeouts']:,} "
+      f"+ in flight at the end {r.get('inFlightAtEnd', 0):,}: {'every request accounted' if accounted == r['sent'] else f'MISMATCH ({accounted:,})'}")
 PY
