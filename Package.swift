@@ -12,10 +12,11 @@ let package = Package(
         .target(name: "PushSwarmMetrics"),
         // Clock, scheduler, randomness, scenario model, device lifecycle, retry policies, rate
         // limiters, the protocols platforms implement, and the run controller.
-        .target(name: "PushSwarmCore", dependencies: ["PushSwarmMetrics"]),
+        .target(name: "PushSwarmCore", dependencies: ["PushSwarmMetrics", "CPushSwarmShim"]),
         // One folder per platform: wire messages, device-side client, mock service.
         .target(name: "PushSwarmPlatforms", dependencies: ["PushSwarmCore", "PushSwarmMetrics"]),
-        // epoll, accept4, eventfd and OpenSSL's libssl, wrapped for Swift (C; no logic).
+        // epoll, accept4, eventfd, OpenSSL's libssl and libcrypto's SHA-1 and SHA-256, wrapped for Swift
+        // (C; no logic).
         .target(
             name: "CPushSwarmShim",
             linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]

@@ -1,4 +1,8 @@
 #define _GNU_SOURCE
+// SHA256_Init/Update/Final are the low-level calls OpenSSL 3 marks deprecated in favour of
+// EVP_Digest, which (like the one-shot SHA256()) fetches the algorithm per call; for the short
+// inputs hashed here the low-level calls are several times cheaper.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "CPushSwarmShim.h"
 
 #include <errno.h>
@@ -15,6 +19,7 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -233,4 +238,11 @@ void ps_tls_error(void *session, char *error, size_t error_length) {
 void ps_sha1(const void *data, size_t length, uint8_t out[20]) {
     unsigned int written = 20;
     EVP_Digest(data, length, out, &written, EVP_sha1(), NULL);
+}
+
+void ps_sha256(const void *data, size_t length, uint8_t out[32]) {
+    SHA256_CTX context;
+    SHA256_Init(&context);
+    SHA256_Update(&context, data, length);
+    SHA256_Final(out, &context);
 }

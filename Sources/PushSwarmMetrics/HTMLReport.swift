@@ -50,7 +50,7 @@ public enum HTMLReport {
         if summary.mergedFrom > 0 { meta += " · merged from \(summary.mergedFrom) shards" }
         html += "<p class=\"meta\">\(meta)</p>\n"
         if summary.isSaturated {
-            html += "<p class=\"warn\">The generator was saturated (lag p99 \(TerminalReport.format2(summary.lagP99Milliseconds ?? 0)) ms, CPU \(Int(((summary.cpuBusy ?? 0) * 100).rounded())) %, \(metrics.counters["workload.missedStarts"] ?? 0) missed starts): latencies include PushSwarm's own delay.</p>\n"
+            html += "<p class=\"warn\">The generator was saturated (lag p99 \(TerminalReport.format2(summary.lagP99Milliseconds ?? 0)) ms, CPU \(Int(((summary.cpuBusy ?? 0) * 100).rounded())) %, \(summary.missedStarts) missed starts, \(summary.shedArrivals) arrivals shed): the load asked for was not the load put on.</p>\n"
         }
 
         // Verdict tiles: what a reader looks at first.

@@ -76,10 +76,17 @@ public struct Summary: Sendable {
         metrics.durations["generatorLag"].map { Double($0.value(atQuantile: 0.99) ?? 0) / 1_000 }
     }
 
-    /// A wall run whose generator fell behind or pegged the CPU, or missed starts.
+    /// Open-workload arrivals that never started: shed because their device was still busy
+    /// (the service or the network did not keep up), or missed because the generator reached
+    /// them more than a second late (PushSwarm did not keep up).
+    public var shedArrivals: UInt64 { metrics.counters["workload.shed"] ?? 0 }
+    public var missedStarts: UInt64 { metrics.counters["workload.missedStarts"] ?? 0 }
+
+    /// A run that did not put on the load it was asked for: its generator fell behind or pegged
+    /// the CPU, or arrivals were missed or shed.
     public var isSaturated: Bool {
         (lagP99Milliseconds ?? 0) > Self.saturationThresholdMs || (cpuBusy ?? 0) > Self.saturationCPUShare
-            || (metrics.counters["workload.missedStarts"] ?? 0) > 0
+            || missedStarts > 0 || shedArrivals > 0
     }
 
     public var json: JSONValue {
@@ -136,9 +143,17 @@ public struct Summary: Sendable {
             // A generator that starts work late measures its own lateness, not the service's.
             var generator: JSONObject = ["lagP99Ms": .number(lagP99), "saturatedThresholdMs": .number(Self.saturationThresholdMs)]
             if let cpuBusy { generator["cpuBusy"] = .number((cpuBusy * 1_000).rounded() / 1_000) }
-            generator["missedStarts"] = count(metrics.counters["workload.missedStarts"] ?? 0)
+            generator["missedStarts"] = count(missedStarts)
+            generator["shedArrivals"] = count(shedArrivals)
             generator["saturated"] = .bool(isSaturated)
             root["generator"] = .object(generator)
+        }
+        if let started = metrics.counters["workload.arrivals"] {
+            // Every arrival of an open workload: started, shed or missed (never queued).
+            root["workload"] = .object([
+                "arrivals": count(started + shedArrivals + missedStarts), "started": count(started),
+                "shed": count(shedArrivals), "missedStarts": count(missedStarts),
+            ])
         }
 
         var operations = JSONObject()

@@ -52,7 +52,10 @@ import Testing
         #expect(Set(expected.keys) == Set(measured.keys))
         for (key, count) in expected {
             let other = measured[key] ?? 0
-            #expect(abs(other - count) <= 0.02 * count, "\(key): simulated \(count), wall \(other)")
+            // 2 %, and at least 2 requests: in wall time a reply due in the run's last moments can
+            // land either side of its end (a small count, such as Smartico's 83 engagement
+            // actions, would otherwise fail on one such request).
+            #expect(abs(other - count) <= max(0.02 * count, 2), "\(key): simulated \(count), wall \(other)")
         }
         #expect(wallSummary["clock"] == .string("wall"))
         #expect(wallSummary["ledger"]?["lost"] == .number(0))

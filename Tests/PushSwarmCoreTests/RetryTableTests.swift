@@ -56,7 +56,7 @@ import Testing
     )
 
     func item(_ name: String) -> OfflineQueue.Item {
-        OfflineQueue.Item(operation: "op", request: Request(method: "POST", path: "/\(name)"), ledgerKey: SHA256.hash(name))
+        OfflineQueue.Item(operation: "op", request: Request(method: "POST", path: "/\(name)"), ledgerKey: LedgerKey(name))
     }
 
     func sent(_ actions: [ClientAction]) -> [OutgoingRequest] {
@@ -74,7 +74,7 @@ import Testing
         #expect(sent(queue.enqueue(item("b"), now: .start)).isEmpty, "b waits behind a")
         #expect(queue.count == 2)
         let next = queue.complete(completion(first[0], .response(Response(status: 200))), now: .start)
-        #expect(next.contains { if case .confirmed(let key) = $0 { key == SHA256.hash("a") } else { false } })
+        #expect(next.contains { if case .confirmed(let key) = $0 { key == LedgerKey("a") } else { false } })
         #expect(sent(next).map(\.request.path) == ["/b"])
         #expect(queue.count == 1)
     }

@@ -1,4 +1,5 @@
 import Testing
+import PushSwarmMetrics
 @testable import PushSwarmCore
 
 @Suite struct EventQueueTests {
@@ -46,6 +47,39 @@ import Testing
     @Test func hashesAMillionAs() {
         let message = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
         #expect(SHA256.hash(message).hexString == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
+
+@Suite struct LedgerKeyTests {
+    @Test func fieldsAreKeptApartByTheirLengths() {
+        #expect(LedgerKey("ab", "c") != LedgerKey("a", "bc"))
+        #expect(LedgerKey("abc") != LedgerKey("ab", "c"))
+        #expect(LedgerKey("a", "") != LedgerKey("a"))
+    }
+
+    @Test func equalFieldsGiveEqualKeysAndAnyChangedByteAnotherKey() {
+        let token = "fcm:" + String(repeating: "x", count: 150)
+        #expect(LedgerKey("events", token) == LedgerKey("events", token))
+        var seen: Set<LedgerKey> = [LedgerKey("events", token)]
+        var bytes = Array(token.utf8)
+        for index in bytes.indices {
+            let original = bytes[index]
+            bytes[index] ^= 1
+            #expect(seen.insert(LedgerKey("events", String(decoding: bytes, as: UTF8.self))).inserted, "byte \(index)")
+            bytes[index] = original
+        }
+    }
+
+    @Test func jsonObjectsAreHashedWithTheirMembersSortedAndNumbersByValue() {
+        func key(_ value: JSONValue) -> LedgerKey {
+            var builder = LedgerKey.Builder()
+            builder.add(value)
+            return builder.key
+        }
+        #expect(key(["a": 1, "b": ["c": true]]) == key(["b": ["c": true], "a": 1.0]))
+        #expect(key(["a": 1]) != key(["a": "1"]))
+        #expect(key(["a": .null]) != key([:]))
+        #expect(key([1, 2]) != key([2, 1]))
     }
 }
 

@@ -55,6 +55,15 @@ import Testing
         #expect(JSONWriter.text(of: first) != JSONWriter.text(of: second))
     }
 
+    // The writer keeps "has this container an item yet" as bits, 64 levels to a word: commas must
+    // come out right on both sides of that boundary.
+    @Test func deeplyNestedValuesRoundTripWithTheirCommas() throws {
+        var value: JSONValue = [1, 2]
+        for depth in 0..<100 { value = depth % 2 == 0 ? [value, .number(Double(depth))] : ["x": value, "y": .number(Double(depth))] }
+        let text = JSONWriter.text(of: value)
+        #expect(try JSONParser.parse(text) == value)
+    }
+
     @Test func prettyOutputIndentsNestedContainers() {
         let text = JSONWriter.text(of: ["a": [1, 2], "b": [:]], indent: 2)
         #expect(text == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}")

@@ -24,6 +24,30 @@ import Testing
         #expect(results.contains { $0.timings.queued > 20_000_000 })
     }
 
+    // Under overload requests wait for a connection; one whose time ran out must leave the wait
+    // queue then (its body freed, no connection opened for it), not when its turn would come.
+    @Test func aRequestThatTimedOutWhileWaitingLeavesTheQueueAtOnce() async throws {
+        let server = try startServer { _, _ in }  // never answers: the one connection stays busy
+        defer { server.stop() }
+        let client = HTTPClient(group: testGroup, configuration: HTTPClient.Configuration(maxConnectionsPerPool: 1))
+        client.execute(HTTPClientRequest(method: "POST", url: url(server), body: [0], timeoutNanoseconds: 30_000_000_000)) { _ in }
+        let results = await withTaskGroup(of: HTTPResult.self) { group in
+            for index in 1...10 {
+                group.addTask {
+                    await client.send(HTTPClientRequest(method: "POST", url: url(server), body: [UInt8(index)], timeoutNanoseconds: 50_000_000))
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { if case .timeout = $0 { true } else { false } }, "the first request holds the only connection")
+        let (waiting, held) = await withCheckedContinuation { continuation in
+            client.waitQueues { continuation.resume(returning: ($0, $1)) }
+        }
+        #expect(waiting == 0)
+        #expect(held == 0, "timed-out requests still held by the wait queue")
+        #expect(server.statistics.snapshot.first { $0.name == "connections_accepted_total" }?.value == 1)
+    }
+
     @Test func idleConnectionsCloseAfterTheIdleTimeout() async throws {
         let server = try startServer { _, responder in responder.respond(Response(status: 200)) }
         defer { server.stop() }

@@ -71,3 +71,29 @@ extension VirtualDevice {
     /// For the test above: whether the actor's code runs on `thread`.
     fileprivate func isOnItsExecutor(_ thread: PartitionThread) -> Bool { thread.isCurrent }
 }
+
+/// Offered more than the target answers, an open workload sheds what its devices cannot start
+/// instead of queueing it in them: the queues stay bounded and the report counts every arrival.
+@Suite struct OverloadTests {
+    @Test func arrivalsForBusyDevicesAreShedAndCountedNotQueued() async throws {
+        // 20 devices, each busy half a second per request, offered 200 arrivals/s: about 40/s can
+        // start, the rest find their device busy.
+        let scenario = try loadScenario("capacity-events") { object in
+            object["devices"] = 20
+            object["duration"] = "10s"
+            object["network"] = ["devicesPerSourceIP": 20]
+            object["groups"] = [["name": "load", "platform": "smartapppush", "os": "android", "workload": ["model": "open", "rate": "200/s"]]]
+            object["platforms"] = ["smartapppush": ["retry": ["rateLimited": ["maxRetries": 0]], "mock": ["latency": "500ms"]]]
+        }
+        let summary = await Run.simulated(scenario, partitions: 1).run().summary(runID: "test", version: "test")
+        let started = summary.metrics.counters["workload.arrivals"] ?? 0
+        #expect(summary.shedArrivals > 1_000, "most arrivals find their device busy")
+        #expect(started > 300 && started <= 20 * 10 * 2 + 20, "a device starts at most one request per half second")
+        #expect(summary.metrics.sent == started, "each started arrival is one request, none queued behind another")
+        #expect(summary.pendingAtEnd <= 20, "at most the request each device has in flight at the end")
+        #expect(summary.isSaturated == true, "an arrival shed is load not put on")
+        let workload = try #require(summary.json["workload"])
+        #expect(workload["arrivals"] == .number(Double(started + summary.shedArrivals + summary.missedStarts)))
+        #expect(workload["shed"] == .number(Double(summary.shedArrivals)))
+    }
+}

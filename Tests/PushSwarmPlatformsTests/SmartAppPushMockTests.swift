@@ -37,7 +37,12 @@ import PushSwarmMetrics
             deviceToken: "token-1", context: ["screen": "home"], params: ["source": "organic"]
         )
         #expect(json?["fingerprint"]?.stringValue == expected.hexString)
-        #expect(reply.accepted == expected)
+        #expect(expected.hexString.count == 64, "a SHA-256 digest in hex")
+        let key = SmartAppPushMessages.eventKey(
+            tenantID: "t1", appID: "app1", appUserID: nil, eventName: "app_opened", eventTime: "2026-03-29T14:30:00.000+03:00",
+            deviceToken: "token-1", context: ["screen": "home"], params: ["source": "organic"]
+        )
+        #expect(reply.accepted == key)
     }
 
     // Field reference: tenant_id, api_key, event_name, event_time, device_token, platform,
@@ -98,6 +103,13 @@ import PushSwarmMetrics
             tenantID: "t", appID: "a", appUserID: "", eventName: "e", eventTime: "x", deviceToken: "tok", context: nil, params: nil)
         #expect(anonymous == explicit)
         #expect(anonymous == empty)
+        // The ledger key follows the same rule, so the anonymous event is one item in the ledger.
+        func key(_ user: String?) -> LedgerKey {
+            SmartAppPushMessages.eventKey(tenantID: "t", appID: "a", appUserID: user, eventName: "e", eventTime: "x", deviceToken: "tok", context: nil, params: nil)
+        }
+        #expect(key(nil) == key("anon:tok"))
+        #expect(key(nil) == key(""))
+        #expect(key(nil) != key("user-1"))
     }
 
     // "Two events with the same name and time but different `params` are considered distinct".
@@ -110,6 +122,25 @@ import PushSwarmMetrics
             tenantID: "t", appID: "a", appUserID: nil, eventName: "e", eventTime: "x", deviceToken: "d", context: nil, params: ["a": 1, "b": 3])
         #expect(base == reordered)
         #expect(base != other)
+        func key(_ params: JSONValue?, context: JSONValue? = nil) -> LedgerKey {
+            SmartAppPushMessages.eventKey(tenantID: "t", appID: "a", appUserID: nil, eventName: "e", eventTime: "x", deviceToken: "d", context: context, params: params)
+        }
+        #expect(key(["a": 1, "b": 2]) == key(["b": 2, "a": 1]))
+        #expect(key(["a": 1, "b": 2]) != key(["a": 1, "b": 3]))
+        #expect(key(["a": 1]) != key(nil))
+        #expect(key(nil, context: ["a": 1]) != key(["a": 1]), "context and params are different fields")
+    }
+
+    // The client writes the context from plain strings; the mock hashes the object it parsed.
+    // Both must give one key, or every accepted event would count as lost.
+    @Test func theClientsStepwiseEventKeyEqualsTheMocksKeyOfTheParsedBody() {
+        var stepwise = SmartAppPushMessages.EventKey(tenantID: "t", appID: "a", appUserID: nil, eventName: "e", eventTime: "x", deviceToken: "d")
+        stepwise.add(context: [("app_version", "1.0"), ("os_version", "14"), ("screen", "home")])
+        stepwise.add(params: ["k": "v"])
+        let parsed = SmartAppPushMessages.eventKey(
+            tenantID: "t", appID: "a", appUserID: nil, eventName: "e", eventTime: "x", deviceToken: "d",
+            context: ["screen": "home", "os_version": "14", "app_version": "1.0"], params: ["k": "v"])
+        #expect(stepwise.key == parsed)
     }
 
     // "`POST /events` 10 requests/second per IP"; "`POST /pushes/opened` 10 requests/second per IP".

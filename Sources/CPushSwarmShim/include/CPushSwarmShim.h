@@ -73,4 +73,8 @@ void ps_tls_error(void *session, char *error, size_t error_length);
 /// SHA-1 (the WebSocket handshake's Sec-WebSocket-Accept needs it) from libcrypto.
 void ps_sha1(const void *data, size_t length, uint8_t out[20]);
 
+/// SHA-256 from libcrypto's low-level calls (no EVP context or algorithm fetch per call; SHA-NI
+/// where the CPU has it): SmartAppPush's event fingerprints and the mocks' derived identifiers.
+void ps_sha256(const void *data, size_t length, uint8_t out[32]);
+
 #endif

@@ -66,9 +66,6 @@ public struct TransportTimings: Sendable {
     }
 }
 
-/// What identifies one accepted item (an event, an open) in a service's ledger. Devices compute
-/// the same key for what they believe was delivered, so the two sides can be compared.
-public typealias LedgerKey = SHA256Digest
 
 /// A WebSocket a client wants opened: its id (unique within the device), the metric name of the
 /// opening handshake (`smartico.connect`), the path and query on the platform's target.

@@ -276,6 +276,15 @@ final class Partition: @unchecked Sendable {
                 metrics.increment("workload.missedStarts")
                 return
             }
+            // An arrival whose device is still busy with earlier work (a request in flight,
+            // queued or waiting to be retried) is shed and counted, as k6 drops an iteration
+            // when no virtual user is free: under overload the offered load piles up nowhere,
+            // and the report says how much of it never started. The choice depends on that one
+            // device's own history, so partitions do not change it.
+            if devices[index].assumeIsolated({ $0.pendingRequests }) > 0 {
+                metrics.increment("workload.shed")
+                return
+            }
             metrics.increment("workload.arrivals")
             let actions = devices[index].assumeIsolated { $0.handle(.lifecycle(.workloadEvent), now: time) }
             execute(actions, device: index, now: time, isDraining: false)

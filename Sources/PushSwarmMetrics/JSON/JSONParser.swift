@@ -152,19 +152,25 @@ public struct JSONParser {
             let start = index
             index += 1
             let contentStart = index
-            // Fast path: no escapes.
+            // Fast path: no escapes. ASCII text needs no UTF-8 validation and is copied straight
+            // from the buffer (most request bodies are ASCII throughout).
+            var isASCII = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    let slice = bytes[contentStart..<index]
+                    let range = contentStart..<index
                     index += 1
-                    guard let text = String(validating: slice, as: UTF8.self) else {
+                    if isASCII {
+                        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+                    }
+                    guard let text = String(validating: bytes[range], as: UTF8.self) else {
                         throw error("string is not valid UTF-8", at: start)
                     }
                     return text
                 }
                 if byte == UInt8(ascii: "\\") { break }
                 if byte < 0x20 { throw error("control character inside a string") }
+                if byte >= 0x80 { isASCII = false }
                 index += 1
             }
             var scalars: [UInt8] = Array(bytes[contentStart..<index])

@@ -7,14 +7,16 @@ public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
     private let indentUnit: Int
     private var depth = 0
-    /// Whether the container being written has a member or element already (for commas).
-    private var hasItems: [Bool] = []
+    /// Whether each open container has a member or element already (for commas), one bit per
+    /// level, innermost in bit 0; levels deeper than 64 spill into `deeperHasItems`.
+    private var hasItems: UInt64 = 0
+    private var deeperHasItems: [Bool] = []
     private var afterKey = false
 
     /// - Parameter indent: spaces per level for pretty output; 0 writes compact JSON.
     public init(indent: Int = 0) {
         self.indentUnit = indent
-        bytes.reserveCapacity(256)
+        bytes.reserveCapacity(512)
     }
 
     public var text: String { String(decoding: bytes, as: UTF8.self) }
@@ -22,26 +24,22 @@ public struct JSONWriter {
     public mutating func beginObject() {
         prepareForValue()
         bytes.append(UInt8(ascii: "{"))
-        hasItems.append(false)
-        depth += 1
+        pushLevel()
     }
 
     public mutating func endObject() {
-        depth -= 1
-        if hasItems.removeLast() { newline() }
+        if popLevel() { newline() }
         bytes.append(UInt8(ascii: "}"))
     }
 
     public mutating func beginArray() {
         prepareForValue()
         bytes.append(UInt8(ascii: "["))
-        hasItems.append(false)
-        depth += 1
+        pushLevel()
     }
 
     public mutating func endArray() {
-        depth -= 1
-        if hasItems.removeLast() { newline() }
+        if popLevel() { newline() }
         bytes.append(UInt8(ascii: "]"))
     }
 
@@ -123,10 +121,25 @@ public struct JSONWriter {
         separate()
     }
 
+    private mutating func pushLevel() {
+        if depth >= 64 { deeperHasItems.append(hasItems >> 63 != 0) }
+        hasItems <<= 1
+        depth += 1
+    }
+
+    /// Closes the innermost level; returns whether it had items.
+    private mutating func popLevel() -> Bool {
+        let had = hasItems & 1 != 0
+        hasItems >>= 1
+        depth -= 1
+        if depth >= 64, deeperHasItems.removeLast() { hasItems |= 1 << 63 }
+        return had
+    }
+
     private mutating func separate() {
-        guard !hasItems.isEmpty else { return }
-        if hasItems[hasItems.count - 1] { bytes.append(UInt8(ascii: ",")) }
-        hasItems[hasItems.count - 1] = true
+        guard depth > 0 else { return }
+        if hasItems & 1 != 0 { bytes.append(UInt8(ascii: ",")) }
+        hasItems |= 1
         newline()
     }
 

@@ -112,6 +112,21 @@ public final class HTTPClient: Sendable {
     /// Connections open now, across all pools.
     public var openConnections: Int { budget.open }
 
+    /// Requests waiting for a connection in the pools, and how many request objects the wait
+    /// queues still hold (the same, when those that timed out have left); read on the loops.
+    func waitQueues(_ completion: @escaping @Sendable (_ waiting: Int, _ held: Int) -> Void) {
+        let counts = Mutex<[(Int, Int)]>([])
+        for state in states {
+            state.loop.execute { [states] in
+                let done = counts.withLock { counts in
+                    counts.append(state.waitQueues)
+                    return counts.count == states.count ? counts : nil
+                }
+                if let done { completion(done.reduce(0) { $0 + $1.0 }, done.reduce(0) { $0 + $1.1 }) }
+            }
+        }
+    }
+
     /// Takes one connection from the budget, or registers `pool` to hear when one is free and
     /// asks every loop to close an idle connection: kept-alive connections idling in other pools
     /// would otherwise hold the budget until their idle timeout.
@@ -258,6 +273,10 @@ final class LoopState: @unchecked Sendable {
         for pool in pools.values { pool.closeIdle() }
     }
 
+    var waitQueues: (Int, Int) {
+        pools.values.reduce((0, 0)) { ($0.0 + $1.waitQueue.waiting, $0.1 + $1.waitQueue.held) }
+    }
+
     /// Closes one idle connection of any pool on this loop, if there is one.
     func closeOneIdle() {
         for pool in pools.values where pool.closeOneIdle() { return }
@@ -278,6 +297,8 @@ final class Exchange: @unchecked Sendable {
     var connection: HTTPConnection?
     /// A kept-alive connection the server had closed: retried once on a fresh one.
     var retriedStale = false
+    /// Its place in its pool's wait queue while it waits for a connection (see `ConnectionPool`).
+    var waitTicket: Int?
 
     init(request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void, startedAt: UInt64) {
         self.request = request
@@ -350,8 +371,15 @@ final class ConnectionPool: @unchecked Sendable {
     let loop: EventLoop
     let client: HTTPClient
     private var idle: [HTTPConnection] = []
-    private var waiting: [Exchange] = []
+    /// Requests waiting for a connection, oldest first, from `waitingStart` on. A request whose
+    /// time ran out while it waited leaves at once: its slot becomes nil (dropping the request and
+    /// its body), and `waitingCount` counts only the live ones, so no connection is opened for it.
+    /// Slots are numbered by ticket (`ticketBase` + position), so they stay valid when the queue's
+    /// spent front is cut off.
+    private var waiting: [Exchange?] = []
     private var waitingStart = 0
+    private var ticketBase = 0
+    private var waitingCount = 0
     private var open = 0
     private var connecting = 0
 
@@ -381,9 +409,12 @@ final class ConnectionPool: @unchecked Sendable {
         if atFront && waitingStart > 0 {
             waitingStart -= 1
             waiting[waitingStart] = exchange
+            exchange.waitTicket = ticketBase + waitingStart
         } else {
+            exchange.waitTicket = ticketBase + waiting.count
             waiting.append(exchange)
         }
+        waitingCount += 1
         openIfNeeded()
     }
 
@@ -462,21 +493,42 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func takeWaiting() -> Exchange? {
         while waitingStart < waiting.count {
-            let exchange = waiting[waitingStart]
+            let slot = waiting[waitingStart]
+            waiting[waitingStart] = nil
             waitingStart += 1
             if waitingStart == waiting.count {
+                ticketBase += waiting.count
                 waiting.removeAll(keepingCapacity: true)
                 waitingStart = 0
+            } else if waitingStart >= 1_024 && waitingStart * 2 >= waiting.count {
+                // Under a lasting overload the queue never drains: cut off its spent front.
+                ticketBase += waitingStart
+                waiting.removeFirst(waitingStart)
+                waitingStart = 0
             }
-            if !exchange.isFinished {
-                exchange.timings.queued += Monotonic.now() - exchange.enqueuedAt
-                return exchange
-            }
+            guard let exchange = slot else { continue }  // timed out while waiting
+            waitingCount -= 1
+            exchange.waitTicket = nil
+            if exchange.isFinished { continue }
+            exchange.timings.queued += Monotonic.now() - exchange.enqueuedAt
+            return exchange
         }
         return nil
     }
 
-    private var waitingCount: Int { waiting.count - waitingStart }
+    var waitQueue: (waiting: Int, held: Int) {
+        (waitingCount, waiting[waitingStart...].reduce(0) { $0 + ($1 == nil ? 0 : 1) })
+    }
+
+    /// A waiting request whose time ran out leaves the queue now, not when its turn comes.
+    private func leaveQueue(_ exchange: Exchange) {
+        guard let ticket = exchange.waitTicket else { return }
+        exchange.waitTicket = nil
+        let position = ticket - ticketBase
+        guard position >= waitingStart, position < waiting.count, waiting[position] === exchange else { return }
+        waiting[position] = nil
+        waitingCount -= 1
+    }
 
     private func openIfNeeded() {
         while connecting < waitingCount && open < client.configuration.maxConnectionsPerPool {
@@ -497,6 +549,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func timedOut(_ exchange: Exchange) {
         guard !exchange.isFinished else { return }
+        leaveQueue(exchange)
         if let connection = exchange.connection {
             // The answer may still come; the connection cannot be reused for the next request.
             connection.abandon()

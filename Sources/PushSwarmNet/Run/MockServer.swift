@@ -205,7 +205,7 @@ public final class MockServer: Sendable {
             for (operation, count) in ledger.acceptedByOperation.sorted(by: { $0.key < $1.key }) { byOperation[operation] = .number(Double(count)) }
             entry["acceptedByOperation"] = .object(byOperation)
             if withKeys {
-                entry["keys"] = .array(ledger.keys.map(\.hexString).sorted().map { JSONValue.string($0) })
+                entry["keys"] = .array(ledger.keys.map(\.description).sorted().map { JSONValue.string($0) })
             }
             platforms[name] = .object(entry)
         }

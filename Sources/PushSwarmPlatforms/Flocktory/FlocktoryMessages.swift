@@ -63,11 +63,11 @@ public enum FlocktoryMessages {
         return try? JSONParser.parse(body)
     }
 
-    public static func showKey(_ message: String) -> LedgerKey { SHA256.hash(JSONWriter.bytes(of: ["flocktory-show", .string(message)])) }
-    public static func clickKey(_ message: String) -> LedgerKey { SHA256.hash(JSONWriter.bytes(of: ["flocktory-click", .string(message)])) }
-    public static func orderKey(site: String, order: String) -> LedgerKey { SHA256.hash(JSONWriter.bytes(of: ["flocktory-order", .string(site), .string(order)])) }
+    public static func showKey(_ message: String) -> LedgerKey { LedgerKey("flocktory-show", message) }
+    public static func clickKey(_ message: String) -> LedgerKey { LedgerKey("flocktory-click", message) }
+    public static func orderKey(site: String, order: String) -> LedgerKey { LedgerKey("flocktory-order", site, order) }
     public static func subscriptionKey(session: String, token: String) -> LedgerKey {
-        SHA256.hash(JSONWriter.bytes(of: ["flocktory-push", .string(session), .string(token)]))
+        LedgerKey("flocktory-push", session, token)
     }
 }
 

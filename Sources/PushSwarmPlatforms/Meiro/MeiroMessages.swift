@@ -24,8 +24,8 @@ public enum MeiroMessages {
     public static let eventVersion = "1.0.0"
 
     /// The ledger key of one event: a second delivery of the same event is a duplicate.
-    public static func eventKey(userID: String, eventType: String, timestamp: String, token: String) -> SHA256Digest {
-        SHA256.hash(JSONWriter.bytes(of: ["meiro_mobile", .string(userID), .string(eventType), .string(timestamp), .string(token)]))
+    public static func eventKey(userID: String, eventType: String, timestamp: String, token: String) -> LedgerKey {
+        LedgerKey("meiro_mobile", userID, eventType, timestamp, token)
     }
 
     /// "session_id: … base64 session id (timestamp&user_id)".

@@ -65,12 +65,12 @@ public enum PushExpressMessages {
 
     /// Ledger key of an instance creation: one per `ic_token`.
     public static func instanceKey(icToken: String) -> LedgerKey {
-        SHA256.hash(JSONWriter.bytes(of: ["px-instance", .string(icToken)]))
+        LedgerKey("px-instance", icToken)
     }
 
     /// Ledger key of a notification event: one per (instance, message, event).
     public static func notificationKey(instanceID: String, messageID: String, event: String) -> LedgerKey {
-        SHA256.hash(JSONWriter.bytes(of: ["px-notification", .string(instanceID), .string(messageID), .string(event)]))
+        LedgerKey("px-notification", instanceID, messageID, event)
     }
 
     static let jsonHeaders = [Header("Content-Type", "application/json")]

@@ -12,7 +12,8 @@ struct SmartAppPushClient: PlatformClient {
     private let shared: SharedSettings
     var settings: SmartAppPushSettings { shared.value }
     let variant: SmartAppPushClientProfile.Variant
-    let omittedFields: Set<SmartAppPushMessages.EventField>
+    /// The fields this client leaves out, one bit per `EventField` (by its place in `allCases`).
+    private let omitted: UInt16
     private var queue: OfflineQueue
     private(set) var sessionID: String?
 
@@ -24,7 +25,7 @@ struct SmartAppPushClient: PlatformClient {
         self.shared = settings
         let settings = settings.value
         self.variant = variant
-        self.omittedFields = omittedFields
+        omitted = omittedFields.reduce(0) { $0 | $1.bit }
         queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
     }
 
@@ -80,6 +81,12 @@ struct SmartAppPushClient: PlatformClient {
 
     // MARK: - Requests
 
+    private static let contextBit = SmartAppPushMessages.EventField.context.bit
+    private static let paramsBit = SmartAppPushMessages.EventField.params.bit
+
+    /// The event's body is written field by field straight into bytes, in the spec's order: no
+    /// JSON tree is built for it. Its ledger key hashes the fingerprint's fields as the mock will
+    /// read them back.
     private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         // An event outside any session (the app woken in the background) starts one.
         let session = sessionID ?? random.nextUUID()
@@ -87,43 +94,55 @@ struct SmartAppPushClient: PlatformClient {
         let profile = device.profile
         let token = device.pushToken ?? ""
         let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
-        let context: JSONValue = [
-            "app_version": .string(profile.appVersion), "os_version": .string(profile.osVersion), "screen": .string(device.currentScreen),
-        ]
-        let params: JSONValue? = parameters.isEmpty ? nil : .object(parameters)
+        let settings = self.settings
 
-        var body = JSONObject()
-        func put(_ field: SmartAppPushMessages.EventField, _ value: JSONValue?) {
-            guard let value, !omittedFields.contains(field) else { return }
-            body.members.append((key: field.rawValue, value: value))
+        var body = JSONWriter()
+        body.beginObject()
+        for (position, field) in SmartAppPushMessages.EventField.ordered.enumerated() where omitted & 1 << position == 0 {
+            switch field {
+            case .tenantID: body.key(field.rawValue); body.string(settings.tenantID)
+            case .apiKey: body.key(field.rawValue); body.string(settings.apiKey)
+            case .appUserID:
+                // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
+                if let user = device.userID { body.key(field.rawValue); body.string(user) }
+            case .eventName: body.key(field.rawValue); body.string(name)
+            case .eventTime: body.key(field.rawValue); body.string(eventTime)
+            case .deviceToken: body.key(field.rawValue); body.string(token)
+            case .platform: body.key(field.rawValue); body.string(profile.os.rawValue)
+            // "Send `push_permission_granted` with every event."
+            case .pushPermissionGranted: body.key(field.rawValue); body.bool(device.pushPermissionGranted)
+            case .timezone: body.key(field.rawValue); body.string(profile.locale.timeZone)
+            case .language: body.key(field.rawValue); body.string(profile.locale.language)
+            case .country: body.key(field.rawValue); body.string(profile.locale.country)
+            case .sessionID: body.key(field.rawValue); body.string(session)
+            case .params:
+                if !parameters.isEmpty { body.key(field.rawValue); body.write(.object(parameters)) }
+            case .context:
+                body.key(field.rawValue)
+                body.beginObject()
+                body.key("app_version"); body.string(profile.appVersion)
+                body.key("os_version"); body.string(profile.osVersion)
+                body.key("screen"); body.string(device.currentScreen)
+                body.endObject()
+            }
         }
-        put(.tenantID, .string(settings.tenantID))
-        put(.apiKey, .string(settings.apiKey))
-        // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
-        put(.appUserID, device.userID.map { .string($0) })
-        put(.eventName, .string(name))
-        put(.eventTime, .string(eventTime))
-        put(.deviceToken, .string(token))
-        put(.platform, .string(profile.os.rawValue))
-        // "Send `push_permission_granted` with every event."
-        put(.pushPermissionGranted, .bool(device.pushPermissionGranted))
-        put(.timezone, .string(profile.locale.timeZone))
-        put(.language, .string(profile.locale.language))
-        put(.country, .string(profile.locale.country))
-        put(.sessionID, .string(session))
-        put(.params, params)
-        put(.context, context)
+        body.endObject()
 
-        let key = SmartAppPushMessages.fingerprint(
+        var key = SmartAppPushMessages.EventKey(
             tenantID: settings.tenantID, appID: settings.appID, appUserID: device.userID, eventName: name,
-            eventTime: eventTime, deviceToken: token, context: omittedFields.contains(.context) ? nil : context,
-            params: omittedFields.contains(.params) ? nil : params
+            eventTime: eventTime, deviceToken: token
         )
+        if omitted & Self.contextBit != 0 {
+            key.addNull()
+        } else {
+            // The context object's members in byte order of their names, as the key wants them.
+            key.add(context: [("app_version", profile.appVersion), ("os_version", profile.osVersion), ("screen", device.currentScreen)])
+        }
+        key.add(params: omitted & Self.paramsBit != 0 || parameters.isEmpty ? nil : .object(parameters))
         let request = Request(
-            method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders,
-            body: JSONWriter.bytes(of: .object(body))
+            method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders, body: body.bytes
         )
-        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key), now: now)
+        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key.key), now: now)
     }
 
     private mutating func reportOpened(trackingToken: String, now: Instant) -> [ClientAction] {

@@ -21,9 +21,11 @@ public struct SmartAppPushMock: MockService {
         var isPushPermissionGranted: Bool
     }
 
+    /// A source address and the limited endpoint (0: events, 1: opens): hashed per request, so
+    /// kept to two integers.
     private struct LimitKey: Hashable, Sendable {
-        var source: SourceAddress
-        var path: String
+        var source: UInt32
+        var endpoint: UInt8
     }
 
     private let tenantsByKey: [String: SmartAppPushTenant]
@@ -60,7 +62,7 @@ public struct SmartAppPushMock: MockService {
             return MockReply(response: response, operation: operation)
         }
         if path != SmartAppPushMessages.Path.refreshToken {
-            if case .limited(let retryAfter) = limiter.admit(LimitKey(source: source, path: path), at: now) {
+            if case .limited(let retryAfter) = limiter.admit(LimitKey(source: source.index, endpoint: path == SmartAppPushMessages.Path.events ? 0 : 1), at: now) {
                 let seconds = max(1, Int((retryAfter.seconds).rounded(.up)))
                 var response = Self.error(429, "rate limit exceeded: \(limiter.limit) requests/second per IP on \(path)")
                 response.headers.append(Header("Retry-After", String(seconds)))
@@ -148,18 +150,25 @@ public struct SmartAppPushMock: MockService {
         guard problems.isEmpty, let tenant, let eventName, let eventTime, let deviceToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
+        let context = body["context"].flatMap { $0 == .null ? nil : $0 }
+        let params = body["params"].flatMap { $0 == .null ? nil : $0 }
         let fingerprint = SmartAppPushMessages.fingerprint(
             tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: eventName,
-            eventTime: eventTime, deviceToken: deviceToken, context: body["context"].flatMap { $0 == .null ? nil : $0 },
-            params: body["params"].flatMap { $0 == .null ? nil : $0 }
+            eventTime: eventTime, deviceToken: deviceToken, context: context, params: params
+        )
+        let key = SmartAppPushMessages.eventKey(
+            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: eventName,
+            eventTime: eventTime, deviceToken: deviceToken, context: context, params: params
         )
         // "Registers or updates the device (token + push permission status)".
         register(token: deviceToken, userID: (appUserID?.isEmpty ?? true) ? nil : appUserID, isPushPermissionGranted: permission)
-        let response = Response(
-            status: 200, headers: SmartAppPushMessages.jsonHeaders,
-            body: JSONWriter.bytes(of: ["fingerprint": .string(fingerprint.hexString)])
-        )
-        return MockReply(response: response, accepted: fingerprint, operation: operation)
+        var answer = JSONWriter()
+        answer.beginObject()
+        answer.key("fingerprint")
+        answer.string(fingerprint.hexString)
+        answer.endObject()
+        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: answer.bytes)
+        return MockReply(response: response, accepted: key, operation: operation)
     }
 
     private func acceptOpen(_ body: JSONObject, operation: String) -> MockReply {

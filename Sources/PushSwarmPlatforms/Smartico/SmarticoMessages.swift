@@ -68,17 +68,17 @@ public enum SmarticoMessages {
 
     /// The ledger key of a message carrying `uuid` ("random unique identifier of the request").
     public static func messageKey(uuid: String) -> LedgerKey {
-        SHA256.hash(JSONWriter.bytes(of: ["smartico", .string(uuid)]))
+        LedgerKey("smartico", uuid)
     }
 
     /// The ledger key of a popup's impression (one per engagement).
     public static func impressionKey(engagementUID: String) -> LedgerKey {
-        SHA256.hash(JSONWriter.bytes(of: ["smartico-impression", .string(engagementUID)]))
+        LedgerKey("smartico-impression", engagementUID)
     }
 
     /// The ledger key of a token registered over HTTP POST (which carries no uuid).
     public static func httpTokenKey(user: String, token: String) -> LedgerKey {
-        SHA256.hash(JSONWriter.bytes(of: ["smartico-http-token", .string(user), .string(token)]))
+        LedgerKey("smartico-http-token", user, token)
     }
 }
 

@@ -1,0 +1,111 @@
+public import PushSwarmMetrics
+
+/// What identifies one accepted item (an event, an open) in a service's ledger. Devices compute
+/// the same key for what they believe was delivered, so the two sides can be compared.
+///
+/// 64 bits of a hash over the item's identifying fields, not a cryptographic digest: a ledger
+/// holds one per accepted item for the whole run (8 bytes, where a SHA-256 digest took 32), and
+/// both sides compute one per request. Two different items share a key with probability about
+/// n² / 2⁶⁵ for n items: 1 in 70,000 for the 23 million requests of a million devices' day.
+/// A platform whose spec gives its own fingerprint (SmartAppPush's SHA-256) still answers with
+/// that; the ledger key is PushSwarm's accounting, never sent on the wire.
+public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
+    public var value: UInt64
+
+    public init(value: UInt64) { self.value = value }
+
+    /// The key of a tuple of fields; put a tag naming the kind of item first
+    /// (`LedgerKey("pushes/opened", tenant, token)`), so equal fields of different kinds differ.
+    public init(_ parts: String...) {
+        var builder = Builder()
+        for part in parts { builder.add(part) }
+        self = builder.key
+    }
+
+    public var description: String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// Hashes fields one after another. Each field is prefixed by its kind and length, so
+    /// `("ab", "c")` and `("a", "bc")` differ; JSON objects are hashed with their members sorted
+    /// by name, so member order on the wire does not change the key.
+    ///
+    /// The mixing step is the 64×64→128-bit multiply-and-fold of wyhash: every input bit reaches
+    /// every output bit within two words.
+    public struct Builder: Sendable {
+        private var state: UInt64 = 0x243F_6A88_85A3_08D3
+
+        public init() {}
+
+        public var key: LedgerKey {
+            var h = state
+            // MurmurHash3's finaliser.
+            h ^= h >> 33
+            h = h &* 0xFF51_AFD7_ED55_8CCD
+            h ^= h >> 33
+            h = h &* 0xC4CE_B9FE_1A85_EC53
+            h ^= h >> 33
+            return LedgerKey(value: h)
+        }
+
+        public mutating func add(_ text: String) {
+            var text = text
+            text.withUTF8 { add(bytes: $0, kind: 4) }
+        }
+
+        public mutating func add(_ flag: Bool) { mix(flag ? 2 : 1) }
+
+        public mutating func addNull() { mix(0) }
+
+        /// A JSON value in canonical form: numbers by value (`1` and `1.0` are one number),
+        /// object members in byte order of their names.
+        public mutating func add(_ value: JSONValue) {
+            switch value {
+            case .null: addNull()
+            case .bool(let flag): add(flag)
+            case .number(let number):
+                mix(3)
+                mix((number == 0 ? 0 : number).bitPattern)  // -0 and 0 are one number
+            case .string(let text): add(text)
+            case .array(let elements):
+                mix(5 << 56 | UInt64(elements.count))
+                for element in elements { add(element) }
+            case .object(let object):
+                addObjectHeader(memberCount: object.members.count)
+                let members = object.members.count < 2
+                    ? object.members : object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                for member in members {
+                    add(member.key)
+                    add(member.value)
+                }
+            }
+        }
+
+        /// Starts an object of `memberCount` members; add each member's name and value after it,
+        /// in byte order of the names (as `add(_ value: JSONValue)` does for a whole object).
+        public mutating func addObjectHeader(memberCount: Int) { mix(6 << 56 | UInt64(memberCount)) }
+
+        private mutating func add(bytes: UnsafeBufferPointer<UInt8>, kind: UInt64) {
+            mix(kind << 56 | UInt64(bytes.count))
+            guard let base = bytes.baseAddress else { return }
+            let raw = UnsafeRawPointer(base)
+            var offset = 0
+            while offset + 8 <= bytes.count {
+                mix(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                offset += 8
+            }
+            if offset < bytes.count {
+                var tail: UInt64 = 0
+                for index in offset..<bytes.count { tail |= UInt64(bytes[index]) << UInt64(8 * (index - offset)) }
+                mix(tail)
+            }
+        }
+
+        @inline(__always)
+        private mutating func mix(_ word: UInt64) {
+            let product = (state ^ word ^ 0xE703_7ED1_A0B4_28DB).multipliedFullWidth(by: 0xA076_1D64_78BD_642F)
+            state = product.high ^ product.low
+        }
+    }
+}
