@@ -12,11 +12,60 @@ public enum SummaryArchive {
         public var description: String { "\(path): \(message)" }
     }
 
+    /// The archive's text. Written as it goes: the timeline (every interval's histogram buckets,
+    /// the bulk of a long run's archive) is streamed, never held as a tree, so writing the report
+    /// does not set the run's peak memory.
     public static func text(of summary: Summary) -> String {
-        JSONWriter.text(of: json(of: summary), indent: 0) + "\n"
+        let (run, ledger, metrics) = parts(of: summary)
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("format"); writer.string(format)
+        writer.key("schema"); writer.integer(schemaVersion)
+        writer.key("run"); writer.write(run)
+        writer.key("ledger"); writer.write(ledger)
+        writer.key("metrics")
+        writer.beginObject()
+        for member in metrics.members {
+            writer.key(member.key)
+            writer.write(member.value)
+        }
+        let timeline = summary.metrics.timeline
+        writer.key("timeline")
+        writer.beginObject()
+        writer.key("intervalMicroseconds"); writer.integer(Int(timeline.intervalMicroseconds))
+        writer.key("intervals")
+        writer.beginArray()
+        for interval in timeline.intervals {
+            writer.beginObject()
+            for (name, value) in [
+                ("sent", interval.sent), ("retries", interval.retries), ("ok", interval.ok), ("rateLimited", interval.rateLimited),
+                ("clientErrors", interval.clientErrors), ("serverErrors", interval.serverErrors),
+                ("transportErrors", interval.transportErrors), ("timeouts", interval.timeouts),
+                ("activeDevices", interval.activeDevices), ("max", interval.latency.maximum),
+            ] {
+                writer.key(name)
+                writer.number(Double(value))
+            }
+            writer.key("buckets")
+            writer.beginArray()
+            for bucket in interval.latency.buckets {
+                writer.beginArray()
+                writer.integer(bucket.index)
+                writer.number(Double(bucket.count))
+                writer.endArray()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+        writer.endObject()
+        writer.endObject()
+        return writer.text + "\n"
     }
 
-    public static func json(of summary: Summary) -> JSONValue {
+    /// The archive's run, ledger and metrics sections, the timeline left out (`text` streams it).
+    private static func parts(of summary: Summary) -> (run: JSONValue, ledger: JSONValue, metrics: JSONObject) {
         var run = JSONObject()
         run["scenario"] = .string(summary.scenario)
         run["seed"] = number(summary.seed)
@@ -62,23 +111,7 @@ public enum SummaryArchive {
         object["transportErrorsByReason"] = counts(metrics.transportErrorsByReason.map { ($0.key, $0.value) })
         object["counters"] = counts(metrics.counters.map { ($0.key, $0.value) })
         object["durations"] = .object(JSONObject(metrics.durations.sorted { $0.key < $1.key }.map { (key: $0.key, value: histogram($0.value)) }))
-        object["timeline"] = [
-            "intervalMicroseconds": .number(Double(metrics.timeline.intervalMicroseconds)),
-            "intervals": .array(metrics.timeline.intervals.map { interval in
-                [
-                    "sent": number(interval.sent), "retries": number(interval.retries), "ok": number(interval.ok),
-                    "rateLimited": number(interval.rateLimited), "clientErrors": number(interval.clientErrors),
-                    "serverErrors": number(interval.serverErrors), "transportErrors": number(interval.transportErrors),
-                    "timeouts": number(interval.timeouts), "activeDevices": number(interval.activeDevices),
-                    "max": number(interval.latency.maximum),
-                    "buckets": .array(interval.latency.buckets.map { [.number(Double($0.index)), number($0.count)] }),
-                ]
-            }),
-        ]
-        return [
-            "format": .string(format), "schema": .number(Double(schemaVersion)),
-            "run": .object(run), "ledger": ledger, "metrics": .object(object),
-        ]
+        return (.object(run), ledger, object)
     }
 
     /// Reads a summary back from `metrics.json`'s text; errors name the JSON path.

@@ -130,8 +130,10 @@ public struct Timeline: Sendable, Equatable {
 /// read alike and merge exactly), holding only the buckets that were hit. A day in 5-minute
 /// intervals keeps 288 of these; full histograms would take 190 kB each.
 public struct SparseHistogram: Sendable, Equatable {
-    /// `LatencyHistogram` bucket index → count.
-    public private(set) var counts: [Int: UInt64] = [:]
+    /// The buckets hit, ascending by `LatencyHistogram` bucket index, with their counts: 12 bytes
+    /// a bucket (a dictionary took two to three times that, and a long run keeps hundreds of these).
+    private var indices: [UInt32] = []
+    private var counts: [UInt64] = []
     public private(set) var totalCount: UInt64 = 0
     public private(set) var maximum: UInt64 = 0
 
@@ -141,15 +143,32 @@ public struct SparseHistogram: Sendable, Equatable {
 
     public mutating func record(_ value: UInt64) {
         let clamped = min(value, LatencyHistogram.defaultHighestTrackableValue)
-        counts[LatencyHistogram.countsIndex(for: clamped), default: 0] += 1
-        totalCount += 1
+        add(count: 1, at: LatencyHistogram.countsIndex(for: clamped))
         maximum = max(maximum, value)
     }
 
     public mutating func merge(_ other: SparseHistogram) {
-        counts.merge(other.counts, uniquingKeysWith: +)
-        totalCount += other.totalCount
+        for (index, count) in zip(other.indices, other.counts) { add(count: count, at: Int(index)) }
         maximum = max(maximum, other.maximum)
+    }
+
+    private mutating func add(count: UInt64, at index: Int) {
+        let key = UInt32(clamping: index)
+        // Binary search for the bucket; latencies cluster, so the last bucket is checked first.
+        var low = 0
+        var high = indices.count
+        if let last = indices.last, last <= key { low = last == key ? indices.count - 1 : indices.count }
+        while low < high {
+            let middle = (low + high) / 2
+            if indices[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        if low < indices.count, indices[low] == key {
+            counts[low] += count
+        } else {
+            indices.insert(key, at: low)
+            counts.insert(count, at: low)
+        }
+        totalCount += count
     }
 
     /// As `LatencyHistogram.value(atQuantile:)`: the bucket's highest equivalent value, never above
@@ -158,24 +177,21 @@ public struct SparseHistogram: Sendable, Equatable {
         guard totalCount > 0 else { return nil }
         let rank = max(1, UInt64((min(max(quantile, 0), 1) * Double(totalCount)).rounded(.up)))
         var cumulative: UInt64 = 0
-        for index in counts.keys.sorted() {
-            cumulative += counts[index] ?? 0
-            if cumulative >= rank { return min(LatencyHistogram.highestEquivalentValue(forIndex: index), maximum) }
+        for (index, count) in zip(indices, counts) {
+            cumulative += count
+            if cumulative >= rank { return min(LatencyHistogram.highestEquivalentValue(forIndex: Int(index)), maximum) }
         }
         return maximum
     }
 
     /// Buckets as (bucket index, count), ascending: the exact saved form.
     public var buckets: [(index: Int, count: UInt64)] {
-        counts.keys.sorted().map { ($0, counts[$0] ?? 0) }
+        zip(indices, counts).map { (Int($0), $1) }
     }
 
     /// A histogram from its saved form.
     public init(buckets: [(index: Int, count: UInt64)], maximum: UInt64) {
-        for (index, count) in buckets where count > 0 {
-            counts[index, default: 0] += count
-            totalCount += count
-        }
+        for (index, count) in buckets where count > 0 { add(count: count, at: index) }
         self.maximum = maximum
     }
 }

@@ -171,6 +171,24 @@ import PushSwarmMetrics
 }
 
 @Suite struct SlidingWindowLimiterTests {
+    // A day's fleet touches every address; a key must not hold memory once nothing of it is left
+    // in the window, and dropping it must not change any answer.
+    @Test func keysWithNothingLeftInTheWindowAreDroppedWithoutChangingAdmissions() {
+        var limiter = SlidingWindowLimiter<Int>(limit: 2, window: .seconds(1))
+        for key in 0..<1_000 { _ = limiter.admit(key, at: Instant(microseconds: Int64(key))) }
+        #expect(limiter.trackedKeys == 1_000)
+        // Key 7 stays busy across the sweep; the others fall silent.
+        var now = Instant.start
+        for step in 1...130 {
+            now = Instant(microseconds: Int64(step) * 600_000)
+            let admission = limiter.admit(7, at: now)
+            #expect(admission == .admitted, "one admit each 0.6 s is within 2 per second")
+        }
+        #expect(limiter.trackedKeys == 1, "only the busy key is still tracked")
+        #expect(limiter.admit(7, at: now + .milliseconds(1)) != .admitted, "the busy key's log survived the sweep: a third in one second is refused")
+        #expect(limiter.admit(3, at: now) == .admitted, "a dropped key starts afresh, as it would have")
+    }
+
     @Test func noWindowOfOneSecondAdmitsMoreThanTheLimit() {
         var limiter = SlidingWindowLimiter<Int>(limit: 10, window: .seconds(1))
         var admitted: [Int64] = []

@@ -21,10 +21,25 @@ public struct OfflineQueue: Sendable {
         }
     }
 
-    public var retryTable: RetryTable
-    public var timeout: TimeSpan
-    /// Items beyond this are dropped as `queueFull` (a real app bounds its local store too).
-    public var capacity: Int
+    /// What every queue of a client profile shares, held once by reference: a device's queue
+    /// costs 8 bytes of it, not a copy of the retry table each.
+    public final class Policy: Sendable {
+        public let retryTable: RetryTable
+        public let timeout: TimeSpan
+        /// Items beyond this are dropped as `queueFull` (a real app bounds its local store too).
+        public let capacity: Int
+
+        public init(retryTable: RetryTable, timeout: TimeSpan, capacity: Int) {
+            self.retryTable = retryTable
+            self.timeout = timeout
+            self.capacity = capacity
+        }
+    }
+
+    public let policy: Policy
+    public var retryTable: RetryTable { policy.retryTable }
+    public var timeout: TimeSpan { policy.timeout }
+    public var capacity: Int { policy.capacity }
 
     private var items: [Item] = []
     private var head = 0
@@ -40,11 +55,13 @@ public struct OfflineQueue: Sendable {
     /// Retries the budget still allows (`RetryTable.retryBudget`).
     private var budget: Double?
 
+    public init(policy: Policy) {
+        self.policy = policy
+        budget = policy.retryTable.retryBudget.map { _ in policy.retryTable.budgetReserve }
+    }
+
     public init(retryTable: RetryTable, timeout: TimeSpan, capacity: Int) {
-        self.retryTable = retryTable
-        self.timeout = timeout
-        self.capacity = capacity
-        budget = retryTable.retryBudget.map { _ in retryTable.budgetReserve }
+        self.init(policy: Policy(retryTable: retryTable, timeout: timeout, capacity: capacity))
     }
 
     /// Items not yet delivered or dropped, including the one in flight.
@@ -131,7 +148,9 @@ public struct OfflineQueue: Sendable {
         firstRateLimitedAt = nil
         head += 1
         if head == items.count {
-            items.removeAll(keepingCapacity: true)
+            // Empty again (most of the time, between events): the buffer goes, so an idle device
+            // holds no queue storage.
+            items.removeAll()
             head = 0
         } else if head > 64, head * 2 > items.count {
             items.removeFirst(head)

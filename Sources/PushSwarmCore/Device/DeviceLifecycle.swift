@@ -35,7 +35,9 @@ public struct DeviceLifecycle: Sendable {
         case tokenRotation
         /// The user changes push permission in the OS settings.
         case permissionFlip
-        case notificationDelivered(PushNotification)
+        /// Boxed (`indirect`): a notification is large, and every event waiting in the run's queue
+        /// would otherwise take its size.
+        indirect case notificationDelivered(PushNotification)
         case notificationTapped(id: UInt64)
         case notificationDismissed(id: UInt64)
         /// A workload (open or closed model) asks the user for one event now.

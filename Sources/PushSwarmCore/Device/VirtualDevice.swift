@@ -10,8 +10,10 @@ public actor VirtualDevice {
     public enum Event: Sendable {
         case lifecycle(DeviceLifecycle.Event)
         case clientTimer(UInt64)
-        case completion(ExchangeCompletion)
-        case socket(SocketEvent)
+        // Boxed (`indirect`): an answer is large and rare next to timers and lifecycle events,
+        // and every item in the run's queue would otherwise take its size.
+        indirect case completion(ExchangeCompletion)
+        indirect case socket(SocketEvent)
     }
 
     /// What a device asks the run to do.

@@ -20,6 +20,9 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public let limit: Int
     public let window: TimeSpan
     private var logs: [Key: Log] = [:]
+    /// When logs whose every admit has left the window were last dropped: a key holds memory
+    /// while it is active, not for the rest of the run (a day's fleet touches every address).
+    private var lastSweep: Int64 = .min
 
     public init(limit: Int, window: TimeSpan) {
         precondition(limit > 0 && window > .zero)
@@ -29,7 +32,24 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
 
     public mutating func admit(_ key: Key, at now: Instant) -> Admission {
         let limit = limit
+        sweepIfDue(at: now)
         return Self.admit(&logs[key, default: Log(times: Array(repeating: 0, count: limit))], limit: limit, window: window, at: now)
+    }
+
+    /// Keys tracked now (for tests).
+    var trackedKeys: Int { logs.count }
+
+    /// Every 64 windows (at least a minute), drops the logs with nothing left in the window: a
+    /// key with no admit inside the window is exactly as if it had never been seen.
+    private mutating func sweepIfDue(at now: Instant) {
+        let period = max(window.microseconds * 64, 60_000_000)
+        guard lastSweep == .min || now.microseconds - lastSweep >= period else { return }
+        if lastSweep != .min {
+            let cutoff = now.microseconds - window.microseconds
+            let limit = limit
+            logs = logs.filter { _, log in log.count > 0 && log.times[(log.oldest + log.count - 1) % limit] > cutoff }
+        }
+        lastSweep = now.microseconds
     }
 
     /// Works on the log in place (through the dictionary's modify accessor), with no copy.

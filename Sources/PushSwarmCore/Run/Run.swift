@@ -63,7 +63,7 @@ public final class Run: @unchecked Sendable {
             let thread = PartitionThread(name: "pushswarm-partition-\(number)")
             let mocks = MockFleet(scenario: scenario)
             threads.append(thread)
-            setups.append(PartitionSetup(executor: thread, transport: SimulatedTransport(scenario: scenario, mocks: mocks), mocks: mocks, devices: range))
+            setups.append(PartitionSetup(executor: thread, transport: SimulatedTransport(scenario: scenario, mocks: mocks, devices: range), mocks: mocks, devices: range))
         }
         return Run(scenario: scenario, shard: shard, partitions: setups, ownedThreads: threads)
     }

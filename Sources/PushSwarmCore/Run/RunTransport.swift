@@ -102,21 +102,31 @@ public final class SimulatedTransport: RunTransport {
     private let seed: UInt64
     /// Each device's draws (network errors, the mock's latency and faults): a device's answers do
     /// not depend on which other devices are in the run, so a shard answers as the whole run does.
-    private var deviceRandom: [Int: SeededRandom] = [:]
+    /// Held in an array by device number from `firstDevice` (32 bytes a device, where a
+    /// dictionary took about three times that), filled as devices first draw.
+    private var deviceRandom: [SeededRandom?] = []
+    private let firstDevice: Int
     private var sockets: [SocketKey: Session] = [:]
     private var socketBySession: [UInt64: SocketKey] = [:]
     private var timers: [UInt64: SocketKey] = [:]
     private var nextTimer: UInt64 = 0
     private var arrived: [Arrival] = []
 
-    public init(scenario: Scenario, mocks: MockFleet) {
+    /// - Parameter devices: the fleet numbers of the devices it carries (a partition's).
+    public init(scenario: Scenario, mocks: MockFleet, devices: Range<Int>) {
         self.mocks = mocks
         network = scenario.network
         seed = scenario.seed
+        firstDevice = devices.lowerBound
+        deviceRandom = Array(repeating: nil, count: devices.count)
     }
 
     private func draws(for device: Int) -> SeededRandom {
-        deviceRandom[device] ?? SeededRandom(seed: seed, stream: .network, index: UInt64(device) + 1)
+        deviceRandom[device - firstDevice] ?? SeededRandom(seed: seed, stream: .network, index: UInt64(device) + 1)
+    }
+
+    private func keep(_ random: SeededRandom, for device: Int) {
+        deviceRandom[device - firstDevice] = random
     }
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
@@ -124,7 +134,7 @@ public final class SimulatedTransport: RunTransport {
         let outcome: ExchangeOutcome
         let completedAt: Instant
         var random = draws(for: device)
-        defer { deviceRandom[device] = random }
+        defer { keep(random, for: device) }
         if random.chance(network.errorRate) {
             // No route or a dropped connection: the client learns quickly, the service sees nothing.
             outcome = .transportError(reason: "networkError")
@@ -159,7 +169,7 @@ public final class SimulatedTransport: RunTransport {
             arrived.append(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: outcome)), at: time))
         }
         var random = draws(for: device)
-        defer { deviceRandom[device] = random }
+        defer { keep(random, for: device) }
         if random.chance(network.errorRate) { return fail(.transportError(reason: "networkError"), at: now + .milliseconds(200)) }
         guard let host = mocks.index(of: platform) else { return fail(.transportError(reason: "noService"), at: now) }
         let (session, answer) = mocks.openSocket(platform: host, path: open.path, from: source, at: now, random: &random)
@@ -178,7 +188,7 @@ public final class SimulatedTransport: RunTransport {
         let key = SocketKey(device: device, socket: socket)
         guard let session = sockets[key] else { return }
         var random = draws(for: device)
-        defer { deviceRandom[device] = random }
+        defer { keep(random, for: device) }
         let answer = mocks.socketMessage(platform: session.platform, session: session.session, text: text, from: session.source, at: now, random: &random)
         apply(answer.reply, to: key, at: now + answer.latency, now: now)
     }

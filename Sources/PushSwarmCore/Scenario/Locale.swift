@@ -1,9 +1,16 @@
 /// Where a device's user lives: country, language and IANA time zone, with a weight.
-public struct LocaleShare: Sendable, Equatable {
-    public var country: String
-    public var language: String
-    public var timeZone: String
-    public var weight: Double
+///
+/// A class, so that a device's profile holds 8 bytes of it: every device of a market shares the
+/// scenario's one instance.
+public final class LocaleShare: Sendable, Equatable {
+    public let country: String
+    public let language: String
+    public let timeZone: String
+    public let weight: Double
+
+    public static func == (lhs: LocaleShare, rhs: LocaleShare) -> Bool {
+        lhs.country == rhs.country && lhs.language == rhs.language && lhs.timeZone == rhs.timeZone && lhs.weight == rhs.weight
+    }
 
     public init(country: String, language: String, timeZone: String, weight: Double) {
         self.country = country

@@ -108,7 +108,7 @@ public final class HTTPBench: Sendable {
 public enum RequestSampler {
     public static func sample(_ scenario: Scenario, count: Int) async -> [Request] {
         let mocks = MockFleet(scenario: scenario)
-        let capture = CaptureTransport(inner: SimulatedTransport(scenario: scenario, mocks: mocks), limit: count)
+        let capture = CaptureTransport(inner: SimulatedTransport(scenario: scenario, mocks: mocks, devices: 0..<scenario.devices), limit: count)
         let thread = PartitionThread(name: "pushswarm-sampler")
         let setup = Run.PartitionSetup(executor: thread, transport: capture, mocks: mocks, devices: 0..<scenario.devices)
         _ = await Run(scenario: scenario, partitions: [setup], ownedThreads: [thread]).run()

@@ -26,10 +26,11 @@ struct MeiroClient: PlatformClient {
     /// The token the service last heard registered (nil: none yet).
     private(set) var registeredToken: String?
 
-    init(settings: MeiroSettings, omittedFields: Set<String> = []) {
+    init(settings: MeiroSettings, omittedFields: Set<String> = [], queuePolicy: OfflineQueue.Policy? = nil) {
         self.settings = settings
         self.omittedFields = omittedFields
-        queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
+        queue = OfflineQueue(policy: queuePolicy ?? OfflineQueue.Policy(
+            retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity))
     }
 
     var pendingRequests: Int { queue.count }

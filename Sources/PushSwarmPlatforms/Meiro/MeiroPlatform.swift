@@ -55,10 +55,18 @@ struct MeiroConfiguration: PlatformConfiguration {
 struct MeiroClientProfile: ClientProfile {
     let settings: MeiroSettings
     let omittedFields: Set<String>
+    /// The offline queue's settings, held once for every client of the profile.
+    let queuePolicy: OfflineQueue.Policy
+
+    init(settings: MeiroSettings, omittedFields: Set<String>) {
+        self.settings = settings
+        self.omittedFields = omittedFields
+        queuePolicy = OfflineQueue.Policy(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
+    }
 
     var pushToken: PushTokenStyle { .fcm }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
-        MeiroClient(settings: settings, omittedFields: omittedFields)
+        MeiroClient(settings: settings, omittedFields: omittedFields, queuePolicy: queuePolicy)
     }
 }

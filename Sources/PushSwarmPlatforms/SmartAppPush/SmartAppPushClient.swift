@@ -23,10 +23,9 @@ struct SmartAppPushClient: PlatformClient {
 
     init(settings: SharedSettings, variant: SmartAppPushClientProfile.Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
         self.shared = settings
-        let settings = settings.value
         self.variant = variant
         omitted = omittedFields.reduce(0) { $0 | $1.bit }
-        queue = OfflineQueue(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
+        queue = OfflineQueue(policy: settings.queuePolicy)
     }
 
     var pendingRequests: Int { queue.count }

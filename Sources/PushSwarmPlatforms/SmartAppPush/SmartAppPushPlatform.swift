@@ -111,6 +111,11 @@ struct SmartAppPushClientProfile: ClientProfile {
 /// A client profile's settings by reference, so that each device's client holds 8 bytes of them.
 final class SharedSettings: Sendable {
     let value: SmartAppPushSettings
+    /// The offline queue's retry table, timeout and capacity, shared by the profile's queues.
+    let queuePolicy: OfflineQueue.Policy
 
-    init(_ value: SmartAppPushSettings) { self.value = value }
+    init(_ value: SmartAppPushSettings) {
+        self.value = value
+        queuePolicy = OfflineQueue.Policy(retryTable: value.retryTable, timeout: value.requestTimeout, capacity: value.queueCapacity)
+    }
 }
