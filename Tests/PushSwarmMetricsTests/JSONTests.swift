@@ -64,6 +64,19 @@ import Testing
         #expect(try JSONParser.parse(text) == value)
     }
 
+    // The writer scans eight bytes at a time for what must be escaped: a special byte anywhere
+    // in a word, or in the tail after the last whole word, must still be escaped.
+    @Test func everySpecialByteIsEscapedWhereverItFallsInAWord() throws {
+        for special in ["\"", "\\", "\n", "\u{01}", "\u{1F}"] {
+            for position in 0..<20 {
+                let text = String(repeating: "a", count: position) + special + String(repeating: "é", count: 3) + "z"
+                let written = JSONWriter.text(of: .string(text))
+                #expect(try JSONParser.parse(written) == .string(text), "\(special.debugDescription) at \(position)")
+            }
+        }
+        #expect(JSONWriter.text(of: .string("0123456789\u{7F}abc")) == "\"0123456789\u{7F}abc\"", "DEL and other bytes >= 0x20 are not escaped")
+    }
+
     @Test func prettyOutputIndentsNestedContainers() {
         let text = JSONWriter.text(of: ["a": [1, 2], "b": [:]], indent: 2)
         #expect(text == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}")

@@ -73,9 +73,7 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
                 for element in elements { add(element) }
             case .object(let object):
                 addObjectHeader(memberCount: object.members.count)
-                let members = object.members.count < 2
-                    ? object.members : object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-                for member in members {
+                for member in object.sortedMembers {
                     add(member.key)
                     add(member.value)
                 }

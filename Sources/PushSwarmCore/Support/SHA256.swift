@@ -24,7 +24,20 @@ public struct SHA256Digest: Sendable, Hashable {
         return result
     }
 
-    public var hexString: String { Hex.string(bytes) }
+    /// The 64 hex digits, written straight into the string.
+    public var hexString: String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 64) { buffer in
+            digits.withUTF8Buffer { digits in
+                for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
+                    for nibble in 0..<16 {
+                        buffer[wordIndex * 16 + nibble] = digits[Int(word >> UInt64(60 - 4 * nibble) & 0xF)]
+                    }
+                }
+            }
+            return 64
+        }
+    }
 }
 
 /// SHA-256 for SmartAppPush's spec fingerprints ("Every event gets a SHA-256 fingerprint") and

@@ -9,25 +9,57 @@ public enum RFC3339 {
         let days = floorDivide(totalSeconds, 86_400)
         let secondOfDay = Int(totalSeconds - days * 86_400)
         let (year, month, day) = civil(fromDays: days)
-        var text = ""
-        text.reserveCapacity(29)
-        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
-        text += "T" + pad(secondOfDay / 3_600, 2) + ":" + pad(secondOfDay % 3_600 / 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        text += "." + pad(millis, 3)
-        if offsetSeconds == 0 && utcAsZ {
-            text += "Z"
-        } else {
-            let sign = offsetSeconds < 0 ? "-" : "+"
-            let magnitude = abs(offsetSeconds)
-            text += sign + pad(magnitude / 3_600, 2) + ":" + pad(magnitude % 3_600 / 60, 2)
+        // Written byte by byte into the string's own storage: a device writes one per event.
+        // A year outside 0...9999 has more digits than the fixed layout; it goes the slow way.
+        guard (0...9_999).contains(year) else {
+            return pad(year, 4) + String(format(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, year: 2_000).dropFirst(4))
         }
-        return text
+        return format(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, year: year)
+    }
+
+    private static func format(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool, year: Int) -> String {
+        let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
+        let totalSeconds = floorDivide(localMicros, 1_000_000)
+        let millis = Int((localMicros - totalSeconds * 1_000_000) / 1_000)
+        let days = floorDivide(totalSeconds, 86_400)
+        let secondOfDay = Int(totalSeconds - days * 86_400)
+        let (_, month, day) = civil(fromDays: days)
+        let isZ = offsetSeconds == 0 && utcAsZ
+        return String(unsafeUninitializedCapacity: isZ ? 24 : 29) { buffer in
+            var at = 0
+            func put(_ value: Int, _ width: Int) {
+                var rest = value
+                for place in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[at + place] = UInt8(48 + rest % 10)
+                    rest /= 10
+                }
+                at += width
+            }
+            func put(_ ascii: Unicode.Scalar) {
+                buffer[at] = UInt8(ascii: ascii)
+                at += 1
+            }
+            put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2)
+            put("T"); put(secondOfDay / 3_600, 2); put(":"); put(secondOfDay % 3_600 / 60, 2); put(":"); put(secondOfDay % 60, 2)
+            put("."); put(millis, 3)
+            if isZ {
+                put("Z")
+            } else {
+                let magnitude = abs(offsetSeconds)
+                put(offsetSeconds < 0 ? "-" : "+"); put(magnitude / 3_600 % 100, 2); put(":"); put(magnitude % 3_600 / 60, 2)
+            }
+            return at
+        }
     }
 
     /// Parses a full RFC 3339 `date-time` (section 5.6) to microseconds since the Unix epoch.
     /// Nil when the text is not one: a missing offset, an impossible date, a stray character.
     public static func parse(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var index = 0
         func digits(_ count: Int) -> Int? {
             guard index + count <= bytes.count else { return nil }

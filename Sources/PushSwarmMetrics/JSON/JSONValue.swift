@@ -62,6 +62,20 @@ public struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         self.members = members
     }
 
+    /// The members in byte order of their names (the canonical order of fingerprints and ledger
+    /// keys); the members themselves, with no copy, when they are in that order already.
+    public var sortedMembers: [(key: String, value: JSONValue)] {
+        func precedes(_ a: (key: String, value: JSONValue), _ b: (key: String, value: JSONValue)) -> Bool {
+            a.key.utf8.lexicographicallyPrecedes(b.key.utf8)
+        }
+        var isSorted = true
+        for index in members.indices.dropFirst() where !precedes(members[index - 1], members[index]) {
+            isSorted = false
+            break
+        }
+        return isSorted ? members : members.sorted(by: precedes)
+    }
+
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         members = elements.map { (key: $0.0, value: $0.1) }
     }

@@ -90,7 +90,7 @@ public struct JSONWriter {
             endArray()
         case .object(let object):
             beginObject()
-            let members = sortingKeys ? object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : object.members
+            let members = sortingKeys ? object.sortedMembers : object.members
             for member in members {
                 key(member.key)
                 write(member.value, sortingKeys: sortingKeys)
@@ -167,13 +167,23 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
-            // Copy runs that need no escaping in one go; most strings are a single run.
+            // Copy runs that need no escaping in one go; most strings are a single run. The scan
+            // looks at eight bytes at a time for a control character, a quote or a backslash.
             var runStart = 0
-            for index in 0..<utf8.count {
+            var index = 0
+            while index < utf8.count {
+                if index + 8 <= utf8.count {
+                    let word = UInt64(littleEndian: UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
+                    if !Self.needsEscape(word) {
+                        index += 8
+                        continue
+                    }
+                }
                 let byte = utf8[index]
+                index += 1
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                runStart = index + 1
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<(index - 1)]))
+                runStart = index
                 switch byte {
                 case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
                 case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
@@ -189,5 +199,16 @@ public struct JSONWriter {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (the
+    /// classic "has a zero byte" test, applied to the word and to it xor each special byte).
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
+        let control = (word &- 0x2020_2020_2020_2020) & ~word & highs
+        return control | hasZeroByte(word ^ 0x2222_2222_2222_2222) | hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C) != 0
     }
 }
