@@ -66,15 +66,19 @@ echo "this tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+chang
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 
 echo
-echo "== 1. CPU per simulated request: Scenarios/quickstart.json"
-for build in base now; do
-    binary=${!build}
-    echo "command: $binary run Scenarios/quickstart.json --out DIR --quiet"
-    read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --out "$work/q-$build" --quiet)
-    sent=$(summary "$work/q-$build/summary.json" 's["requests"]["sent"]')
-    per=$(python3 -c "print(f'{$cpu / $sent * 1e6:.2f}')")
-    echo "$build: $sent requests, $cpu s CPU, $wall s wall, $((rss / 1024)) MiB: $per µs of CPU per request"
-    eval "cpu_$build=$per"
+echo "== 1. CPU per simulated request: Scenarios/quickstart.json (3 runs of each build, alternating; the least CPU counts)"
+for build in base now; do eval "cpu_$build=999999"; done
+for round in 1 2 3; do
+    for build in base now; do
+        binary=${!build}
+        [ "$round" = 1 ] && echo "command: $binary run Scenarios/quickstart.json --out DIR --quiet"
+        read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --out "$work/q-$build" --quiet)
+        sent=$(summary "$work/q-$build/summary.json" 's["requests"]["sent"]')
+        per=$(python3 -c "print(f'{$cpu / $sent * 1e6:.2f}')")
+        echo "$build run $round: $sent requests, $cpu s CPU, $wall s wall, $((rss / 1024)) MiB: $per µs of CPU per request"
+        best="cpu_$build"
+        eval "cpu_$build=$(python3 -c "print(min($per, ${!best}))")"
+    done
 done
 python3 -c "print(f'CPU per request: baseline {$cpu_base} µs, now {$cpu_now} µs: {$cpu_base / $cpu_now:.2f}x cheaper (target >= 5x)')"
 if [ "$(summary "$work/q-base/summary.json" 's["requests"]')" = "$(summary "$work/q-now/summary.json" 's["requests"]')" ]; then
@@ -132,12 +136,13 @@ device_run() {
 import json, sys
 s = json.load(open(sys.argv[1]))
 rate, partitions, cpu, rss, wall, length = int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
-g, r = s["generator"], s["requests"]
+g, r, w = s["generator"], s["requests"], s.get("workload", {})
 pending = s.get("queue", {}).get("pendingAtEnd", 0) + r.get("inFlightAtEnd", 0)
 ok200 = r["byStatus"].get("200", 0)
-held = not g["saturated"] and g["lagP99Ms"] < 100 and g["missedStarts"] == 0 and pending == 0
+held = not g["saturated"] and g["lagP99Ms"] < 100 and g["missedStarts"] == 0 and w.get("shed", 0) == 0 and pending == 0
 print(f"  P={partitions} offered {rate:,}/s: sent {r['sent']:,} ({r['sent'] / length:,.0f}/s), 200s {ok200:,}, errors {r['transportErrors'] + r['timeouts']}, "
-      f"lag p99 {g['lagP99Ms']} ms, missed starts {g['missedStarts']:,}, pending {pending:,}, saturated {g['saturated']}, "
+      f"latency p99 {s['operations']['smartapppush.events']['latencyMs']['p99']} ms, lag p99 {g['lagP99Ms']} ms, CPU busy {g.get('cpuBusy', '?')}, "
+      f"shed {w.get('shed', 0):,}, missed starts {g['missedStarts']:,}, pending {pending:,}, saturated {g['saturated']}, "
       f"CPU {cpu:.1f} s, max RSS {rss // 1024} MiB, wall {wall:.1f} s -> {'held' if held else 'did not hold'}")
 sys.exit(0 if held else 1)
 PY
@@ -164,8 +169,9 @@ s = json.load(open(sys.argv[1]))
 c, r = s.get("counters", {}), s["requests"]
 answered = sum(r["byStatus"].values())
 accounted = answered + r["transportErrors"] + r["timeouts"] + r.get("inFlightAtEnd", 0)
-print(f"  arrivals started {c.get('workload.arrivals', 0):,}, shed as missed starts {s['generator']['missedStarts']:,}, "
-      f"still queued in devices at the end {s.get('queue', {}).get('pendingAtEnd', 0):,}")
+w = s.get("workload", {})
+print(f"  arrivals offered {w.get('arrivals', 0):,} = started {w.get('started', 0):,} + shed (device still busy) {w.get('shed', 0):,} "
+      f"+ missed (reached over 1 s late) {w.get('missedStarts', 0):,}; still queued in devices at the end {s.get('queue', {}).get('pendingAtEnd', 0):,}")
 print(f"  sent {r['sent']:,} = answered {answered:,} + transport errors {r['transportErrors']:,} + timeouts {r['timeouts']:,} "
       f"+ in flight at the end {r.get('inFlightAtEnd', 0):,}: {'every request accounted' if accounted == r['sent'] else f'MISMATCH ({accounted:,})'}")
 PY
