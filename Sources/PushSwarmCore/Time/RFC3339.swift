@@ -9,22 +9,16 @@ public enum RFC3339 {
         let days = floorDivide(totalSeconds, 86_400)
         let secondOfDay = Int(totalSeconds - days * 86_400)
         let (year, month, day) = civil(fromDays: days)
-        // Written byte by byte into the string's own storage: a device writes one per event.
-        // A year outside 0...9999 has more digits than the fixed layout; it goes the slow way.
-        guard (0...9_999).contains(year) else {
-            return pad(year, 4) + String(format(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, year: 2_000).dropFirst(4))
-        }
-        return format(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, year: year)
-    }
-
-    private static func format(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool, year: Int) -> String {
-        let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
-        let totalSeconds = floorDivide(localMicros, 1_000_000)
-        let millis = Int((localMicros - totalSeconds * 1_000_000) / 1_000)
-        let days = floorDivide(totalSeconds, 86_400)
-        let secondOfDay = Int(totalSeconds - days * 86_400)
-        let (_, month, day) = civil(fromDays: days)
         let isZ = offsetSeconds == 0 && utcAsZ
+        let magnitude = abs(offsetSeconds)
+        guard (0...9_999).contains(year) else {
+            // More digits than the fixed layout has room for: never in a run, written the slow way.
+            var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+            text += "T" + pad(secondOfDay / 3_600, 2) + ":" + pad(secondOfDay % 3_600 / 60, 2) + ":" + pad(secondOfDay % 60, 2)
+            text += "." + pad(millis, 3)
+            return text + (isZ ? "Z" : (offsetSeconds < 0 ? "-" : "+") + pad(magnitude / 3_600, 2) + ":" + pad(magnitude % 3_600 / 60, 2))
+        }
+        // Written byte by byte into the string's own storage: a device writes one per event.
         return String(unsafeUninitializedCapacity: isZ ? 24 : 29) { buffer in
             var at = 0
             func put(_ value: Int, _ width: Int) {
@@ -45,7 +39,6 @@ public enum RFC3339 {
             if isZ {
                 put("Z")
             } else {
-                let magnitude = abs(offsetSeconds)
                 put(offsetSeconds < 0 ? "-" : "+"); put(magnitude / 3_600 % 100, 2); put(":"); put(magnitude % 3_600 / 60, 2)
             }
             return at
