@@ -84,6 +84,11 @@ final class Partition: @unchecked Sendable {
     /// An open-model arrival reached later than this, in wall time, is a missed start.
     static let maximumStartLag = TimeSpan.seconds(1)
 
+    /// The most requests (in flight, queued, waiting for a retry) an open-model arrival may find
+    /// on its device and still be queued there; one more and it is shed. Bounds the memory an
+    /// overload can take to about this many requests per device.
+    static let maximumBacklog = 8
+
     init(
         number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
         devices range: Range<Int>, countsRunEvents: Bool, progress: ProgressBoard?
@@ -276,12 +281,13 @@ final class Partition: @unchecked Sendable {
                 metrics.increment("workload.missedStarts")
                 return
             }
-            // An arrival whose device is still busy with earlier work (a request in flight,
-            // queued or waiting to be retried) is shed and counted, as k6 drops an iteration
-            // when no virtual user is free: under overload the offered load piles up nowhere,
-            // and the report says how much of it never started. The choice depends on that one
-            // device's own history, so partitions do not change it.
-            if devices[index].assumeIsolated({ $0.pendingRequests }) > 0 {
+            // An arrival waits in its device's queue behind earlier work, as an app's SDK queues
+            // events while a request is in flight (its latency then counts from when it was due),
+            // but only behind `maximumBacklog` requests: beyond that it is shed and counted, as
+            // k6 drops an iteration when no virtual user is free. Under overload the offered load
+            // piles up nowhere, and the report says how much of it never started. The choice
+            // depends on that one device's own history, so partitions do not change it.
+            if devices[index].assumeIsolated({ $0.pendingRequests }) >= Self.maximumBacklog {
                 metrics.increment("workload.shed")
                 return
             }
