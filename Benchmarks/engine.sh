@@ -170,7 +170,7 @@ c, r = s.get("counters", {}), s["requests"]
 answered = sum(r["byStatus"].values())
 accounted = answered + r["transportErrors"] + r["timeouts"] + r.get("inFlightAtEnd", 0)
 w = s.get("workload", {})
-print(f"  arrivals offered {w.get('arrivals', 0):,} = started {w.get('started', 0):,} + shed (device still busy) {w.get('shed', 0):,} "
+print(f"  arrivals offered {w.get('arrivals', 0):,} = started {w.get('started', 0):,} + shed (device's queue full) {w.get('shed', 0):,} "
       f"+ missed (reached over 1 s late) {w.get('missedStarts', 0):,}; still queued in devices at the end {s.get('queue', {}).get('pendingAtEnd', 0):,}")
 print(f"  sent {r['sent']:,} = answered {answered:,} + transport errors {r['transportErrors']:,} + timeouts {r['timeouts']:,} "
       f"+ in flight at the end {r.get('inFlightAtEnd', 0):,}: {'every request accounted' if accounted == r['sent'] else f'MISMATCH ({accounted:,})'}")

@@ -76,11 +76,15 @@ public struct Summary: Sendable {
         metrics.durations["generatorLag"].map { Double($0.value(atQuantile: 0.99) ?? 0) / 1_000 }
     }
 
-    /// Open-workload arrivals that never started: shed because their device was still busy
-    /// (the service or the network did not keep up), or missed because the generator reached
+    /// Open-workload arrivals that started; nil when the run had no open workload.
+    public var startedArrivals: UInt64? { metrics.counters["workload.arrivals"] }
+    /// Open-workload arrivals that never started: shed because their device's queue was already
+    /// full (the service or the network did not keep up), or missed because the generator reached
     /// them more than a second late (PushSwarm did not keep up).
     public var shedArrivals: UInt64 { metrics.counters["workload.shed"] ?? 0 }
     public var missedStarts: UInt64 { metrics.counters["workload.missedStarts"] ?? 0 }
+    /// Every open-workload arrival: started, shed or missed.
+    public var offeredArrivals: UInt64 { (startedArrivals ?? 0) + shedArrivals + missedStarts }
 
     /// A run that did not put on the load it was asked for: its generator fell behind or pegged
     /// the CPU, or arrivals were missed or shed.
@@ -148,10 +152,10 @@ public struct Summary: Sendable {
             generator["saturated"] = .bool(isSaturated)
             root["generator"] = .object(generator)
         }
-        if let started = metrics.counters["workload.arrivals"] {
-            // Every arrival of an open workload: started, shed or missed (never queued).
+        if let started = startedArrivals {
+            // Every arrival of an open workload: started, shed or missed.
             root["workload"] = .object([
-                "arrivals": count(started + shedArrivals + missedStarts), "started": count(started),
+                "arrivals": count(offeredArrivals), "started": count(started),
                 "shed": count(shedArrivals), "missedStarts": count(missedStarts),
             ])
         }

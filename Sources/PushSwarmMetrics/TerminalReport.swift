@@ -55,12 +55,11 @@ public enum TerminalReport {
         let drops = metrics.droppedByReason.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
         lines.append("Dropped     \(group(metrics.droppedByReason.values.reduce(0, +)))\(drops.isEmpty ? "" : " (\(drops))")")
         lines.append("Queued      \(group(UInt64(summary.pendingAtEnd))) requests still in device queues at the end")
-        if let started = metrics.counters["workload.arrivals"] {
-            let offered = started + summary.shedArrivals + summary.missedStarts
-            let verdict = summary.shedArrivals + summary.missedStarts == 0
+        if let started = summary.startedArrivals {
+            let verdict = started == summary.offeredArrivals
                 ? "ok: every arrival started"
-                : "NOT ALL STARTED: shed arrivals found their device still busy with earlier requests (the target did not keep up); missed ones were reached over a second late (PushSwarm did not)"
-            lines.append("Workload    \(group(offered)) arrivals · \(group(started)) started · \(group(summary.shedArrivals)) shed · \(group(summary.missedStarts)) missed (\(verdict))")
+                : "NOT ALL STARTED: shed arrivals found their device's queue already full of earlier requests (the target did not keep up); missed ones were reached over a second late (PushSwarm did not)"
+            lines.append("Workload    \(group(summary.offeredArrivals)) arrivals · \(group(started)) started · \(group(summary.shedArrivals)) shed · \(group(summary.missedStarts)) missed (\(verdict))")
         }
         if let milliseconds = summary.lagP99Milliseconds {
             let verdict = summary.isSaturated

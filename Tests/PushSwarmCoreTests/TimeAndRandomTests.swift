@@ -93,6 +93,14 @@ import PushSwarmMetrics
         #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 0, utcAsZ: true) == "2026-03-02T00:00:00.123Z")
     }
 
+    // Times are written into a fixed layout; a year with five digits must still come out whole.
+    @Test func aYearBeyondFourDigitsIsWrittenWhole() {
+        // 10000-01-01T00:00:00Z.
+        let micros: Int64 = 253_402_300_800_000_000
+        #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 0, utcAsZ: true) == "10000-01-01T00:00:00.000Z")
+        #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 3_600) == "10000-01-01T01:00:00.000+01:00")
+    }
+
     @Test(arguments: ["2026-03-29T14:30:00+03:00", "2026-03-29T11:30:00Z", "2026-03-29T11:30:00.5z", "2024-02-29T00:00:00-00:30"])
     func acceptsValidTimestamps(text: String) {
         #expect(RFC3339.parse(text) != nil)

@@ -102,8 +102,8 @@ public final class SimulatedTransport: RunTransport {
     private let seed: UInt64
     /// Each device's draws (network errors, the mock's latency and faults): a device's answers do
     /// not depend on which other devices are in the run, so a shard answers as the whole run does.
-    /// Held in an array by device number from `firstDevice` (32 bytes a device, where a
-    /// dictionary took about three times that), filled as devices first draw.
+    /// Held in an array by device number from `firstDevice` (40 bytes a device, less than a
+    /// dictionary's buckets at its load factor), filled as devices first draw.
     private var deviceRandom: [SeededRandom?] = []
     private let firstDevice: Int
     private var sockets: [SocketKey: Session] = [:]

@@ -41,8 +41,9 @@ public struct SHA256Digest: Sendable, Hashable {
 }
 
 /// SHA-256 for SmartAppPush's spec fingerprints ("Every event gets a SHA-256 fingerprint") and
-/// the identifiers mocks derive from a seed. libcrypto's one-shot function does the work: it uses
-/// the CPU's SHA instructions where there are some, several times faster than portable code.
+/// the identifiers mocks derive from a seed. libcrypto does the work (`ps_sha256`, its low-level
+/// calls): it uses the CPU's SHA instructions where there are some, several times faster than
+/// portable code.
 public enum SHA256 {
     public static func hash(_ text: String) -> SHA256Digest {
         var text = text

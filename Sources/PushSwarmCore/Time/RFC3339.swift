@@ -11,15 +11,10 @@ public enum RFC3339 {
         let (year, month, day) = civil(fromDays: days)
         let isZ = offsetSeconds == 0 && utcAsZ
         let magnitude = abs(offsetSeconds)
-        guard (0...9_999).contains(year) else {
-            // More digits than the fixed layout has room for: never in a run, written the slow way.
-            var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
-            text += "T" + pad(secondOfDay / 3_600, 2) + ":" + pad(secondOfDay % 3_600 / 60, 2) + ":" + pad(secondOfDay % 60, 2)
-            text += "." + pad(millis, 3)
-            return text + (isZ ? "Z" : (offsetSeconds < 0 ? "-" : "+") + pad(magnitude / 3_600, 2) + ":" + pad(magnitude % 3_600 / 60, 2))
-        }
+        // A year outside 0...9999 (never in a run) has another width: its digits are made apart.
+        let wideYear = (0...9_999).contains(year) ? nil : pad(year, 4)
         // Written byte by byte into the string's own storage: a device writes one per event.
-        return String(unsafeUninitializedCapacity: isZ ? 24 : 29) { buffer in
+        return String(unsafeUninitializedCapacity: (wideYear?.utf8.count ?? 4) + (isZ ? 20 : 25)) { buffer in
             var at = 0
             func put(_ value: Int, _ width: Int) {
                 var rest = value
@@ -33,7 +28,12 @@ public enum RFC3339 {
                 buffer[at] = UInt8(ascii: ascii)
                 at += 1
             }
-            put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2)
+            if let wideYear {
+                for byte in wideYear.utf8 { buffer[at] = byte; at += 1 }
+            } else {
+                put(year, 4)
+            }
+            put("-"); put(month, 2); put("-"); put(day, 2)
             put("T"); put(secondOfDay / 3_600, 2); put(":"); put(secondOfDay % 3_600 / 60, 2); put(":"); put(secondOfDay % 60, 2)
             put("."); put(millis, 3)
             if isZ {

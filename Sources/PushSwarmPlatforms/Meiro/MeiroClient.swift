@@ -29,8 +29,7 @@ struct MeiroClient: PlatformClient {
     init(settings: MeiroSettings, omittedFields: Set<String> = [], queuePolicy: OfflineQueue.Policy? = nil) {
         self.settings = settings
         self.omittedFields = omittedFields
-        queue = OfflineQueue(policy: queuePolicy ?? OfflineQueue.Policy(
-            retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity))
+        queue = OfflineQueue(policy: queuePolicy ?? settings.makeQueuePolicy())
     }
 
     var pendingRequests: Int { queue.count }

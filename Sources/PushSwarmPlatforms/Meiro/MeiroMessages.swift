@@ -58,4 +58,9 @@ public struct MeiroSettings: Sendable {
     public var mockBehaviour = MockBehaviour()
 
     public init() {}
+
+    /// The offline queue's settings from these, to be made once and shared by a profile's clients.
+    func makeQueuePolicy() -> OfflineQueue.Policy {
+        OfflineQueue.Policy(retryTable: retryTable, timeout: requestTimeout, capacity: queueCapacity)
+    }
 }

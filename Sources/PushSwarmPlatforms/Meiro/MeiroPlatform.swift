@@ -61,7 +61,7 @@ struct MeiroClientProfile: ClientProfile {
     init(settings: MeiroSettings, omittedFields: Set<String>) {
         self.settings = settings
         self.omittedFields = omittedFields
-        queuePolicy = OfflineQueue.Policy(retryTable: settings.retryTable, timeout: settings.requestTimeout, capacity: settings.queueCapacity)
+        queuePolicy = settings.makeQueuePolicy()
     }
 
     var pushToken: PushTokenStyle { .fcm }

@@ -94,6 +94,8 @@ struct SmartAppPushClient: PlatformClient {
         let token = device.pushToken ?? ""
         let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
         let settings = self.settings
+        // The context's members in byte order of their names: written so, and hashed so by the key.
+        let context = [("app_version", profile.appVersion), ("os_version", profile.osVersion), ("screen", device.currentScreen)]
 
         var body = JSONWriter()
         body.beginObject()
@@ -119,9 +121,10 @@ struct SmartAppPushClient: PlatformClient {
             case .context:
                 body.key(field.rawValue)
                 body.beginObject()
-                body.key("app_version"); body.string(profile.appVersion)
-                body.key("os_version"); body.string(profile.osVersion)
-                body.key("screen"); body.string(device.currentScreen)
+                for (member, value) in context {
+                    body.key(member)
+                    body.string(value)
+                }
                 body.endObject()
             }
         }
@@ -134,8 +137,7 @@ struct SmartAppPushClient: PlatformClient {
         if omitted & Self.contextBit != 0 {
             key.addNull()
         } else {
-            // The context object's members in byte order of their names, as the key wants them.
-            key.add(context: [("app_version", profile.appVersion), ("os_version", profile.osVersion), ("screen", device.currentScreen)])
+            key.add(context: context)
         }
         key.add(params: omitted & Self.paramsBit != 0 || parameters.isEmpty ? nil : .object(parameters))
         let request = Request(
