@@ -31,6 +31,48 @@ import Testing
         }
     }
 
+    /// `JSONFields` reads an object's members without a tree; what it finds must be what the parser
+    /// finds: each member's value (escapes resolved, the first of a repeated name), and for a
+    /// document that is not valid JSON the parser's error, line and column.
+    @Test func fieldsFindWhatTheParserFinds() throws {
+        let documents = [
+            #"{"a": "x", "b": 1.5, "c": true, "d": null, "e": [1, "2"], "f": {"g": "h"}}"#,
+            #"{"tenant\u005fid": "t\u00e9\"1\\", "plain": "caf\u00e9", "utf8": "é😀", "a": 1, "a": 2}"#,
+            "  {\n \"spaced\" :\t\"out\" , \"empty\": \"\", \"nested\": {\"deep\": [[{}]]} }  ",
+            "{}",
+        ]
+        for document in documents {
+            let bytes = Array(document.utf8)
+            guard case .object(let tree) = try JSONParser.parse(bytes), let fields = try JSONFields.parse(bytes) else {
+                Issue.record("\(document) is an object")
+                continue
+            }
+            for name in tree.keys + ["missing"] {
+                let found: JSONValue? =
+                    switch fields[name] {
+                    case nil: nil
+                    case .string(let text)?: .string(fields.text(text))
+                    case .number(let number)?: .number(number)
+                    case .bool(let flag)?: .bool(flag)
+                    case .null?: .null
+                    case .array(let elements)?: .array(elements)
+                    case .object(let object)?: .object(object)
+                    }
+                #expect(found == tree[name], "\(name) in \(document)")
+            }
+        }
+        #expect(try JSONFields.parse(Array("[1, 2]".utf8)) == nil, "valid JSON, not an object")
+        for bad in ["{\"a\": 1,}", "{\"a\" 1}", "{\"a\": \"\\x\"}", "{\"a\": \"\\ud800\"}", "{\"a\": 1} x", "{\"a\": tru}", "{\"\u{01}\": 1}"] {
+            var expected: JSONParser.SyntaxError?
+            do { _ = try JSONParser.parse(bad) } catch { expected = error }
+            guard let expected else {
+                Issue.record("\(bad) is not JSON")
+                continue
+            }
+            #expect(throws: expected) { _ = try JSONFields.parse(Array(bad.utf8)) }
+        }
+    }
+
     @Test func rejectsNestingBeyondTheLimitInsteadOfOverflowingTheStack() {
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(deep) }

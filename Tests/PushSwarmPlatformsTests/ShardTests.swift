@@ -24,11 +24,11 @@ import PushSwarmPlatforms
 
     /// The whole run and its shards merged; `sockets.peakOpen` is left out of the comparison: a
     /// merge adds the shards' peaks, which can exceed the run's single peak.
-    func wholeAndMerged(_ scenario: Scenario, shards: Int) async -> (whole: RunResult, merged: RunMetrics, ledgers: [String: Ledger], lost: Int) {
+    func wholeAndMerged(_ scenario: Scenario, shards: Int) async -> (whole: RunResult, merged: RunMetrics, ledgers: [String: Ledger.Totals], lost: Int) {
         let whole = await Run.simulated(scenario).run()
         var merged = RunMetrics()
         var lost = 0
-        var accepted: [String: Ledger] = [:]
+        var accepted: [String: Ledger.Totals] = [:]
         for index in 1...shards {
             let part = await Run.simulated(scenario, shard: Shard(index: index, count: shards)).run()
             merged.merge(part.metrics)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PushSwarmCore
 @testable import PushSwarmPlatforms
@@ -79,6 +80,24 @@ import PushSwarmMetrics
         let (reply, json) = post("/events", body)
         #expect(reply.response.status == 400)
         #expect(errorFields(json) == ["api_key"])
+    }
+
+    /// JSON may escape any character of a name or a string; the service reads the same event.
+    @Test func anEventWrittenWithEscapesIsTheSameEvent() {
+        let plain = JSONWriter.bytes(of: .object(Self.validEvent()))
+        let escaped = Array(
+            String(decoding: plain, as: UTF8.self)
+                .replacingOccurrences(of: "\"tenant_id\"", with: #""tenant\u005fid""#)
+                .replacingOccurrences(of: "\"token-1\"", with: #""token\u002d1""#)
+                .replacingOccurrences(of: "\"home\"", with: #""h\u006fme""#).utf8
+        )
+        #expect(escaped != plain)
+        var copy = mock
+        let first = copy.handle(Request(method: "POST", path: "/events", body: plain), from: source, at: .start)
+        let second = copy.handle(Request(method: "POST", path: "/events", body: escaped), from: source, at: .start)
+        #expect(first.response.status == 200 && second.response.status == 200)
+        #expect(first.response.body == second.response.body, "the same fingerprint")
+        #expect(first.accepted == second.accepted, "the same item")
     }
 
     @Test func malformedBodiesAre400sNotCrashes() {

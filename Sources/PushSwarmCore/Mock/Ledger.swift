@@ -56,6 +56,11 @@ public struct Ledger: Sendable {
             // The same item accepted in both: the second acceptance is a duplicate.
             duplicatesByOperation["merged", default: 0] += 1
         }
+        mergeCounts(of: other)
+    }
+
+    /// Adds `other`'s counts and peaks (not its keys).
+    private mutating func mergeCounts(of other: Ledger) {
         acceptedByOperation.merge(other.acceptedByOperation, uniquingKeysWith: +)
         duplicatesByOperation.merge(other.duplicatesByOperation, uniquingKeysWith: +)
         peaks.merge(other.peaks, uniquingKeysWith: max)
@@ -66,6 +71,39 @@ public struct Ledger: Sendable {
 
     public var accepted: UInt64 { acceptedByOperation.values.reduce(0, +) }
     public var duplicates: UInt64 { duplicatesByOperation.values.reduce(0, +) }
+
+    /// What a run's summary needs of its ledgers: counts and peaks, no keys.
+    public struct Totals: Sendable {
+        public var acceptedByOperation: [String: UInt64] = [:]
+        public var duplicatesByOperation: [String: UInt64] = [:]
+        public var peakAcceptedPerSecondByOperation: [String: UInt32] = [:]
+
+        public var accepted: UInt64 { acceptedByOperation.values.reduce(0, +) }
+        public var duplicates: UInt64 { duplicatesByOperation.values.reduce(0, +) }
+    }
+
+    /// The totals of several partitions' ledgers (other source addresses) as if they were one, as
+    /// `merge` adds them up: an item that two of them accepted is a duplicate ("merged"). Found
+    /// by looking each key up in the ledgers before it, so no set of all keys is built: a day of
+    /// a large fleet's keys is held once, not twice, while a run ends.
+    public static func totals(of ledgers: [Ledger]) -> Totals {
+        var totals = Totals()
+        var merged = Ledger()  // counts only
+        for (position, ledger) in ledgers.enumerated() {
+            var repeats: UInt64 = 0
+            for shard in 0..<256 {
+                for key in ledger.shards[shard] where ledgers[..<position].contains(where: { $0.shards[shard].contains(key) }) {
+                    repeats += 1
+                }
+            }
+            if repeats > 0 { totals.duplicatesByOperation["merged", default: 0] += repeats }
+            merged.mergeCounts(of: ledger)
+        }
+        totals.acceptedByOperation = merged.acceptedByOperation
+        totals.duplicatesByOperation.merge(merged.duplicatesByOperation, uniquingKeysWith: +)
+        totals.peakAcceptedPerSecondByOperation = merged.peakAcceptedPerSecondByOperation
+        return totals
+    }
 
     public func contains(_ key: LedgerKey) -> Bool { shards[Int(key.value >> 56)].contains(key) }
 

@@ -174,7 +174,7 @@ public final class Run: @unchecked Sendable {
 
     private func merge(_ results: [PartitionResult]) -> RunResult {
         var metrics = RunMetrics()
-        var ledgers: [String: Ledger] = [:]
+        var ledgers: [String: [Ledger]] = [:]
         var lost = 0
         var pending = 0
         var devices = 0
@@ -182,7 +182,7 @@ public final class Run: @unchecked Sendable {
         var end = Instant.start
         for part in results {
             metrics.merge(part.metrics)
-            for (platform, ledger) in part.ledgers { ledgers[platform, default: Ledger()].merge(ledger) }
+            for (platform, ledger) in part.ledgers { ledgers[platform, default: []].append(ledger) }
             lost += part.lost
             pending += part.pending
             devices += part.devices
@@ -195,7 +195,7 @@ public final class Run: @unchecked Sendable {
         return RunResult(
             scenario: scenario.name, seed: scenario.seed, clock: scenario.clock, devices: devices,
             duration: end - .start, wallSeconds: 0, metrics: metrics,
-            ledgers: ledgers, lost: lost, pendingAtEnd: pending
+            ledgers: ledgers.mapValues(Ledger.totals), lost: lost, pendingAtEnd: pending
         )
     }
 

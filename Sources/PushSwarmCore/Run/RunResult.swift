@@ -12,7 +12,7 @@ public struct RunResult: Sendable {
     public var wallSeconds: Double
     public var metrics: RunMetrics
     /// Each platform's mock ledger, by platform name (empty for a real target).
-    public var ledgers: [String: Ledger]
+    public var ledgers: [String: Ledger.Totals]
     /// Items devices believe were delivered that no ledger holds: counted when each was
     /// confirmed (a ledger only grows, so what it lacks then it lacks at the end).
     public var lost: Int

@@ -49,10 +49,11 @@ public enum RFC3339 {
     /// Nil when the text is not one: a missing offset, an impossible date, a stray character.
     public static func parse(_ text: String) -> Int64? {
         var text = text
-        return text.withUTF8 { parse(bytes: $0) }
+        return text.withUTF8 { parse(utf8: $0) }
     }
 
-    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+    /// `parse` over UTF-8 bytes, for callers that hold them (a request body) and no `String`.
+    public static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var index = 0
         func digits(_ count: Int) -> Int? {
             guard index + count <= bytes.count else { return nil }

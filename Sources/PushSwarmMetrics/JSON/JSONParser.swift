@@ -30,7 +30,7 @@ public struct JSONParser {
         return value
     }
 
-    private struct Cursor {
+    struct Cursor {
         let bytes: [UInt8]
         var index = 0
 
@@ -86,42 +86,65 @@ public struct JSONParser {
         }
 
         mutating func parseObject(depth: Int) throws(SyntaxError) -> JSONValue {
+            var members: [(key: String, value: JSONValue)] = []
+            guard try beginObject(depth: depth) else { return .object(JSONObject(members)) }
+            // Request bodies have a dozen or so members: one allocation, not five regrowths.
+            members.reserveCapacity(16)
+            repeat {
+                let (name, isPlain) = try memberName()
+                let key = isPlain ? plainText(name) : String(decoding: (try? unescape(name)) ?? [], as: UTF8.self)
+                members.append((key: key, value: try parseValue(depth: depth)))
+            } while try nextMember()
+            return .object(JSONObject(members))
+        }
+
+        // An object is walked in three steps, shared by `parseObject` and `JSONFields`:
+        // `beginObject`, then per member `memberName`, its value, and `nextMember`.
+
+        /// Enters the object that starts at `index` (a brace); false when it is empty (and passed).
+        mutating func beginObject(depth: Int) throws(SyntaxError) -> Bool {
             guard depth <= JSONParser.maximumDepth else { throw error("nesting deeper than \(JSONParser.maximumDepth)") }
             index += 1
-            var members: [(key: String, value: JSONValue)] = []
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(JSONObject(members))
+                return false
             }
-            while true {
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
-                    throw error("expected a member name in double quotes")
-                }
-                let key = try parseString()
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
-                    throw error("expected ':' after member name \"\(key)\"")
-                }
+            return true
+        }
+
+        /// Reads a member's name and colon, leaving `index` at its value; returns the name's
+        /// content range and plainness (see `scanString`).
+        mutating func memberName() throws(SyntaxError) -> (content: Range<Int>, isPlain: Bool) {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw error("expected a member name in double quotes")
+            }
+            let (name, isPlain) = try scanString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                let shown = isPlain ? plainText(name) : String(decoding: (try? unescape(name)) ?? [], as: UTF8.self)
+                throw error("expected ':' after member name \"\(shown)\"")
+            }
+            index += 1
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+            return (name, isPlain)
+        }
+
+        /// After a member's value: true when another member follows, false at the closing brace.
+        mutating func nextMember() throws(SyntaxError) -> Bool {
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input inside an object") }
+            if bytes[index] == UInt8(ascii: ",") {
                 index += 1
-                skipWhitespace()
-                let value = try parseValue(depth: depth)
-                // Request bodies have a dozen or so members: one allocation, not five regrowths.
-                if members.isEmpty { members.reserveCapacity(16) }
-                members.append((key: key, value: value))
-                skipWhitespace()
-                guard index < bytes.count else { throw error("unexpected end of input inside an object") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                    continue
-                }
-                if bytes[index] == UInt8(ascii: "}") {
-                    index += 1
-                    return .object(JSONObject(members))
-                }
-                throw error("expected ',' or '}' in an object")
+                return true
             }
+            if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return false
+            }
+            throw error("expected ',' or '}' in an object")
         }
 
         mutating func parseArray(depth: Int) throws(SyntaxError) -> JSONValue {
@@ -151,99 +174,116 @@ public struct JSONParser {
         }
 
         mutating func parseString() throws(SyntaxError) -> String {
+            let (content, isPlain) = try scanString()
+            return isPlain ? plainText(content) : String(decoding: (try? unescape(content)) ?? [], as: UTF8.self)
+        }
+
+        /// The text of a plain string's content (validated by `scanString`).
+        func plainText(_ content: Range<Int>) -> String {
+            bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[content]), as: UTF8.self) }
+        }
+
+        /// Checks the string that starts at `index` (a quote) and moves past it. Returns the range
+        /// of its content and whether it is *plain*: without escapes, so that its content is its
+        /// UTF-8 as it stands. The one place where a string's validity is decided: escapes, paired
+        /// surrogates, no control characters, valid UTF-8.
+        mutating func scanString() throws(SyntaxError) -> (content: Range<Int>, isPlain: Bool) {
             let start = index
             index += 1
             let contentStart = index
-            // Fast path: no escapes. ASCII text needs no UTF-8 validation and is copied straight
-            // from the buffer (most request bodies are ASCII throughout).
+            // Most strings are ASCII without escapes: they need no UTF-8 validation.
             var isASCII = true
+            var isPlain = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    let range = contentStart..<index
+                    let content = contentStart..<index
                     index += 1
-                    if isASCII {
-                        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+                    if isPlain {
+                        if !isASCII, !Self.isValidUTF8(bytes[content]) { throw error("string is not valid UTF-8", at: start) }
+                    } else {
+                        let decoded = try unescape(content)
+                        if !Self.isValidUTF8(decoded[...]) { throw error("string is not valid UTF-8", at: start) }
                     }
-                    guard let text = String(validating: bytes[range], as: UTF8.self) else {
-                        throw error("string is not valid UTF-8", at: start)
-                    }
-                    return text
+                    return (content, isPlain)
                 }
-                if byte == UInt8(ascii: "\\") { break }
+                if byte == UInt8(ascii: "\\") {
+                    isPlain = false
+                    index += 2
+                    continue
+                }
                 if byte < 0x20 { throw error("control character inside a string") }
                 if byte >= 0x80 { isASCII = false }
                 index += 1
             }
-            var scalars: [UInt8] = Array(bytes[contentStart..<index])
-            while index < bytes.count {
-                let byte = bytes[index]
-                switch byte {
-                case UInt8(ascii: "\""):
-                    index += 1
-                    guard let text = String(validating: scalars, as: UTF8.self) else {
-                        throw error("string is not valid UTF-8", at: start)
-                    }
-                    return text
-                case UInt8(ascii: "\\"):
-                    index += 1
-                    guard index < bytes.count else { break }
-                    let escape = bytes[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""): scalars.append(0x22)
-                    case UInt8(ascii: "\\"): scalars.append(0x5C)
-                    case UInt8(ascii: "/"): scalars.append(0x2F)
-                    case UInt8(ascii: "b"): scalars.append(0x08)
-                    case UInt8(ascii: "f"): scalars.append(0x0C)
-                    case UInt8(ascii: "n"): scalars.append(0x0A)
-                    case UInt8(ascii: "r"): scalars.append(0x0D)
-                    case UInt8(ascii: "t"): scalars.append(0x09)
-                    case UInt8(ascii: "u"):
-                        var code = try parseHex4()
-                        if (0xD800...0xDBFF).contains(code) {
-                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                                bytes[index + 1] == UInt8(ascii: "u")
-                            else { throw error("unpaired UTF-16 surrogate in \\u escape") }
-                            index += 2
-                            let low = try parseHex4()
-                            guard (0xDC00...0xDFFF).contains(low) else {
-                                throw error("unpaired UTF-16 surrogate in \\u escape")
-                            }
-                            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                        } else if (0xDC00...0xDFFF).contains(code) {
-                            throw error("unpaired UTF-16 surrogate in \\u escape")
-                        }
-                        guard let scalar = Unicode.Scalar(code) else { throw error("invalid \\u escape") }
-                        scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
-                    default:
-                        throw error("invalid escape sequence", at: index - 2)
-                    }
-                default:
-                    if byte < 0x20 { throw error("control character inside a string") }
-                    scalars.append(byte)
-                    index += 1
-                }
-            }
             throw error("unterminated string", at: start)
         }
 
-        mutating func parseHex4() throws(SyntaxError) -> UInt32 {
-            guard index + 4 <= bytes.count else { throw error("incomplete \\u escape") }
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                let byte = bytes[index]
-                let digit: UInt32
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-                default: throw error("invalid hex digit in \\u escape")
+        static func isValidUTF8(_ slice: ArraySlice<UInt8>) -> Bool {
+            !transcode(slice.makeIterator(), from: UTF8.self, to: UTF32.self, stoppingOnError: true, into: { _ in })
+        }
+
+        /// The UTF-8 of a string's content with its escapes resolved.
+        func unescape(_ content: Range<Int>) throws(SyntaxError) -> [UInt8] {
+            var scalars: [UInt8] = []
+            scalars.reserveCapacity(content.count)
+            var index = content.lowerBound
+            func hex4() throws(SyntaxError) -> UInt32 {
+                guard index + 4 <= content.upperBound else { throw error("incomplete \\u escape", at: index) }
+                var value: UInt32 = 0
+                for _ in 0..<4 {
+                    let byte = bytes[index]
+                    let digit: UInt32
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+                    default: throw error("invalid hex digit in \\u escape", at: index)
+                    }
+                    value = value << 4 | digit
+                    index += 1
                 }
-                value = value << 4 | digit
-                index += 1
+                return value
             }
-            return value
+            while index < content.upperBound {
+                let byte = bytes[index]
+                guard byte == UInt8(ascii: "\\") else {
+                    scalars.append(byte)
+                    index += 1
+                    continue
+                }
+                index += 1
+                guard index < content.upperBound else { throw error("invalid escape sequence", at: index - 1) }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): scalars.append(0x22)
+                case UInt8(ascii: "\\"): scalars.append(0x5C)
+                case UInt8(ascii: "/"): scalars.append(0x2F)
+                case UInt8(ascii: "b"): scalars.append(0x08)
+                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "n"): scalars.append(0x0A)
+                case UInt8(ascii: "r"): scalars.append(0x0D)
+                case UInt8(ascii: "t"): scalars.append(0x09)
+                case UInt8(ascii: "u"):
+                    var code = try hex4()
+                    if (0xD800...0xDBFF).contains(code) {
+                        guard index + 1 < content.upperBound, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw error("unpaired UTF-16 surrogate in \\u escape", at: index) }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired UTF-16 surrogate in \\u escape", at: index) }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(code) {
+                        throw error("unpaired UTF-16 surrogate in \\u escape", at: index)
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { throw error("invalid \\u escape", at: index) }
+                    UTF8.encode(scalar) { scalars.append($0) }
+                default:
+                    throw error("invalid escape sequence", at: index - 2)
+                }
+            }
+            return scalars
         }
 
         mutating func parseNumber() throws(SyntaxError) -> Double {

@@ -28,14 +28,15 @@ public struct SmartAppPushMock: MockService {
         var endpoint: UInt8
     }
 
-    private let tenantsByKey: [String: SmartAppPushTenant]
+    /// A handful at most: found by comparing the request's bytes, without making strings.
+    private let tenants: [SmartAppPushTenant]
     private var limiter: SlidingWindowLimiter<LimitKey>
     /// Devices in the order the service first saw them (campaigns walk this order).
     private var devices: [DeviceRecord] = []
     private var slotByToken: [String: Int] = [:]
 
     public init(tenants: [SmartAppPushTenant], rateLimitPerSecond: Int) {
-        tenantsByKey = Dictionary(tenants.map { ($0.apiKey, $0) }, uniquingKeysWith: { first, _ in first })
+        self.tenants = tenants
         limiter = SlidingWindowLimiter(limit: rateLimitPerSecond, window: .seconds(1))
     }
 
@@ -69,7 +70,7 @@ public struct SmartAppPushMock: MockService {
                 return MockReply(response: response, operation: operation)
             }
         }
-        let body: JSONObject
+        let body: JSONFields
         do {
             body = try Self.parseObject(request.body)
         } catch {
@@ -101,21 +102,25 @@ public struct SmartAppPushMock: MockService {
 
     // MARK: - Endpoints
 
-    private mutating func acceptEvent(_ body: JSONObject, operation: String) -> MockReply {
+    private mutating func acceptEvent(_ body: JSONFields, operation: String) -> MockReply {
         var problems: [FieldProblem] = []
         let tenantID = requireString(body, "tenant_id", &problems)
         let apiKey = requireString(body, "api_key", &problems)
         var appUserID: String?
-        if let value = body["app_user_id"], value != .null {
-            if case .string(let text) = value { appUserID = text } else { problems.append(FieldProblem("app_user_id", "must be a string")) }
+        switch body["app_user_id"] {
+        case nil, .null?: break
+        case .string(let text)?: appUserID = body.text(text)
+        default: problems.append(FieldProblem("app_user_id", "must be a string"))
         }
         let eventName = requireString(body, "event_name", &problems)
         let eventTime = requireString(body, "event_time", &problems)
-        if let eventTime, RFC3339.parse(eventTime) == nil {
+        if let eventTime, body.withUTF8(eventTime, { RFC3339.parse(utf8: $0) }) == nil {
             problems.append(FieldProblem("event_time", "must be an RFC 3339 timestamp with a timezone offset, such as 2026-03-29T14:30:00+03:00"))
         }
         let deviceToken = requireString(body, "device_token", &problems)
-        if let platform = requireString(body, "platform", &problems), !SmartAppPushMessages.platforms.contains(platform) {
+        if let platform = requireString(body, "platform", &problems),
+            !SmartAppPushMessages.platforms.contains(where: { body.text(platform, equals: $0) })
+        {
             problems.append(FieldProblem("platform", "must be one of: android, ios, web"))
         }
         var permission = false
@@ -124,44 +129,42 @@ public struct SmartAppPushMock: MockService {
         case nil: problems.append(FieldProblem("push_permission_granted", "is required"))
         default: problems.append(FieldProblem("push_permission_granted", "must be a boolean"))
         }
-        if let zone = requireString(body, "timezone", &problems), !ZoneOffsets.isKnown(zone) {
+        if let zone = requireString(body, "timezone", &problems), !ZoneOffsets.isKnown(body.text(zone)) {
             problems.append(FieldProblem("timezone", "must be an IANA time zone such as Europe/Istanbul"))
         }
-        if let language = requireString(body, "language", &problems), !ISOCodes.languages.contains(language) {
+        if let language = requireString(body, "language", &problems), !ISOCodes.languages.contains(body.text(language)) {
             problems.append(FieldProblem("language", "must be an ISO 639-1 language code such as en"))
         }
-        if let country = requireString(body, "country", &problems), !ISOCodes.countries.contains(country) {
+        if let country = requireString(body, "country", &problems), !ISOCodes.countries.contains(body.text(country)) {
             problems.append(FieldProblem("country", "must be an ISO 3166-1 alpha-2 country code such as US"))
         }
         _ = requireString(body, "session_id", &problems)
-        for field in ["params", "context"] {
-            if let value = body[field], value != .null, value.objectValue == nil {
-                problems.append(FieldProblem(field, "must be an object"))
-            }
-        }
+        let context = optionalObject(body, "context", &problems)
+        let params = optionalObject(body, "params", &problems)
         var tenant: SmartAppPushTenant?
         if let apiKey {
-            tenant = tenantsByKey[apiKey]
+            tenant = tenants.first { body.text(apiKey, equals: $0.apiKey) }
             if tenant == nil { problems.append(FieldProblem("api_key", "unknown API key")) }
         }
-        if let tenant, let tenantID, tenant.tenantID != tenantID {
+        if let tenant, let tenantID, !body.text(tenantID, equals: tenant.tenantID) {
             problems.append(FieldProblem("tenant_id", "does not match the API key's tenant"))
         }
         guard problems.isEmpty, let tenant, let eventName, let eventTime, let deviceToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        let context = body["context"].flatMap { $0 == .null ? nil : $0 }
-        let params = body["params"].flatMap { $0 == .null ? nil : $0 }
+        let name = body.text(eventName)
+        let time = body.text(eventTime)
+        let token = body.text(deviceToken)
         let fingerprint = SmartAppPushMessages.fingerprint(
-            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: eventName,
-            eventTime: eventTime, deviceToken: deviceToken, context: context, params: params
+            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: name,
+            eventTime: time, deviceToken: token, context: context, params: params
         )
         let key = SmartAppPushMessages.eventKey(
-            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: eventName,
-            eventTime: eventTime, deviceToken: deviceToken, context: context, params: params
+            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: name,
+            eventTime: time, deviceToken: token, context: context, params: params
         )
         // "Registers or updates the device (token + push permission status)".
-        register(token: deviceToken, userID: (appUserID?.isEmpty ?? true) ? nil : appUserID, isPushPermissionGranted: permission)
+        register(token: token, userID: (appUserID?.isEmpty ?? true) ? nil : appUserID, isPushPermissionGranted: permission)
         var answer = JSONWriter()
         answer.beginObject()
         answer.key("fingerprint")
@@ -171,32 +174,32 @@ public struct SmartAppPushMock: MockService {
         return MockReply(response: response, accepted: key, operation: operation)
     }
 
-    private func acceptOpen(_ body: JSONObject, operation: String) -> MockReply {
+    private func acceptOpen(_ body: JSONFields, operation: String) -> MockReply {
         var problems: [FieldProblem] = []
         let tenantID = requireString(body, "tenant_id", &problems)
         let apiKey = requireString(body, "api_key", &problems)
-        let trackingToken = requireString(body, "tracking_token", &problems)
+        let trackingToken = requireString(body, "tracking_token", &problems).map(body.text)
         guard problems.isEmpty, let tenantID, let apiKey, let trackingToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        guard let tenant = tenantsByKey[apiKey], tenant.tenantID == tenantID else {
+        guard let tenant = tenant(apiKey: apiKey, tenantID: tenantID, in: body) else {
             return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
         }
         let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
         return MockReply(response: response, accepted: SmartAppPushMessages.openKey(tenantID: tenant.tenantID, trackingToken: trackingToken), operation: operation)
     }
 
-    private mutating func refreshToken(_ body: JSONObject, operation: String) -> MockReply {
+    private mutating func refreshToken(_ body: JSONFields, operation: String) -> MockReply {
         var problems: [FieldProblem] = []
         let tenantID = requireString(body, "tenant_id", &problems)
         let apiKey = requireString(body, "api_key", &problems)
-        let oldToken = requireString(body, "old_token", &problems)
-        let newToken = requireString(body, "new_token", &problems)
+        let oldToken = requireString(body, "old_token", &problems).map(body.text)
+        let newToken = requireString(body, "new_token", &problems).map(body.text)
         if let oldToken, oldToken == newToken { problems.append(FieldProblem("new_token", "is the same as old_token")) }
         guard problems.isEmpty, let tenantID, let apiKey, let oldToken, let newToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        guard let tenant = tenantsByKey[apiKey], tenant.tenantID == tenantID else {
+        guard let tenant = tenant(apiKey: apiKey, tenantID: tenantID, in: body) else {
             return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
         }
         guard let slot = slotByToken[oldToken] else {
@@ -208,7 +211,7 @@ public struct SmartAppPushMock: MockService {
         slotByToken[oldToken] = nil
         slotByToken[newToken] = slot
         devices[slot].token = newToken
-        if case .string(let user)? = body["app_user_id"], !user.isEmpty { devices[slot].userID = user }
+        if case .string(let user)? = body["app_user_id"], !user.content.isEmpty { devices[slot].userID = body.text(user) }
         let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
         return MockReply(
             response: response,
@@ -239,9 +242,27 @@ public struct SmartAppPushMock: MockService {
         }
     }
 
-    private func requireString(_ body: JSONObject, _ field: String, _ problems: inout [FieldProblem]) -> String? {
+    /// The tenant of an API key, when `tenant_id` names it.
+    private func tenant(apiKey: JSONFields.Text, tenantID: JSONFields.Text, in body: JSONFields) -> SmartAppPushTenant? {
+        guard let tenant = tenants.first(where: { body.text(apiKey, equals: $0.apiKey) }), body.text(tenantID, equals: tenant.tenantID) else {
+            return nil
+        }
+        return tenant
+    }
+
+    private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONValue? {
         switch body[field] {
-        case .string(let text)? where !text.isEmpty:
+        case nil, .null?: return nil
+        case .object(let object)?: return .object(object)
+        default:
+            problems.append(FieldProblem(field, "must be an object"))
+            return nil
+        }
+    }
+
+    private func requireString(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONFields.Text? {
+        switch body[field] {
+        case .string(let text)? where !text.content.isEmpty:
             return text
         case .string?:
             problems.append(FieldProblem(field, "must not be empty"))
@@ -253,15 +274,15 @@ public struct SmartAppPushMock: MockService {
         return nil
     }
 
-    private static func parseObject(_ bytes: [UInt8]) throws(FieldProblem) -> JSONObject {
-        let value: JSONValue
+    private static func parseObject(_ bytes: [UInt8]) throws(FieldProblem) -> JSONFields {
+        let fields: JSONFields?
         do {
-            value = try JSONParser.parse(bytes)
+            fields = try JSONFields.parse(bytes)
         } catch {
             throw FieldProblem("body", "is not valid JSON: \(error)")
         }
-        guard case .object(let object) = value else { throw FieldProblem("body", "must be a JSON object") }
-        return object
+        guard let fields else { throw FieldProblem("body", "must be a JSON object") }
+        return fields
     }
 
     private static func validationError(_ problems: [FieldProblem]) -> Response {

@@ -1,0 +1,120 @@
+/// The top-level members of a JSON object, found in one validating pass over its bytes without
+/// building a tree for them: a string member is the range of its bytes, turned into a `String`
+/// only when asked. Nested objects and arrays are parsed into `JSONValue`s (they are small).
+///
+/// For mock services, which look at a dozen fields of every request body: the same checks as
+/// `JSONParser` (it is the same cursor), a fraction of its allocations. Names are compared byte
+/// for byte (RFC 8259 §8.3), and the first member of a name wins, as in `JSONObject`.
+public struct JSONFields {
+    /// A string value: its content's byte range in `bytes`, and whether it has no escapes (then
+    /// the range is the string's UTF-8 as it stands).
+    public struct Text: Sendable {
+        public var content: Range<Int>
+        public var isPlain: Bool
+    }
+
+    /// A member's value.
+    public enum Value {
+        case string(Text)
+        case number(Double)
+        case bool(Bool)
+        case null
+        case array([JSONValue])
+        case object(JSONObject)
+    }
+
+    private struct Member {
+        var name: Range<Int>
+        var isPlainName: Bool
+        var value: Value
+    }
+
+    public let bytes: [UInt8]
+    private var members: [Member] = []
+
+    /// The members of `bytes` when it is one JSON object; nil when it is valid JSON of another
+    /// kind. Throws the parser's error, with line and column, when it is not valid JSON.
+    public static func parse(_ bytes: [UInt8]) throws(JSONParser.SyntaxError) -> JSONFields? {
+        var fields = JSONFields(bytes: bytes)
+        var cursor = JSONParser.Cursor(bytes: bytes)
+        cursor.skipWhitespace()
+        guard cursor.index < bytes.count, bytes[cursor.index] == UInt8(ascii: "{") else {
+            _ = try JSONParser.parse(bytes)
+            return nil
+        }
+        if try cursor.beginObject(depth: 1) {
+            fields.members.reserveCapacity(16)
+            repeat {
+                let (name, isPlain) = try cursor.memberName()
+                let value: Value
+                if bytes[cursor.index] == UInt8(ascii: "\"") {
+                    let (content, isPlainValue) = try cursor.scanString()
+                    value = .string(Text(content: content, isPlain: isPlainValue))
+                } else {
+                    switch try cursor.parseValue(depth: 1) {
+                    case .null: value = .null
+                    case .bool(let flag): value = .bool(flag)
+                    case .number(let number): value = .number(number)
+                    case .string: throw cursor.error("a string where none was expected")  // not reached: strings are scanned above
+                    case .array(let elements): value = .array(elements)
+                    case .object(let object): value = .object(object)
+                    }
+                }
+                fields.members.append(Member(name: name, isPlainName: isPlain, value: value))
+            } while try cursor.nextMember()
+        }
+        cursor.skipWhitespace()
+        if cursor.index < bytes.count { throw cursor.error("unexpected text after the JSON value") }
+        return fields
+    }
+
+    private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The value of the first member named `name`, or nil when there is none.
+    public subscript(name: String) -> Value? {
+        var name = name
+        return name.withUTF8 { wanted in
+            for member in members where member.name.count == wanted.count || !member.isPlainName {
+                if member.isPlainName ? equals(member.name, wanted) : unescaped(member.name).elementsEqual(wanted) {
+                    return member.value
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The text of a string value.
+    public func text(_ text: Text) -> String {
+        if text.isPlain {
+            return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[text.content]), as: UTF8.self) }
+        }
+        return String(decoding: unescaped(text.content), as: UTF8.self)
+    }
+
+    /// Calls `body` with the UTF-8 of a string value, without making a `String` when it is plain.
+    public func withUTF8<Result>(_ text: Text, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if text.isPlain {
+            return bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[text.content])) }
+        }
+        return unescaped(text.content).withUnsafeBufferPointer(body)
+    }
+
+    /// Whether a string value is `other`, byte for byte.
+    public func text(_ text: Text, equals other: String) -> Bool {
+        var other = other
+        return other.withUTF8 { wanted in withUTF8(text) { equals($0, wanted) } }
+    }
+
+    private func equals(_ content: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer { equals(UnsafeBufferPointer(rebasing: $0[content]), wanted) }
+    }
+
+    private func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        a.count == b.count && a.elementsEqual(b)
+    }
+
+    /// Escapes resolved; the string was checked when the fields were parsed, so this cannot fail.
+    private func unescaped(_ content: Range<Int>) -> [UInt8] {
+        (try? JSONParser.Cursor(bytes: bytes).unescape(content)) ?? []
+    }
+}
