@@ -11,7 +11,8 @@ public struct RunResult: Sendable {
     public var duration: TimeSpan
     public var wallSeconds: Double
     public var metrics: RunMetrics
-    /// Each platform's mock ledger, by platform name (empty for a real target).
+    /// Each platform's mock ledger totals (its partitions' ledgers added up, `Ledger.totals`), by
+    /// platform name (empty for a real target).
     public var ledgers: [String: Ledger.Totals]
     /// Items devices believe were delivered that no ledger holds: counted when each was
     /// confirmed (a ledger only grows, so what it lacks then it lacks at the end).

@@ -85,10 +85,7 @@ public struct JSONFields {
 
     /// The text of a string value.
     public func text(_ text: Text) -> String {
-        if text.isPlain {
-            return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[text.content]), as: UTF8.self) }
-        }
-        return String(decoding: unescaped(text.content), as: UTF8.self)
+        JSONParser.Cursor(bytes: bytes).text(text.content, isPlain: text.isPlain)
     }
 
     /// Calls `body` with the UTF-8 of a string value, without making a `String` when it is plain.

@@ -92,8 +92,7 @@ public struct JSONParser {
             members.reserveCapacity(16)
             repeat {
                 let (name, isPlain) = try memberName()
-                let key = isPlain ? plainText(name) : String(decoding: (try? unescape(name)) ?? [], as: UTF8.self)
-                members.append((key: key, value: try parseValue(depth: depth)))
+                members.append((key: text(name, isPlain: isPlain), value: try parseValue(depth: depth)))
             } while try nextMember()
             return .object(JSONObject(members))
         }
@@ -123,8 +122,7 @@ public struct JSONParser {
             let (name, isPlain) = try scanString()
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
-                let shown = isPlain ? plainText(name) : String(decoding: (try? unescape(name)) ?? [], as: UTF8.self)
-                throw error("expected ':' after member name \"\(shown)\"")
+                throw error("expected ':' after member name \"\(text(name, isPlain: isPlain))\"")
             }
             index += 1
             skipWhitespace()
@@ -175,12 +173,15 @@ public struct JSONParser {
 
         mutating func parseString() throws(SyntaxError) -> String {
             let (content, isPlain) = try scanString()
-            return isPlain ? plainText(content) : String(decoding: (try? unescape(content)) ?? [], as: UTF8.self)
+            return text(content, isPlain: isPlain)
         }
 
-        /// The text of a plain string's content (validated by `scanString`).
-        func plainText(_ content: Range<Int>) -> String {
-            bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[content]), as: UTF8.self) }
+        /// The text of a string's content that `scanString` checked (so unescaping cannot fail).
+        func text(_ content: Range<Int>, isPlain: Bool) -> String {
+            if isPlain {
+                return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[content]), as: UTF8.self) }
+            }
+            return String(decoding: (try? unescape(content)) ?? [], as: UTF8.self)
         }
 
         /// Checks the string that starts at `index` (a quote) and moves past it. Returns the range

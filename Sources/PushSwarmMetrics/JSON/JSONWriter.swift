@@ -51,19 +51,6 @@ public struct JSONWriter {
         afterKey = true
     }
 
-    /// A member name given as a literal that needs no escaping (a field name of a spec), copied
-    /// as it stands: hot paths write a dozen of these per request.
-    public mutating func key(literal name: StaticString) {
-        separate()
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        bytes.append(contentsOf: indentUnit > 0 ? Self.quoteColonSpace : Self.quoteColon)
-        afterKey = true
-    }
-
-    private static let quoteColon: [UInt8] = Array("\":".utf8)
-    private static let quoteColonSpace: [UInt8] = Array("\": ".utf8)
-
     public mutating func string(_ value: String) {
         prepareForValue()
         appendQuoted(value)

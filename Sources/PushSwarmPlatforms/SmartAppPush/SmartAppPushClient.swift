@@ -95,36 +95,34 @@ struct SmartAppPushClient: PlatformClient {
         let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
         let settings = self.settings
         // The context's members in byte order of their names: written so, and hashed so by the key.
-        let context: [(name: StaticString, value: String)] = [
-            ("app_version", profile.appVersion), ("os_version", profile.osVersion), ("screen", device.currentScreen),
-        ]
+        let context = [("app_version", profile.appVersion), ("os_version", profile.osVersion), ("screen", device.currentScreen)]
 
         var body = JSONWriter()
         body.beginObject()
         for (position, field) in SmartAppPushMessages.EventField.ordered.enumerated() where omitted & 1 << position == 0 {
             switch field {
-            case .tenantID: body.key(literal: field.literal); body.string(settings.tenantID)
-            case .apiKey: body.key(literal: field.literal); body.string(settings.apiKey)
+            case .tenantID: body.key(field.rawValue); body.string(settings.tenantID)
+            case .apiKey: body.key(field.rawValue); body.string(settings.apiKey)
             case .appUserID:
                 // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
-                if let user = device.userID { body.key(literal: field.literal); body.string(user) }
-            case .eventName: body.key(literal: field.literal); body.string(name)
-            case .eventTime: body.key(literal: field.literal); body.string(eventTime)
-            case .deviceToken: body.key(literal: field.literal); body.string(token)
-            case .platform: body.key(literal: field.literal); body.string(profile.os.rawValue)
+                if let user = device.userID { body.key(field.rawValue); body.string(user) }
+            case .eventName: body.key(field.rawValue); body.string(name)
+            case .eventTime: body.key(field.rawValue); body.string(eventTime)
+            case .deviceToken: body.key(field.rawValue); body.string(token)
+            case .platform: body.key(field.rawValue); body.string(profile.os.rawValue)
             // "Send `push_permission_granted` with every event."
-            case .pushPermissionGranted: body.key(literal: field.literal); body.bool(device.pushPermissionGranted)
-            case .timezone: body.key(literal: field.literal); body.string(profile.locale.timeZone)
-            case .language: body.key(literal: field.literal); body.string(profile.locale.language)
-            case .country: body.key(literal: field.literal); body.string(profile.locale.country)
-            case .sessionID: body.key(literal: field.literal); body.string(session)
+            case .pushPermissionGranted: body.key(field.rawValue); body.bool(device.pushPermissionGranted)
+            case .timezone: body.key(field.rawValue); body.string(profile.locale.timeZone)
+            case .language: body.key(field.rawValue); body.string(profile.locale.language)
+            case .country: body.key(field.rawValue); body.string(profile.locale.country)
+            case .sessionID: body.key(field.rawValue); body.string(session)
             case .params:
-                if !parameters.isEmpty { body.key(literal: field.literal); body.write(.object(parameters)) }
+                if !parameters.isEmpty { body.key(field.rawValue); body.write(.object(parameters)) }
             case .context:
-                body.key(literal: field.literal)
+                body.key(field.rawValue)
                 body.beginObject()
                 for (member, value) in context {
-                    body.key(literal: member)
+                    body.key(member)
                     body.string(value)
                 }
                 body.endObject()

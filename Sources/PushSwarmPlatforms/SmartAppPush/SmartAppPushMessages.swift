@@ -44,26 +44,6 @@ public enum SmartAppPushMessages {
         case sessionID = "session_id"
         case params
         case context
-
-        /// The name as a literal, for `JSONWriter.key(literal:)`.
-        var literal: StaticString {
-            switch self {
-            case .tenantID: "tenant_id"
-            case .apiKey: "api_key"
-            case .appUserID: "app_user_id"
-            case .eventName: "event_name"
-            case .eventTime: "event_time"
-            case .deviceToken: "device_token"
-            case .platform: "platform"
-            case .pushPermissionGranted: "push_permission_granted"
-            case .timezone: "timezone"
-            case .language: "language"
-            case .country: "country"
-            case .sessionID: "session_id"
-            case .params: "params"
-            case .context: "context"
-            }
-        }
     }
 
     /// The de-duplication fingerprint. The spec: "Every event gets a SHA-256 fingerprint generated
@@ -121,10 +101,10 @@ public enum SmartAppPushMessages {
         public mutating func addNull() { builder.addNull() }
 
         /// A context object of string members, given in byte order of their names.
-        public mutating func add(context members: [(name: StaticString, value: String)]) {
+        public mutating func add(context members: [(String, String)]) {
             builder.addObjectHeader(memberCount: members.count)
             for (name, value) in members {
-                builder.add(literal: name)
+                builder.add(name)
                 builder.add(value)
             }
         }

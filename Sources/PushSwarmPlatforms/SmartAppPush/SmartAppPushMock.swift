@@ -143,7 +143,7 @@ public struct SmartAppPushMock: MockService {
         let params = optionalObject(body, "params", &problems)
         var tenant: SmartAppPushTenant?
         if let apiKey {
-            tenant = tenants.first { body.text(apiKey, equals: $0.apiKey) }
+            tenant = self.tenant(apiKey: apiKey, in: body)
             if tenant == nil { problems.append(FieldProblem("api_key", "unknown API key")) }
         }
         if let tenant, let tenantID, !body.text(tenantID, equals: tenant.tenantID) {
@@ -182,7 +182,7 @@ public struct SmartAppPushMock: MockService {
         guard problems.isEmpty, let tenantID, let apiKey, let trackingToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        guard let tenant = tenant(apiKey: apiKey, tenantID: tenantID, in: body) else {
+        guard let tenant = tenant(apiKey: apiKey, in: body), body.text(tenantID, equals: tenant.tenantID) else {
             return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
         }
         let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
@@ -199,7 +199,7 @@ public struct SmartAppPushMock: MockService {
         guard problems.isEmpty, let tenantID, let apiKey, let oldToken, let newToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        guard let tenant = tenant(apiKey: apiKey, tenantID: tenantID, in: body) else {
+        guard let tenant = tenant(apiKey: apiKey, in: body), body.text(tenantID, equals: tenant.tenantID) else {
             return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
         }
         guard let slot = slotByToken[oldToken] else {
@@ -242,12 +242,9 @@ public struct SmartAppPushMock: MockService {
         }
     }
 
-    /// The tenant of an API key, when `tenant_id` names it.
-    private func tenant(apiKey: JSONFields.Text, tenantID: JSONFields.Text, in body: JSONFields) -> SmartAppPushTenant? {
-        guard let tenant = tenants.first(where: { body.text(apiKey, equals: $0.apiKey) }), body.text(tenantID, equals: tenant.tenantID) else {
-            return nil
-        }
-        return tenant
+    /// The (first) tenant whose API key the request gives.
+    private func tenant(apiKey: JSONFields.Text, in body: JSONFields) -> SmartAppPushTenant? {
+        tenants.first { body.text(apiKey, equals: $0.apiKey) }
     }
 
     private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONValue? {
