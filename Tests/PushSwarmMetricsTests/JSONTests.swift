@@ -119,6 +119,21 @@ import Testing
         #expect(JSONWriter.text(of: .string("0123456789\u{7F}abc")) == "\"0123456789\u{7F}abc\"", "DEL and other bytes >= 0x20 are not escaped")
     }
 
+    // The mock keeps one writer for every event's canonical form: after `removeAll` it must write
+    // as a new one would, whatever the last document left (an item in an open container, a key).
+    @Test func aWriterEmptiedForReuseWritesAsANewOne() {
+        var reused = JSONWriter()
+        reused.beginArray()
+        reused.beginObject()
+        reused.key("left open")
+        reused.removeAll()
+        "tab\there".utf8.withContiguousStorageIfAvailable { reused.string(utf8: $0) }
+        #expect(reused.text == JSONWriter.text(of: .string("tab\there")))
+        reused.removeAll()
+        reused.write(["a": [1, "b"]])
+        #expect(reused.text == JSONWriter.text(of: ["a": [1, "b"]]))
+    }
+
     @Test func prettyOutputIndentsNestedContainers() {
         let text = JSONWriter.text(of: ["a": [1, 2], "b": [:]], indent: 2)
         #expect(text == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}")

@@ -69,13 +69,15 @@ public struct Behaviour: Sendable, Equatable {
 public struct WeightedEvent: Sendable, Equatable {
     public var name: String
     public var weight: Double
-    /// Param names; values are generated per param name (see `EventParameters`).
+    /// Param names, in byte order: values are generated per param name (see `EventParameters`)
+    /// in this order, so the params object is made, sent and read back in the canonical order of
+    /// SmartAppPush's fingerprint and of ledger keys, and neither side has to sort it.
     public var parameters: [String]
 
     public init(name: String, weight: Double, parameters: [String]) {
         self.name = name
         self.weight = weight
-        self.parameters = parameters
+        self.parameters = parameters.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// A shopping app's mix, drawn from SmartAppPush's system events and their "useful params".

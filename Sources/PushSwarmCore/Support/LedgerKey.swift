@@ -54,6 +54,9 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
             text.withUTF8 { add(bytes: $0, kind: 4) }
         }
 
+        /// A string given as its UTF-8: the same key as `add(_:)` with that `String`.
+        public mutating func add(utf8: UnsafeBufferPointer<UInt8>) { add(bytes: utf8, kind: 4) }
+
         public mutating func add(_ flag: Bool) { mix(flag ? 2 : 1) }
 
         public mutating func addNull() { mix(0) }

@@ -26,16 +26,27 @@ public struct SHA256Digest: Sendable, Hashable {
 
     /// The 64 hex digits, written straight into the string.
     public var hexString: String {
+        String(unsafeUninitializedCapacity: 64) { buffer in
+            writeHex(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<64]))
+            return 64
+        }
+    }
+
+    /// Appends the 64 hex digits to `bytes` (a JSON answer, say), without a `String` between.
+    public func appendHex(to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 64))
+        bytes.withUnsafeMutableBufferPointer { writeHex(into: UnsafeMutableBufferPointer(rebasing: $0[start..<(start + 64)])) }
+    }
+
+    private func writeHex(into buffer: UnsafeMutableBufferPointer<UInt8>) {
         let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: 64) { buffer in
-            digits.withUTF8Buffer { digits in
-                for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
-                    for nibble in 0..<16 {
-                        buffer[wordIndex * 16 + nibble] = digits[Int(word >> UInt64(60 - 4 * nibble) & 0xF)]
-                    }
+        digits.withUTF8Buffer { digits in
+            for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
+                for nibble in 0..<16 {
+                    buffer[wordIndex * 16 + nibble] = digits[Int(word >> UInt64(60 - 4 * nibble) & 0xF)]
                 }
             }
-            return 64
         }
     }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The top-level members of a JSON object, found in one validating pass over its bytes without
 /// building a tree for them: a string member is the range of its bytes, turned into a `String`
 /// only when asked. Nested objects and arrays are parsed into `JSONValue`s (they are small).
@@ -88,6 +90,12 @@ public struct JSONFields {
         JSONParser.Cursor(bytes: bytes).text(text.content, isPlain: text.isPlain)
     }
 
+    /// The UTF-8 of a string value: a slice of `bytes` when it is plain (no copy), its escapes
+    /// resolved otherwise.
+    public func utf8(_ text: Text) -> ArraySlice<UInt8> {
+        text.isPlain ? bytes[text.content] : unescaped(text.content)[...]
+    }
+
     /// Calls `body` with the UTF-8 of a string value, without making a `String` when it is plain.
     public func withUTF8<Result>(_ text: Text, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         if text.isPlain {
@@ -107,7 +115,9 @@ public struct JSONFields {
     }
 
     private func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        a.count == b.count && a.elementsEqual(b)
+        guard a.count == b.count else { return false }
+        guard let left = a.baseAddress, let right = b.baseAddress else { return true }
+        return memcmp(left, right, a.count) == 0
     }
 
     /// Escapes resolved; the string was checked when the fields were parsed, so this cannot fail.

@@ -3,7 +3,7 @@
 ///
 /// Used two ways: streaming (`beginObject`, `key`, `string`…) on hot paths where building a tree
 /// would allocate, and `write(_:)` for a whole `JSONValue`.
-public struct JSONWriter {
+public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
     private let indentUnit: Int
     private var depth = 0
@@ -45,7 +45,8 @@ public struct JSONWriter {
 
     public mutating func key(_ name: String) {
         separate()
-        appendQuoted(name)
+        var name = name
+        name.withUTF8 { appendQuoted($0) }
         bytes.append(UInt8(ascii: ":"))
         if indentUnit > 0 { bytes.append(UInt8(ascii: " ")) }
         afterKey = true
@@ -53,7 +54,24 @@ public struct JSONWriter {
 
     public mutating func string(_ value: String) {
         prepareForValue()
-        appendQuoted(value)
+        var value = value
+        value.withUTF8 { appendQuoted($0) }
+    }
+
+    /// A string given as its UTF-8, which must be valid (as `JSONFields` gives it): written
+    /// without making a `String` of it.
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        prepareForValue()
+        appendQuoted(utf8)
+    }
+
+    /// Empties the writer for another document, keeping its buffer's capacity.
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        depth = 0
+        hasItems = 0
+        deeperHasItems.removeAll()
+        afterKey = false
     }
 
     public mutating func number(_ value: Double) {
@@ -163,10 +181,9 @@ public struct JSONWriter {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private mutating func appendQuoted(_ text: String) {
+    private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        var text = text
-        text.withUTF8 { utf8 in
+        do {
             // Copy runs that need no escaping in one go; most strings are a single run. The scan
             // looks at eight bytes at a time for a control character, a quote or a backslash.
             var runStart = 0

@@ -56,15 +56,11 @@ public enum SmartAppPushMessages {
         tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: String,
         deviceToken: String, context: JSONValue?, params: JSONValue?
     ) -> SHA256Digest {
-        var canonical = JSONWriter()
-        canonical.beginArray()
-        for field in [tenantID, appID, resolvedUser(appUserID, deviceToken: deviceToken), eventName, eventTime, deviceToken] {
-            canonical.string(field)
-        }
-        canonical.write(context ?? .null, sortingKeys: true)
-        canonical.write(params ?? .null, sortingKeys: true)
-        canonical.endArray()
-        return SHA256.hash(canonical.bytes)
+        var identity = EventIdentity()
+        return identity.identify(
+            tenantID: tenantID, appID: appID, appUserID: appUserID.map { Array($0.utf8)[...] }, eventName: Array(eventName.utf8)[...],
+            eventTime: Array(eventTime.utf8)[...], deviceToken: Array(deviceToken.utf8)[...], context: context, params: params
+        ).fingerprint
     }
 
     /// The ledger key of an event: the fingerprint's fields, in its order and with its rules
@@ -81,6 +77,52 @@ public enum SmartAppPushMessages {
         return key.key
     }
 
+    /// An event's fingerprint and ledger key together, from its fields' UTF-8 as the mock reads
+    /// them out of a request body: one pass over the fields, no `String` made of them, and a
+    /// canonical buffer kept from one event to the next (the mock holds one identity).
+    public struct EventIdentity: Sendable {
+        private var canonical = JSONWriter()
+        private var builder = LedgerKey.Builder()
+
+        public init() {}
+
+        public mutating func identify(
+            tenantID: String, appID: String, appUserID: ArraySlice<UInt8>?, eventName: ArraySlice<UInt8>, eventTime: ArraySlice<UInt8>,
+            deviceToken: ArraySlice<UInt8>, context: JSONValue?, params: JSONValue?
+        ) -> (fingerprint: SHA256Digest, key: LedgerKey) {
+            canonical.removeAll()
+            builder = LedgerKey.Builder()
+            builder.add("events")
+            canonical.beginArray()
+            var tenantID = tenantID
+            tenantID.withUTF8 { add($0) }
+            var appID = appID
+            appID.withUTF8 { add($0) }
+            if let appUserID, !appUserID.isEmpty {
+                appUserID.withUnsafeBufferPointer { add($0) }
+            } else {
+                deviceToken.withUnsafeBufferPointer { token in withAnonymousUser(of: token) { add($0) } }
+            }
+            eventName.withUnsafeBufferPointer { add($0) }
+            eventTime.withUnsafeBufferPointer { add($0) }
+            deviceToken.withUnsafeBufferPointer { add($0) }
+            add(context ?? .null)
+            add(params ?? .null)
+            canonical.endArray()
+            return (SHA256.hash(canonical.bytes), builder.key)
+        }
+
+        private mutating func add(_ field: UnsafeBufferPointer<UInt8>) {
+            canonical.string(utf8: field)
+            builder.add(utf8: field)
+        }
+
+        private mutating func add(_ object: JSONValue) {
+            canonical.write(object, sortingKeys: true)
+            builder.add(object)
+        }
+    }
+
     /// `eventKey` in steps, for a client that has the context as plain strings and would rather
     /// not build a JSON tree to hash it: the scalar fields, then the context, then the params.
     public struct EventKey {
@@ -90,7 +132,12 @@ public enum SmartAppPushMessages {
             builder.add("events")
             builder.add(tenantID)
             builder.add(appID)
-            builder.add(resolvedUser(appUserID, deviceToken: deviceToken))
+            if let appUserID, !appUserID.isEmpty {
+                builder.add(appUserID)
+            } else {
+                var token = deviceToken
+                token.withUTF8 { token in withAnonymousUser(of: token) { builder.add(utf8: $0) } }
+            }
             builder.add(eventName)
             builder.add(eventTime)
             builder.add(deviceToken)
@@ -114,8 +161,18 @@ public enum SmartAppPushMessages {
         public var key: LedgerKey { builder.key }
     }
 
-    private static func resolvedUser(_ appUserID: String?, deviceToken: String) -> String {
-        (appUserID?.isEmpty ?? true) ? "anon:\(deviceToken)" : (appUserID ?? "")
+    /// Calls `body` with "anon:{device_token}", the user the service makes up for an event without
+    /// one, written into a temporary buffer (on the stack for a token of ordinary length).
+    private static func withAnonymousUser<Result>(of token: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        let prefix: StaticString = "anon:"
+        let count = prefix.utf8CodeUnitCount + token.count
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+            prefix.withUTF8Buffer { _ = buffer.initialize(fromContentsOf: $0) }
+            if let base = token.baseAddress {
+                (buffer.baseAddress! + prefix.utf8CodeUnitCount).initialize(from: base, count: token.count)
+            }
+            return body(UnsafeBufferPointer(buffer))
+        }
     }
 
     /// The ledger key of a push open: one per (tenant, tracking token); a second report of the

@@ -34,6 +34,9 @@ public struct SmartAppPushMock: MockService {
     /// Devices in the order the service first saw them (campaigns walk this order).
     private var devices: [DeviceRecord] = []
     private var slotByToken: [String: Int] = [:]
+    /// Computes each accepted event's fingerprint and ledger key, reusing its buffers.
+    private var identity = SmartAppPushMessages.EventIdentity()
+    private static let fingerprintAnswerPrefix = Array(#"{"fingerprint":""#.utf8)
 
     public init(tenants: [SmartAppPushTenant], rateLimitPerSecond: Int) {
         self.tenants = tenants
@@ -106,10 +109,10 @@ public struct SmartAppPushMock: MockService {
         var problems: [FieldProblem] = []
         let tenantID = requireString(body, "tenant_id", &problems)
         let apiKey = requireString(body, "api_key", &problems)
-        var appUserID: String?
+        var appUserID: JSONFields.Text?
         switch body["app_user_id"] {
         case nil, .null?: break
-        case .string(let text)?: appUserID = body.text(text)
+        case .string(let text)?: appUserID = text
         default: problems.append(FieldProblem("app_user_id", "must be a string"))
         }
         let eventName = requireString(body, "event_name", &problems)
@@ -152,25 +155,20 @@ public struct SmartAppPushMock: MockService {
         guard problems.isEmpty, let tenant, let eventName, let eventTime, let deviceToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        let name = body.text(eventName)
-        let time = body.text(eventTime)
-        let token = body.text(deviceToken)
-        let fingerprint = SmartAppPushMessages.fingerprint(
-            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: name,
-            eventTime: time, deviceToken: token, context: context, params: params
-        )
-        let key = SmartAppPushMessages.eventKey(
-            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID, eventName: name,
-            eventTime: time, deviceToken: token, context: context, params: params
+        let (fingerprint, key) = identity.identify(
+            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID.map(body.utf8), eventName: body.utf8(eventName),
+            eventTime: body.utf8(eventTime), deviceToken: body.utf8(deviceToken), context: context, params: params
         )
         // "Registers or updates the device (token + push permission status)".
-        register(token: token, userID: (appUserID?.isEmpty ?? true) ? nil : appUserID, isPushPermissionGranted: permission)
-        var answer = JSONWriter()
-        answer.beginObject()
-        answer.key("fingerprint")
-        answer.string(fingerprint.hexString)
-        answer.endObject()
-        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: answer.bytes)
+        let user = appUserID.flatMap { $0.content.isEmpty ? nil : body.text($0) }
+        register(token: body.text(deviceToken), userID: user, isPushPermissionGranted: permission)
+        // {"fingerprint":"…"}, its 64 hex digits written straight into the body.
+        var answer: [UInt8] = []
+        answer.reserveCapacity(Self.fingerprintAnswerPrefix.count + 64 + 2)
+        answer.append(contentsOf: Self.fingerprintAnswerPrefix)
+        fingerprint.appendHex(to: &answer)
+        answer.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "}")])
+        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: answer)
         return MockReply(response: response, accepted: key, operation: operation)
     }
 
