@@ -195,6 +195,13 @@ import PushSwarmMetrics
         #expect(limiter.trackedKeys == 1, "only the busy key is still tracked")
         #expect(limiter.admit(7, at: now + .milliseconds(1)) != .admitted, "the busy key's log survived the sweep: a third in one second is refused")
         #expect(limiter.admit(3, at: now) == .admitted, "a dropped key starts afresh, as it would have")
+        // New keys take the dropped keys' rings: each starts empty, whatever the ring held before.
+        for key in 2_000..<2_900 {
+            #expect(limiter.admit(key, at: now) == .admitted)
+            #expect(limiter.admit(key, at: now) == .admitted)
+            #expect(limiter.admit(key, at: now) != .admitted, "key \(key): a third in one second is refused")
+        }
+        #expect(limiter.slotCount == 1_000, "the rings of dropped keys were reused, none added")
     }
 
     @Test func noWindowOfOneSecondAdmitsMoreThanTheLimit() {

@@ -120,20 +120,31 @@ public struct DeviceLifecycle: Sendable {
     /// The first timers of the run.
     public mutating func start(now: Instant, random: inout SeededRandom) -> [Output] {
         var outputs: [Output] = []
+        start(now: now, random: &random, into: &outputs)
+        return outputs
+    }
+
+    /// `start`, appending to `outputs`.
+    public mutating func start(now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
         if let installAt = profile.installAt {
             outputs.append(.schedule(.install, at: max(installAt, now)))
         } else {
             if followsOwnDay { scheduleNextSession(after: now, random: &random, into: &outputs) }
             scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
         }
-        return outputs
     }
 
     public mutating func handle(_ event: Event, now: Instant, random: inout SeededRandom) -> [Output] {
         var outputs: [Output] = []
+        handle(event, now: now, random: &random, into: &outputs)
+        return outputs
+    }
+
+    /// `handle`, appending to `outputs` (a buffer the device's partition reuses).
+    public mutating func handle(_ event: Event, now: Instant, random: inout SeededRandom, into outputs: inout [Output]) {
         switch event {
         case .install:
-            guard appState == .notInstalled else { return [] }
+            guard appState == .notInstalled else { return }
             appState = .closed
             outputs.append(.intent(.installed))
             outputs.append(.count("installs"))
@@ -142,14 +153,14 @@ public struct DeviceLifecycle: Sendable {
             scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
 
         case .sessionDue:
-            guard appState != .notInstalled else { return [] }
+            guard appState != .notInstalled else { return }
             if appState != .foreground {
                 startSession(source: .organic, now: now, random: &random, into: &outputs)
             }
             scheduleNextSession(after: now, random: &random, into: &outputs)
 
         case .activity(let number):
-            guard number == session, appState == .foreground else { return [] }
+            guard number == session, appState == .foreground else { return }
             performActivity(now: now, random: &random, into: &outputs)
             let next = now + nextActivityGap(random: &random)
             if next < sessionEndsAt || !script.isEmpty {
@@ -157,7 +168,7 @@ public struct DeviceLifecycle: Sendable {
             }
 
         case .sessionEnd(let number):
-            guard number == session, appState == .foreground else { return [] }
+            guard number == session, appState == .foreground else { return }
             // Finish a script the session started (onboarding, a login) before leaving.
             while !script.isEmpty { performActivity(now: now, random: &random, into: &outputs) }
             appState = .background
@@ -165,14 +176,14 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.schedule(.terminate(session: session), at: now + behaviour.backgroundToClosed.sampleSpan(using: &random)))
 
         case .terminate(let number):
-            guard number == session, appState == .background else { return [] }
+            guard number == session, appState == .background else { return }
             appState = .closed
             isForceStopped = random.chance(profile.os == .ios ? behaviour.forceStopShare.ios : behaviour.forceStopShare.android)
             if isForceStopped { outputs.append(.count("sessions.forceStopped")) }
             outputs.append(.intent(.appClosed))
 
         case .tokenRotation:
-            guard appState != .notInstalled else { return [] }
+            guard appState != .notInstalled else { return }
             if profile.pushTokenStyle == .fcm, let old = pushToken {
                 let new = makeToken(random: &random)
                 pushToken = new
@@ -182,7 +193,7 @@ public struct DeviceLifecycle: Sendable {
             scheduleTokenRotation(after: now, random: &random, into: &outputs)
 
         case .permissionFlip:
-            guard appState != .notInstalled else { return [] }
+            guard appState != .notInstalled else { return }
             switch permission {
             case .granted:
                 permission = .denied
@@ -201,17 +212,17 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.count("notifications.delivered"))
             guard appState != .notInstalled else {
                 outputs.append(.count("notifications.notInstalled"))
-                return outputs
+                return
             }
             // A data-only message needs the app's code; a force-stopped app gets none until launched.
             if notification.isDataOnly, isForceStopped, appState == .closed {
                 outputs.append(.count("notifications.lostForceStopped"))
-                return outputs
+                return
             }
             guard permission == .granted else {
                 outputs.append(.count("notifications.suppressedNoPermission"))
                 outputs.append(.intent(.notificationNotDisplayed(notification)))
-                return outputs
+                return
             }
             outputs.append(.count("notifications.displayed"))
             outputs.append(.intent(.notificationDisplayed(notification)))
@@ -227,8 +238,8 @@ public struct DeviceLifecycle: Sendable {
             }
 
         case .notificationTapped(let id):
-            guard let notification = pendingNotifications.removeValue(forKey: id) else { return [] }
-            guard appState != .notInstalled else { return [] }
+            guard let notification = pendingNotifications.removeValue(forKey: id) else { return }
+            guard appState != .notInstalled else { return }
             outputs.append(.count("notifications.tapped"))
             if appState != .foreground {
                 startSession(source: .notification, now: now, random: &random, into: &outputs)
@@ -236,18 +247,21 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.intent(.notificationTapped(notification)))
 
         case .workloadEvent:
-            guard appState != .notInstalled else { return [.count("workload.notInstalled")] }
-            guard eventWeightTotal > 0 else { return [] }
+            guard appState != .notInstalled else {
+                outputs.append(.count("workload.notInstalled"))
+                return
+            }
+            guard eventWeightTotal > 0 else { return }
             let entry = behaviour.eventMix[random.pickIndex(weights: eventWeights, total: eventWeightTotal)]
             outputs.append(.count("workload.events"))
             outputs.append(.intent(.userEvent(name: entry.name, parameters: EventParameters.make(entry.parameters, random: &random))))
 
         case .notificationDismissed(let id):
-            guard let notification = pendingNotifications.removeValue(forKey: id) else { return [] }
+            guard let notification = pendingNotifications.removeValue(forKey: id) else { return }
             outputs.append(.count("notifications.dismissed"))
             outputs.append(.intent(.notificationDismissed(notification)))
         }
-        return outputs
+        return
     }
 
     // MARK: - Sessions

@@ -12,6 +12,7 @@ public enum EventParameters {
     /// Params for `names`, values drawn from `random`.
     public static func make(_ names: [String], random: inout SeededRandom) -> JSONObject {
         var object = JSONObject()
+        object.members.reserveCapacity(names.count)
         for name in names {
             object.members.append((key: name, value: value(for: name, random: &random)))
         }

@@ -33,6 +33,21 @@ public actor VirtualDevice {
         case completed(ExchangeCompletion)
     }
 
+    /// What handling one event makes a device do, in buffers its partition keeps and reuses
+    /// from one event to the next (emptied, keeping their capacity): handling an event allocates
+    /// no array.
+    public struct Work: Sendable {
+        public fileprivate(set) var actions: [Action] = []
+        fileprivate var outputs: [DeviceLifecycle.Output] = []
+
+        public init() {}
+
+        fileprivate mutating func clear() {
+            actions.removeAll(keepingCapacity: true)
+            outputs.removeAll(keepingCapacity: true)
+        }
+    }
+
     private var lifecycle: DeviceLifecycle
     private var client: any PlatformClient
     private var random: SeededRandom
@@ -55,6 +70,7 @@ public actor VirtualDevice {
     /// The first timers of the run, and the push address of an install from before the run.
     public func start(now: Instant) -> (actions: [Action], knownDevice: KnownDevice?) {
         var actions: [Action] = []
+        var outputs: [DeviceLifecycle.Output] = []
         var known: KnownDevice?
         if let token = lifecycle.issueInitialToken(random: &random) {
             actions.append(.pushAddress(old: nil, new: token))
@@ -63,24 +79,27 @@ public actor VirtualDevice {
                 pushPermissionGranted: lifecycle.observedPermission == .granted
             )
         }
-        apply(lifecycle.start(now: now, random: &random), now: now, into: &actions)
+        lifecycle.start(now: now, random: &random, into: &outputs)
+        apply(outputs, now: now, into: &actions)
         convert(client.started(device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
         return (actions, known)
     }
 
-    public func handle(_ event: Event, now: Instant) -> [Action] {
-        var actions: [Action] = []
+    /// Handles one event; what it makes the device do is `work.actions` afterwards.
+    public func handle(_ event: Event, now: Instant, into work: inout Work) {
+        work.clear()
         switch event {
         case .lifecycle(let lifecycleEvent):
-            apply(lifecycle.handle(lifecycleEvent, now: now, random: &random), now: now, into: &actions)
+            lifecycle.handle(lifecycleEvent, now: now, random: &random, into: &work.outputs)
+            let outputs = work.outputs
+            apply(outputs, now: now, into: &work.actions)
         case .clientTimer(let token):
-            convert(client.timerFired(token, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+            convert(client.timerFired(token, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &work.actions)
         case .completion(let completion):
-            convert(client.handle(completion, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+            convert(client.handle(completion, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &work.actions)
         case .socket(let socketEvent):
-            convert(client.handle(socketEvent, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &actions)
+            convert(client.handle(socketEvent, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &work.actions)
         }
-        return actions
     }
 
     private func apply(_ outputs: [DeviceLifecycle.Output], now: Instant, into actions: inout [Action]) {

@@ -1,11 +1,13 @@
 /// Admits at most `limit` requests per key in any window of length `window` (a sliding log).
 ///
-/// Its code is `@inlinable` so that a mock in another module gets it specialised for its key:
-/// unspecialised, every `admit` boxed the key and allocated twice.
-///
 /// Chosen for spec limits such as SmartAppPush's "10 requests/second per IP": unlike a token
 /// bucket, which lets 2 × limit through across a window boundary, no 1-second span ever sees more
 /// than `limit` admitted, which is what the spec's sentence promises.
+///
+/// Each key's log is a ring of `limit` admit times in one shared array, its slot reused by another
+/// key once its log is dropped: a key costs no allocation of its own, and a busy mock none per
+/// request. The code is `@inlinable` so that a mock in another module gets it specialised for its
+/// key (unspecialised, every `admit` boxed the key and allocated).
 public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public enum Admission: Sendable, Equatable {
         case admitted
@@ -13,20 +15,24 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
         case limited(retryAfter: TimeSpan)
     }
 
-    /// The admit times still inside the window, oldest first, as a ring of `limit` slots.
+    /// One key's admit times still inside the window: `count` of them, oldest first, in the ring
+    /// at `times[slot * limit ..< (slot + 1) * limit]` starting at `oldest`.
     @usableFromInline
     struct Log: Sendable {
-        @usableFromInline var times: [Int64]
+        @usableFromInline var slot: Int
         @usableFromInline var oldest = 0
         @usableFromInline var count = 0
 
         @usableFromInline
-        init(limit: Int) { times = Array(repeating: 0, count: limit) }
+        init(slot: Int) { self.slot = slot }
     }
 
     public let limit: Int
     public let window: TimeSpan
     @usableFromInline var logs: [Key: Log] = [:]
+    @usableFromInline var times: [Int64] = []
+    /// Slots of dropped logs, for the next new key.
+    @usableFromInline var freeSlots: [Int] = []
     /// When logs whose every admit has left the window were last dropped: a key holds memory
     /// while it is active, not for the rest of the run (a day's fleet touches every address).
     @usableFromInline var lastSweep: Int64 = .min
@@ -39,13 +45,25 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
 
     @inlinable
     public mutating func admit(_ key: Key, at now: Instant) -> Admission {
-        let limit = limit
         sweepIfDue(at: now)
-        return Self.admit(&logs[key, default: Log(limit: limit)], limit: limit, window: window, at: now)
+        if let index = logs.index(forKey: key) {
+            return Self.admit(&logs.values[index], in: &times, limit: limit, window: window, at: now)
+        }
+        var log = Log(slot: freeSlots.popLast() ?? newSlot())
+        let admission = Self.admit(&log, in: &times, limit: limit, window: window, at: now)
+        logs[key] = log
+        return admission
     }
 
-    /// Keys tracked now (for tests).
+    /// Keys tracked now, and rings allocated so far (for tests).
     var trackedKeys: Int { logs.count }
+    var slotCount: Int { times.count / limit }
+
+    @inlinable
+    mutating func newSlot() -> Int {
+        times.append(contentsOf: repeatElement(0, count: limit))
+        return times.count / limit - 1
+    }
 
     /// Every 64 windows (at least a minute), drops the logs with nothing left in the window: a
     /// key with no admit inside the window is exactly as if it had never been seen.
@@ -55,28 +73,34 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
         guard lastSweep == .min || now.microseconds - lastSweep >= period else { return }
         if lastSweep != .min {
             let cutoff = now.microseconds - window.microseconds
-            let limit = limit
-            logs = logs.filter { _, log in log.count > 0 && log.times[(log.oldest + log.count - 1) % limit] > cutoff }
+            let stale = logs.filter { _, log in log.count == 0 || latest(of: log) <= cutoff }
+            for (key, log) in stale {
+                logs[key] = nil
+                freeSlots.append(log.slot)
+            }
         }
         lastSweep = now.microseconds
     }
 
-    /// Works on the log in place (through the dictionary's modify accessor), with no copy.
     @inlinable
-    static func admit(_ log: inout Log, limit: Int, window: TimeSpan, at now: Instant) -> Admission {
+    func latest(of log: Log) -> Int64 {
+        times[log.slot * limit + (log.oldest + log.count - 1) % limit]
+    }
+
+    /// Works on the log in place, in its ring in `times`.
+    @inlinable
+    static func admit(_ log: inout Log, in times: inout [Int64], limit: Int, window: TimeSpan, at now: Instant) -> Admission {
         let cutoff = now.microseconds - window.microseconds
-        while log.count > 0, log.times[log.oldest] <= cutoff {
+        let base = log.slot * limit
+        while log.count > 0, times[base + log.oldest] <= cutoff {
             log.oldest = (log.oldest + 1) % limit
             log.count -= 1
         }
-        let admission: Admission
         if log.count < limit {
-            log.times[(log.oldest + log.count) % limit] = now.microseconds
+            times[base + (log.oldest + log.count) % limit] = now.microseconds
             log.count += 1
-            admission = .admitted
-        } else {
-            admission = .limited(retryAfter: TimeSpan(microseconds: log.times[log.oldest] - cutoff))
+            return .admitted
         }
-        return admission
+        return .limited(retryAfter: TimeSpan(microseconds: times[base + log.oldest] - cutoff))
     }
 }

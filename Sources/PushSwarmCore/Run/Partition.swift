@@ -78,6 +78,8 @@ final class Partition: @unchecked Sendable {
     private var finished: ((PartitionResult) -> Void)?
     private var isDone = false
     private var eventsSinceProgressCheck = 0
+    /// The buffers a device's handling of an event fills, kept for the next event (see `work`).
+    private var spareWork = VirtualDevice.Work()
     /// Simulated time: the time of the item being handled.
     private var now = Instant.start
 
@@ -249,8 +251,7 @@ final class Partition: @unchecked Sendable {
                 if isDraining { return }
             }
             let device = devices[index]
-            let actions = device.assumeIsolated { $0.handle(event, now: time) }
-            execute(actions, device: index, now: time, isDraining: isDraining)
+            work(on: device, index: index, event, at: time, isDraining: isDraining)
             if case .completion = event, !isDraining, var closed = closedLoop[index], device.assumeIsolated({ $0.pendingRequests }) == 0 {
                 // A closed-model user got every answer: think, then the next event.
                 let think = closed.think.sampleSpan(using: &closed.random)
@@ -292,9 +293,19 @@ final class Partition: @unchecked Sendable {
                 return
             }
             metrics.increment("workload.arrivals")
-            let actions = devices[index].assumeIsolated { $0.handle(.lifecycle(.workloadEvent), now: time) }
-            execute(actions, device: index, now: time, isDraining: false)
+            work(on: devices[index], index: index, .lifecycle(.workloadEvent), at: time, isDraining: false)
         }
+    }
+
+    /// Has a device handle an event and carries out what it asks, in buffers kept from one event
+    /// to the next. Taken out while in use: anything that reaches a device again before they are
+    /// back (nothing does today) finds none and makes its own.
+    private func work(on device: VirtualDevice, index: Int, _ event: VirtualDevice.Event, at time: Instant, isDraining: Bool) {
+        var work = VirtualDevice.Work()
+        swap(&work, &spareWork)
+        device.assumeIsolated { $0.handle(event, now: time, into: &work) }
+        execute(work.actions, device: index, now: time, isDraining: isDraining)
+        swap(&work, &spareWork)
     }
 
     private func result() -> PartitionResult {
