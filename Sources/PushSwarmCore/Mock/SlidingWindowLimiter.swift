@@ -4,9 +4,9 @@
 /// bucket, which lets 2 × limit through across a window boundary, no 1-second span ever sees more
 /// than `limit` admitted, which is what the spec's sentence promises.
 ///
-/// Each key's log is a ring of `limit` admit times in one shared array, its slot reused by another
-/// key once its log is dropped: a key costs no allocation of its own, and a busy mock none per
-/// request. The code is `@inlinable` so that a mock in another module gets it specialised for its
+/// Each key's log is a ring of `limit` admit times (8 bytes each) in one shared array, its slot
+/// reused by another key once its log is dropped: a key costs no allocation of its own, and a
+/// busy mock none per request. The code is `@inlinable` so that a mock in another module gets it specialised for its
 /// key (unspecialised, every `admit` boxed the key and allocated).
 public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public enum Admission: Sendable, Equatable {
@@ -61,7 +61,9 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
 
     @inlinable
     mutating func newSlot() -> Int {
-        times.append(contentsOf: repeatElement(0, count: limit))
+        // Through an array, which the standard library fills at memset speed even in a debug
+        // build: a limit set huge to switch a spec's limit off makes rings of a million slots.
+        times.append(contentsOf: [Int64](repeating: 0, count: limit))
         return times.count / limit - 1
     }
 
