@@ -261,7 +261,6 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.count("notifications.dismissed"))
             outputs.append(.intent(.notificationDismissed(notification)))
         }
-        return
     }
 
     // MARK: - Sessions

@@ -6,8 +6,8 @@
 ///
 /// Each key's log is a ring of `limit` admit times (8 bytes each) in one shared array, its slot
 /// reused by another key once its log is dropped: a key costs no allocation of its own, and a
-/// busy mock none per request. The code is `@inlinable` so that a mock in another module gets it specialised for its
-/// key (unspecialised, every `admit` boxed the key and allocated).
+/// busy mock none per request. The code is `@inlinable` so that a mock in another module gets it
+/// specialised for its key (unspecialised, every `admit` boxed the key and allocated).
 public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public enum Admission: Sendable, Equatable {
         case admitted
