@@ -140,6 +140,29 @@ import Testing
         #expect(device.handle(.notificationTapped(id: 7), now: tap.1 + .seconds(1), random: &random).isEmpty, "a notification is tapped once")
     }
 
+    @Test func whatAUserDoesWithAPushDependsOnThePushNotOnWhatTheDeviceDrewBefore() {
+        // In wall time an answer a few milliseconds late changes how many numbers a device has
+        // drawn when a push arrives; the push's fate (tapped or not, when) must not move with it,
+        // or wall and simulated runs of one scenario tap different pushes.
+        var behaviour = Fixtures.quietBehaviour
+        behaviour.tapRate = PerOS(both: 0.5)
+        behaviour.timeToOpen = PerOS(both: .uniform(minimum: 1, maximum: 100))
+        func fates(drawnBefore: Int) -> [(DeviceLifecycle.Event, Instant)?] {
+            var device = DeviceLifecycle(profile: Fixtures.profile(), behaviour: behaviour)
+            var random = SeededRandom(seed: 1, stream: .device, index: 1)
+            for _ in 0..<drawnBefore { _ = random.next() }
+            return (1...40).map { id in
+                let push = PushNotification(id: UInt64(id), campaign: "c", data: [:], fate: UInt64(id) &* 0x9E37_79B9)
+                return Fixtures.scheduled(device.handle(.notificationDelivered(push), now: t0, random: &random)).first
+            }
+        }
+        let calm = fates(drawnBefore: 0)
+        let busy = fates(drawnBefore: 3)
+        #expect(calm.compactMap { $0 }.count > 5 && calm.contains { $0 == nil }, "some pushes are tapped, some not")
+        #expect(calm.map { $0?.0 } == busy.map { $0?.0 })
+        #expect(calm.map { $0?.1 } == busy.map { $0?.1 })
+    }
+
     @Test mutating func withoutPermissionANotificationIsNotDisplayed() {
         var device = DeviceLifecycle(profile: Fixtures.profile(grants: false), behaviour: Fixtures.quietBehaviour)
         let outputs = device.handle(.notificationDelivered(PushNotification(id: 1, campaign: "c", data: [:])), now: t0, random: &random)

@@ -227,12 +227,13 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.count("notifications.displayed"))
             outputs.append(.intent(.notificationDisplayed(notification)))
             pendingNotifications[notification.id] = notification
+            var fate = SeededRandom(seed: notification.fate, stream: .notificationFate)
             let tapRate = notification.tapRate?[profile.os] ?? behaviour.tapRate[profile.os]
-            if random.chance(tapRate) {
-                let delay = (notification.timeToOpen?[profile.os] ?? behaviour.timeToOpen[profile.os]).sampleSpan(using: &random)
+            if fate.chance(tapRate) {
+                let delay = (notification.timeToOpen?[profile.os] ?? behaviour.timeToOpen[profile.os]).sampleSpan(using: &fate)
                 outputs.append(.schedule(.notificationTapped(id: notification.id), at: now + delay))
-            } else if random.chance(behaviour.dismissRate) {
-                outputs.append(.schedule(.notificationDismissed(id: notification.id), at: now + behaviour.timeToDismiss.sampleSpan(using: &random)))
+            } else if fate.chance(behaviour.dismissRate) {
+                outputs.append(.schedule(.notificationDismissed(id: notification.id), at: now + behaviour.timeToDismiss.sampleSpan(using: &fate)))
             } else {
                 outputs.append(.count("notifications.ignored"))
             }

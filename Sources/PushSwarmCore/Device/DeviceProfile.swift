@@ -70,9 +70,15 @@ public struct PushNotification: Sendable, Equatable {
     public var timeToOpen: PerOS<Distribution>?
     /// Shown by the app's code, not the OS: lost on a force-stopped app.
     public var isDataOnly = false
+    /// Seeds the draws of what the user does with it (taps, when, dismisses), fixed when the push
+    /// is sent. They do not come from the device's own stream, whose position when the push
+    /// arrives depends on what else the device drew before: in wall time an answer a few
+    /// milliseconds late would change which pushes are tapped.
+    public var fate: UInt64
 
-    public init(id: UInt64, campaign: String, data: [String: String], tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil, isDataOnly: Bool = false) {
+    public init(id: UInt64, campaign: String, data: [String: String], tapRate: PerOS<Double>? = nil, timeToOpen: PerOS<Distribution>? = nil, isDataOnly: Bool = false, fate: UInt64 = 0) {
         self.isDataOnly = isDataOnly
+        self.fate = fate
         self.id = id
         self.campaign = campaign
         self.data = data

@@ -19,6 +19,8 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         case workload = 7
         /// A push's delivery delay and reachability, per receiving device.
         case pushDelivery = 8
+        /// What a user does with one push, from its `PushNotification.fate`.
+        case notificationFate = 9
     }
 
     public init(seed: UInt64, stream: Stream, index: UInt64 = 0) {

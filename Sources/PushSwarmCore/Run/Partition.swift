@@ -492,12 +492,13 @@ final class Partition: @unchecked Sendable {
                 continue
             }
             nextNotificationID += 1
-            let notification = PushNotification(
-                id: nextNotificationID, campaign: campaign.name, data: message.data,
-                tapRate: campaign.tapRate, timeToOpen: campaign.timeToOpen, isDataOnly: message.isDataOnly
-            )
             var random = deliveryRandom[index] ?? SeededRandom(seed: scenario.seed, stream: .pushDelivery, index: UInt64(range.lowerBound + index))
             defer { deliveryRandom[index] = random }
+            let notification = PushNotification(
+                id: nextNotificationID, campaign: campaign.name, data: message.data,
+                tapRate: campaign.tapRate, timeToOpen: campaign.timeToOpen, isDataOnly: message.isDataOnly,
+                fate: random.next()
+            )
             var delay = campaign.deliveryDelay.sampleSpan(using: &random)
             let behaviour = scenario.groups[groupIndices[index]].behaviour
             if random.chance(behaviour.unreachableShare) {
