@@ -67,21 +67,24 @@ public struct OfflineQueue: Sendable {
     /// Items not yet delivered or dropped, including the one in flight.
     public var count: Int { items.count - head }
 
-    public mutating func enqueue(_ item: Item, now: Instant) -> [ClientAction] {
-        guard count < capacity else { return [.drop(reason: "queueFull")] }
+    /// Queues `item` and sends it if nothing else is under way; what to do goes into `actions`.
+    /// (Every method here appends to the caller's buffer: a device reuses one from event to event,
+    /// so a request allocates no array of actions. The array-returning forms are for tests and
+    /// clients written that way.)
+    public mutating func enqueue(_ item: Item, now: Instant, into actions: inout [ClientAction]) {
+        guard count < capacity else { return actions.append(.drop(reason: "queueFull")) }
         var item = item
         item.raisedAt = now
         items.append(item)
         if let ratio = retryTable.retryBudget, let current = budget { budget = min(current + ratio, retryTable.budgetReserve + ratio * 100) }
-        return sendHeadIfIdle(now: now)
+        sendHeadIfIdle(now: now, into: &actions)
     }
 
     /// Handles the end of the request in flight; stale completions are ignored. `random` draws
     /// the retry table's jitter; `unixNow` reads an HTTP-date `Retry-After`.
-    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64) -> [ClientAction] {
-        guard completion.requestID == inFlightID, head < items.count else { return [] }
+    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64, into actions: inout [ClientAction]) {
+        guard completion.requestID == inFlightID, head < items.count else { return }
         inFlightID = nil
-        var actions: [ClientAction] = []
         if case .response(let response) = completion.outcome, response.status == 429, firstRateLimitedAt == nil { firstRateLimitedAt = now }
         var decision = retryTable.decision(for: completion.outcome, retriesSoFar: retriesSoFar, previous: previousDelay, random: &random, unixNow: unixNow)
         if case .retry = decision, let current = budget {
@@ -103,43 +106,66 @@ public struct OfflineQueue: Sendable {
             waitingForTimer = nextID
             actions.append(.backoff(delay: delay, retryNumber: retriesSoFar))
             actions.append(.schedule(token: nextID, at: now + delay))
-            return actions
+            return
         case .keepForNextLaunch:
             isParkedUntilLaunch = true
             actions.append(.count("queue.parkedUntilNextLaunch"))
-            return actions
+            return
         }
-        actions += sendHeadIfIdle(now: now)
+        sendHeadIfIdle(now: now, into: &actions)
+    }
+
+    public mutating func timerFired(_ token: UInt64, now: Instant, into actions: inout [ClientAction]) {
+        guard token == waitingForTimer else { return }
+        waitingForTimer = nil
+        // A retry is due when its back-off ends, not when its item was raised.
+        retryDueAt = now
+        sendHeadIfIdle(now: now, into: &actions)
+    }
+
+    /// A cold start: a parked queue tries again, with a fresh retry count.
+    public mutating func appLaunched(now: Instant, into actions: inout [ClientAction]) {
+        guard isParkedUntilLaunch else { return }
+        isParkedUntilLaunch = false
+        retriesSoFar = 0
+        sendHeadIfIdle(now: now, into: &actions)
+    }
+
+    public mutating func enqueue(_ item: Item, now: Instant) -> [ClientAction] {
+        var actions: [ClientAction] = []
+        enqueue(item, now: now, into: &actions)
+        return actions
+    }
+
+    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64) -> [ClientAction] {
+        var actions: [ClientAction] = []
+        complete(completion, now: now, random: &random, unixNow: unixNow, into: &actions)
         return actions
     }
 
     public mutating func timerFired(_ token: UInt64, now: Instant) -> [ClientAction] {
-        guard token == waitingForTimer else { return [] }
-        waitingForTimer = nil
-        // A retry is due when its back-off ends, not when its item was raised.
-        retryDueAt = now
-        return sendHeadIfIdle(now: now)
+        var actions: [ClientAction] = []
+        timerFired(token, now: now, into: &actions)
+        return actions
     }
 
-    /// A cold start: a parked queue tries again, with a fresh retry count.
     public mutating func appLaunched(now: Instant) -> [ClientAction] {
-        guard isParkedUntilLaunch else { return [] }
-        isParkedUntilLaunch = false
-        retriesSoFar = 0
-        return sendHeadIfIdle(now: now)
+        var actions: [ClientAction] = []
+        appLaunched(now: now, into: &actions)
+        return actions
     }
 
-    private mutating func sendHeadIfIdle(now: Instant) -> [ClientAction] {
-        guard inFlightID == nil, waitingForTimer == nil, !isParkedUntilLaunch, head < items.count else { return [] }
+    private mutating func sendHeadIfIdle(now: Instant, into actions: inout [ClientAction]) {
+        guard inFlightID == nil, waitingForTimer == nil, !isParkedUntilLaunch, head < items.count else { return }
         nextID += 1
         inFlightID = nextID
         let item = items[head]
         // Due when raised (a first attempt that waited behind others) or when its back-off ended.
         let due = retriesSoFar == 0 ? item.raisedAt : retryDueAt
-        return [.send(OutgoingRequest(
+        actions.append(.send(OutgoingRequest(
             id: nextID, operation: item.operation, request: item.request, timeout: timeout, retryNumber: retriesSoFar,
             intendedStart: due.map { min($0, now) }
-        ))]
+        )))
     }
 
     private mutating func removeHead() {

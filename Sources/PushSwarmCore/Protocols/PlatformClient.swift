@@ -21,6 +21,16 @@ public protocol PlatformClient: Sendable {
     /// Reacts to one of its own timers (a retry back-off ending).
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
 
+    // The same reactions appending to the caller's buffer: what a device calls, with a buffer it
+    // reuses from event to event, so that a client on the hot path allocates no array of actions
+    // per call. By default they append what the forms above return; a hot client implements
+    // these and has the forms above wrap them.
+
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
+    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
+
     /// Requests queued but not yet delivered or dropped (reported at the end of a run).
     var pendingRequests: Int { get }
 }
@@ -31,6 +41,22 @@ extension PlatformClient {
 
     /// Most clients speak HTTP only.
     public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+
+    public mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+        actions += handle(intent, device: device, now: now, random: &random)
+    }
+
+    public mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+        actions += handle(completion, device: device, now: now, random: &random)
+    }
+
+    public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+        actions += handle(event, device: device, now: now, random: &random)
+    }
+
+    public mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+        actions += timerFired(timer, device: device, now: now, random: &random)
+    }
 }
 
 /// What a platform client asks its device to do.

@@ -13,7 +13,8 @@ import PushSwarmMetrics
 /// are handled at once, on the same thread.
 ///
 /// - Important: every method runs on `executor`'s thread. Devices are actors on that executor, so
-///   the partition calls them synchronously (`assumeIsolated`).
+///   the partition calls them synchronously (`handleOnExecutor`, an `assumeIsolated` without
+///   its allocations).
 final class Partition: @unchecked Sendable {
     private enum Item {
         case device(Int, VirtualDevice.Event)
@@ -252,7 +253,7 @@ final class Partition: @unchecked Sendable {
             }
             let device = devices[index]
             work(on: device, index: index, event, at: time, isDraining: isDraining)
-            if case .completion = event, !isDraining, var closed = closedLoop[index], device.assumeIsolated({ $0.pendingRequests }) == 0 {
+            if case .completion = event, !isDraining, var closed = closedLoop[index], device.pendingRequestsOnExecutor() == 0 {
                 // A closed-model user got every answer: think, then the next event.
                 let think = closed.think.sampleSpan(using: &closed.random)
                 closedLoop[index] = closed
@@ -288,7 +289,7 @@ final class Partition: @unchecked Sendable {
             // k6 drops an iteration when no virtual user is free. Under overload the offered load
             // piles up nowhere, and the report says how much of it never started. The choice
             // depends on that one device's own history, so partitions do not change it.
-            if devices[index].assumeIsolated({ $0.pendingRequests }) >= Self.maximumBacklog {
+            if devices[index].pendingRequestsOnExecutor() >= Self.maximumBacklog {
                 metrics.increment("workload.shed")
                 return
             }
@@ -303,7 +304,7 @@ final class Partition: @unchecked Sendable {
     private func work(on device: VirtualDevice, index: Int, _ event: VirtualDevice.Event, at time: Instant, isDraining: Bool) {
         var work = VirtualDevice.Work()
         swap(&work, &spareWork)
-        device.assumeIsolated { $0.handle(event, now: time, into: &work) }
+        device.handleOnExecutor(event, now: time, into: &work)
         execute(work.actions, device: index, now: time, isDraining: isDraining)
         swap(&work, &spareWork)
     }
@@ -312,7 +313,7 @@ final class Partition: @unchecked Sendable {
         // The timeline is fitted to the run's end once, after the partitions are merged (`Run`).
         transport.closeAllSockets()
         var pending = 0
-        for device in devices { pending += device.assumeIsolated { $0.pendingRequests } }
+        for device in devices { pending += device.pendingRequestsOnExecutor() }
         return PartitionResult(
             metrics: metrics, ledgers: mocks?.ledgers ?? [:], lost: lost, pending: pending, devices: range.count,
             socketChanges: socketChanges, end: end

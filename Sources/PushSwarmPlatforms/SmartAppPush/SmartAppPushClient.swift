@@ -30,52 +30,69 @@ struct SmartAppPushClient: PlatformClient {
 
     var pendingRequests: Int { queue.count }
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
         switch intent {
         case .installed, .appBackgrounded, .appClosed, .pushTokenIssued, .notificationDismissed, .notificationNotDisplayed:
             // No call: the token travels with every event ("Registers or updates the device").
-            return []
+            return
         case .appLaunched(let isColdStart, let source, _):
             sessionID = random.nextUUID()
-            var actions = isColdStart ? queue.appLaunched(now: now) : []
-            actions += sendEvent("app_opened", parameters: ["source": .string(source.rawValue)], device: device, now: now, random: &random)
-            return actions
+            if isColdStart { queue.appLaunched(now: now, into: &actions) }
+            sendEvent("app_opened", parameters: ["source": .string(source.rawValue)], device: device, now: now, random: &random, into: &actions)
         case .userEvent(let name, let parameters):
-            return sendEvent(name, parameters: parameters, device: device, now: now, random: &random)
+            sendEvent(name, parameters: parameters, device: device, now: now, random: &random, into: &actions)
         case .loggedIn(_, let method):
-            return sendEvent("logged_in", parameters: ["method": .string(method)], device: device, now: now, random: &random)
+            sendEvent("logged_in", parameters: ["method": .string(method)], device: device, now: now, random: &random, into: &actions)
         case .loggedOut(let userID):
             // Sent as the user who is leaving; later events are anonymous again.
             var leaving = device
             leaving.userID = userID
-            return sendEvent("logged_out", parameters: [:], device: leaving, now: now, random: &random)
+            sendEvent("logged_out", parameters: [:], device: leaving, now: now, random: &random, into: &actions)
         case .pushPermissionChanged(let isGranted):
-            return sendEvent(isGranted ? "push_permission_granted" : "push_permission_denied", parameters: [:], device: device, now: now, random: &random)
+            sendEvent(isGranted ? "push_permission_granted" : "push_permission_denied", parameters: [:], device: device, now: now, random: &random, into: &actions)
         case .pushTokenRotated(let oldToken, let newToken):
             // "The `POST /devices/refresh-token` endpoint exists for FCM integrations where tokens
             // can rotate. **OneSignal apps do not need this endpoint.**"
-            guard variant == .fcm else { return [] }
-            return refreshToken(old: oldToken, new: newToken, device: device, now: now)
+            guard variant == .fcm else { return }
+            refreshToken(old: oldToken, new: newToken, device: device, now: now, into: &actions)
         case .notificationDisplayed(let notification):
-            guard settings.sendsPushReceived else { return [] }
-            return sendEvent("push_received", parameters: ["campaign_id": .string(notification.campaign)], device: device, now: now, random: &random)
+            guard settings.sendsPushReceived else { return }
+            sendEvent("push_received", parameters: ["campaign_id": .string(notification.campaign)], device: device, now: now, random: &random, into: &actions)
         case .notificationTapped(let notification):
             // "Don't send open tracking for every push received — only when the user **taps**".
-            var actions: [ClientAction] = []
             if let token = notification.data["tracking_token"] {
-                actions += reportOpened(trackingToken: token, now: now)
+                reportOpened(trackingToken: token, now: now, into: &actions)
             }
-            actions += sendEvent("push_opened", parameters: ["campaign_id": .string(notification.campaign)], device: device, now: now, random: &random)
-            return actions
+            sendEvent("push_opened", parameters: ["campaign_id": .string(notification.campaign)], device: device, now: now, random: &random, into: &actions)
         }
     }
 
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+        queue.complete(completion, now: now, random: &random, unixNow: device.clock.unixMicroseconds(now) / 1_000_000, into: &actions)
+    }
+
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+        queue.timerFired(timer, now: now, into: &actions)
+    }
+
+    // The array-returning forms, for tests: they wrap the ones above.
+
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        var actions: [ClientAction] = []
+        handle(intent, device: device, now: now, random: &random, into: &actions)
+        return actions
+    }
+
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        queue.complete(completion, now: now, random: &random, unixNow: device.clock.unixMicroseconds(now) / 1_000_000)
+        var actions: [ClientAction] = []
+        handle(completion, device: device, now: now, random: &random, into: &actions)
+        return actions
     }
 
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        queue.timerFired(timer, now: now)
+        var actions: [ClientAction] = []
+        timerFired(timer, device: device, now: now, random: &random, into: &actions)
+        return actions
     }
 
     // MARK: - Requests
@@ -86,7 +103,7 @@ struct SmartAppPushClient: PlatformClient {
     /// The event's body is written field by field straight into bytes, in the spec's order: no
     /// JSON tree is built for it. Its ledger key hashes the fingerprint's fields as the mock will
     /// read them back.
-    private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
         // An event outside any session (the app woken in the background) starts one.
         let session = sessionID ?? random.nextUUID()
         sessionID = session
@@ -143,10 +160,10 @@ struct SmartAppPushClient: PlatformClient {
         let request = Request(
             method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders, body: body.bytes
         )
-        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key.key), now: now)
+        queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key.key), now: now, into: &actions)
     }
 
-    private mutating func reportOpened(trackingToken: String, now: Instant) -> [ClientAction] {
+    private mutating func reportOpened(trackingToken: String, now: Instant, into actions: inout [ClientAction]) {
         let body: JSONValue = [
             "tenant_id": .string(settings.tenantID), "api_key": .string(settings.apiKey), "tracking_token": .string(trackingToken),
         ]
@@ -155,10 +172,10 @@ struct SmartAppPushClient: PlatformClient {
             body: JSONWriter.bytes(of: body)
         )
         let key = SmartAppPushMessages.openKey(tenantID: settings.tenantID, trackingToken: trackingToken)
-        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.pushesOpened, request: request, ledgerKey: key), now: now)
+        queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.pushesOpened, request: request, ledgerKey: key), now: now, into: &actions)
     }
 
-    private mutating func refreshToken(old: String, new: String, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func refreshToken(old: String, new: String, device: DeviceSnapshot, now: Instant, into actions: inout [ClientAction]) {
         var body = JSONObject()
         body["tenant_id"] = .string(settings.tenantID)
         body["api_key"] = .string(settings.apiKey)
@@ -171,6 +188,6 @@ struct SmartAppPushClient: PlatformClient {
             body: JSONWriter.bytes(of: .object(body))
         )
         let key = SmartAppPushMessages.refreshKey(tenantID: settings.tenantID, oldToken: old, newToken: new)
-        return queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.refreshToken, request: request, ledgerKey: key), now: now)
+        queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.refreshToken, request: request, ledgerKey: key), now: now, into: &actions)
     }
 }
