@@ -20,7 +20,12 @@ enum ReportFiles {
             try Data(text.utf8).write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)))
         }
         try write(summary.jsonText, Self.summary)
-        try write(SummaryArchive.text(of: summary), Self.metrics)
+        let metricsPath = (directory as NSString).appendingPathComponent(Self.metrics)
+        guard FileManager.default.createFile(atPath: metricsPath, contents: nil), let file = FileHandle(forWritingAtPath: metricsPath) else {
+            throw ReportError(message: "cannot write \(metricsPath)")
+        }
+        defer { try? file.close() }
+        try SummaryArchive.write(summary) { try file.write(contentsOf: Data($0)) }
         try write(summary.metrics.timeline.ndjson, Self.timeSeries)
         try write(HTMLReport.render(summary), Self.html)
         return (directory as NSString).appendingPathComponent(Self.summary)

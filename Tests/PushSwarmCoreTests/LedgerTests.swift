@@ -24,4 +24,26 @@ import Testing
         #expect(totals.peakAcceptedPerSecondByOperation == merged.peakAcceptedPerSecondByOperation)
         #expect(totals.accepted == 2_011, "each partition's acceptances add up, as `merge` adds them")
     }
+
+    /// The ledger's compact key set answers as a `Set` would, across its merges: keys crowded
+    /// into one shard (so it merges many times), repeats, and keys on either side of each merge.
+    @Test func theCompactKeySetAnswersAsASetWould() {
+        var keys = KeySet()
+        var reference = Set<UInt64>()
+        var random = SeededRandom(seed: 7, stream: .mock)
+        for step in 0..<40_000 {
+            // Half the keys in shard 0x2A, a tenth of them repeats of earlier ones.
+            var key = random.next()
+            if step % 2 == 0 { key = 0x2A << 56 | key >> 8 }
+            if step % 10 == 0, let earlier = reference.randomElement(using: &random) { key = earlier }
+            #expect(keys.insert(key) == reference.insert(key).inserted)
+        }
+        #expect(keys.count == reference.count)
+        #expect(Set(keys.all) == reference)
+        for _ in 0..<1_000 {
+            let absent = random.next()
+            #expect(keys.contains(absent) == reference.contains(absent))
+        }
+        #expect(reference.allSatisfy(keys.contains))
+    }
 }

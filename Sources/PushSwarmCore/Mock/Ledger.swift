@@ -14,13 +14,11 @@ public struct Ledger: Sendable {
         var count: UInt32
     }
 
-    /// Every accepted item's key, in 256 sets by the key's top byte: each grows on its own, so the
-    /// ledger never holds an old and a new table of all its keys at once while it grows (a
-    /// single set doubling at 16 million keys would briefly take 384 MB).
-    private var shards: [Set<LedgerKey>] = Array(repeating: [], count: 256)
+    /// Every accepted item's key, 8 bytes each (`KeySet`).
+    private var acceptedKeys = KeySet()
 
     /// Every accepted item's key (for `GET /ledger?keys=1` and tests).
-    public var keys: [LedgerKey] { shards.flatMap { $0 } }
+    public var keys: [LedgerKey] { acceptedKeys.all.map(LedgerKey.init(value:)) }
     public private(set) var acceptedByOperation: [String: UInt64] = [:]
     public private(set) var duplicatesByOperation: [String: UInt64] = [:]
     /// Each (source, operation)'s current second and its count so far.
@@ -42,7 +40,7 @@ public struct Ledger: Sendable {
         }
         current.count += 1
         currentSecond[slot] = current
-        guard shards[Int(key.value >> 56)].insert(key).inserted else {
+        guard acceptedKeys.insert(key.value) else {
             duplicatesByOperation[operation, default: 0] += 1
             return false
         }
@@ -52,7 +50,7 @@ public struct Ledger: Sendable {
 
     /// Adds `other` (another partition's ledger: other source addresses, other items) into this one.
     public mutating func merge(_ other: Ledger) {
-        for key in other.shards.joined() where !shards[Int(key.value >> 56)].insert(key).inserted {
+        for key in other.acceptedKeys.all where !acceptedKeys.insert(key) {
             // The same item accepted in both: the second acceptance is a duplicate.
             duplicatesByOperation["merged", default: 0] += 1
         }
@@ -91,10 +89,8 @@ public struct Ledger: Sendable {
         var merged = Ledger()  // counts only
         for (position, ledger) in ledgers.enumerated() {
             var repeats: UInt64 = 0
-            for shard in 0..<256 {
-                for key in ledger.shards[shard] where ledgers[..<position].contains(where: { $0.shards[shard].contains(key) }) {
-                    repeats += 1
-                }
+            ledger.acceptedKeys.forEach { key in
+                if ledgers[..<position].contains(where: { $0.acceptedKeys.contains(key) }) { repeats += 1 }
             }
             if repeats > 0 { totals.duplicatesByOperation["merged", default: 0] += repeats }
             merged.mergeCounts(of: ledger)
@@ -105,7 +101,7 @@ public struct Ledger: Sendable {
         return totals
     }
 
-    public func contains(_ key: LedgerKey) -> Bool { shards[Int(key.value >> 56)].contains(key) }
+    public func contains(_ key: LedgerKey) -> Bool { acceptedKeys.contains(key.value) }
 
     /// For each operation with accepted requests (duplicates included), the most one source had
     /// accepted within one calendar second of the run.
@@ -113,5 +109,79 @@ public struct Ledger: Sendable {
         currentSecond.reduce(into: peaks) { peaks, entry in
             peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value.count)
         }
+    }
+}
+
+/// A set of 64-bit keys at about 8 bytes a key, where a `Set` takes 11 to 21 (its table is at most
+/// three quarters full and doubles as it grows): a day of a large fleet's ledger keys is the
+/// largest thing a simulated run keeps. Each of 256 shards, by the key's top byte, is a sorted
+/// array and a small `Set` of the keys added since, merged into the array once it holds a
+/// sixteenth as many (at least 512): a key is copied about 16 times over its life, and a shard
+/// grows on its own, so the keys are never all held twice while they grow.
+struct KeySet: Sendable {
+    private var sorted: [[UInt64]] = Array(repeating: [], count: 256)
+    private var recent: [Set<UInt64>] = Array(repeating: [], count: 256)
+
+    /// Adds `key`; false when it was there already.
+    mutating func insert(_ key: UInt64) -> Bool {
+        let shard = Int(key >> 56)
+        guard !Self.search(sorted[shard], key), recent[shard].insert(key).inserted else { return false }
+        if recent[shard].count >= max(512, sorted[shard].count / 16) { mergeRecent(of: shard) }
+        return true
+    }
+
+    func contains(_ key: UInt64) -> Bool {
+        let shard = Int(key >> 56)
+        return recent[shard].contains(key) || Self.search(sorted[shard], key)
+    }
+
+    var count: Int { sorted.reduce(0) { $0 + $1.count } + recent.reduce(0) { $0 + $1.count } }
+
+    /// Calls `body` with every key, in no particular order.
+    func forEach(_ body: (UInt64) -> Void) {
+        for shard in 0..<256 {
+            sorted[shard].forEach(body)
+            recent[shard].forEach(body)
+        }
+    }
+
+    var all: [UInt64] {
+        var keys: [UInt64] = []
+        keys.reserveCapacity(count)
+        forEach { keys.append($0) }
+        return keys
+    }
+
+    private static func search(_ keys: [UInt64], _ key: UInt64) -> Bool {
+        var low = 0
+        var high = keys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if keys[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        return low < keys.count && keys[low] == key
+    }
+
+    /// Merges a shard's recent keys into its sorted array, into a new array of exactly the size.
+    private mutating func mergeRecent(of shard: Int) {
+        let old = sorted[shard]
+        let added = recent[shard].sorted()
+        var merged: [UInt64] = []
+        merged.reserveCapacity(old.count + added.count)
+        var i = 0
+        var j = 0
+        while i < old.count && j < added.count {
+            if old[i] < added[j] {
+                merged.append(old[i])
+                i += 1
+            } else {
+                merged.append(added[j])
+                j += 1
+            }
+        }
+        merged.append(contentsOf: old[i...])
+        merged.append(contentsOf: added[j...])
+        sorted[shard] = merged
+        recent[shard].removeAll(keepingCapacity: true)
     }
 }

@@ -74,6 +74,18 @@ public struct JSONWriter: Sendable {
         afterKey = false
     }
 
+    /// Hands the bytes written so far to `output` and empties the buffer, keeping its capacity
+    /// and the document's state: a large document goes to a file in pieces.
+    public mutating func flush(to output: ([UInt8]) throws -> Void) rethrows {
+        try output(bytes)
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Ends a finished document with a newline, as a file of it ends.
+    public mutating func newlineAtEnd() {
+        bytes.append(UInt8(ascii: "\n"))
+    }
+
     public mutating func number(_ value: Double) {
         prepareForValue()
         appendNumber(value)
