@@ -50,9 +50,9 @@ public struct Ledger: Sendable {
 
     /// Adds `other` (another partition's ledger: other source addresses, other items) into this one.
     public mutating func merge(_ other: Ledger) {
-        for key in other.acceptedKeys.all where !acceptedKeys.insert(key) {
+        other.acceptedKeys.forEach { key in
             // The same item accepted in both: the second acceptance is a duplicate.
-            duplicatesByOperation["merged", default: 0] += 1
+            if !acceptedKeys.insert(key) { duplicatesByOperation["merged", default: 0] += 1 }
         }
         mergeCounts(of: other)
     }
