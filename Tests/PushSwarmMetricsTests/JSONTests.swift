@@ -73,6 +73,24 @@ import Testing
         }
     }
 
+    /// Strings are scanned eight bytes at a time while they are plain ASCII; an escape, a
+    /// non-ASCII byte or a forbidden control character must be seen wherever it falls in a word.
+    @Test func findsWhatEndsAPlainRunAtEveryPlaceInAWord() throws {
+        for position in 0..<20 {
+            let before = String(repeating: "a", count: position)
+            for (written, meant) in [(#"\""#, "\""), (#"\\"#, "\\"), (#"\n"#, "\n"), ("é", "é"), ("😀", "😀"), (#"\u00e9"#, "é")] {
+                let text = #"{"k": ""# + before + written + #"bcdefghijk"}"#
+                #expect(try JSONParser.parse(text) == ["k": .string(before + meant + "bcdefghijk")], "\(text)")
+            }
+            #expect(throws: JSONParser.SyntaxError.self, "a raw control character at \(position)") {
+                try JSONParser.parse(#"{"k": ""# + before + "\u{01}bcdefghijk\"}")
+            }
+            #expect(throws: JSONParser.SyntaxError.self, "invalid UTF-8 at \(position)") {
+                try JSONParser.parse(Array(#"{"k": ""#.utf8) + Array(before.utf8) + [0xC3, 0x28] + Array(#"bcdefghijk"}"#.utf8))
+            }
+        }
+    }
+
     @Test func rejectsNestingBeyondTheLimitInsteadOfOverflowingTheStack() {
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(deep) }

@@ -430,14 +430,6 @@ public struct DeviceLifecycle: Sendable {
         }
         return text
     }
-
-    /// What a platform client sees of this device now.
-    public func snapshot(calendar: RunCalendar) -> DeviceSnapshot {
-        DeviceSnapshot(
-            profile: profile, userID: userID, pushPermissionGranted: observedPermission == .granted,
-            pushToken: pushToken, currentScreen: currentScreen, clock: calendar
-        )
-    }
 }
 
 /// A group's behaviour and what is derived from it, made once per group and shared by reference by

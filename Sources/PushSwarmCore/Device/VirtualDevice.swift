@@ -83,7 +83,7 @@ public actor VirtualDevice {
         }
         lifecycle.start(now: now, random: &random, into: &work.outputs)
         apply(now: now, into: &work)
-        convert(client.started(device: lifecycle.snapshot(calendar: calendar), now: now, random: &random), into: &work.actions)
+        convert(client.started(device: snapshot(), now: now, random: &random), into: &work.actions)
         return (work.actions, known)
     }
 
@@ -95,13 +95,13 @@ public actor VirtualDevice {
             lifecycle.handle(lifecycleEvent, now: now, random: &random, into: &work.outputs)
             apply(now: now, into: &work)
         case .clientTimer(let token):
-            client.timerFired(token, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random, into: &work.clientActions)
+            client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.clientActions)
             takeClientActions(into: &work)
         case .completion(let completion):
-            client.handle(completion, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random, into: &work.clientActions)
+            client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.clientActions)
             takeClientActions(into: &work)
         case .socket(let socketEvent):
-            client.handle(socketEvent, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random, into: &work.clientActions)
+            client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.clientActions)
             takeClientActions(into: &work)
         }
     }
@@ -135,6 +135,16 @@ public actor VirtualDevice {
         #endif
     }
 
+    /// What the client sees of the device now, read from the lifecycle field by field: a method
+    /// of `DeviceLifecycle` called on the stored lifecycle copied the whole state first (every
+    /// reference in it retained and released again), for each call of the client.
+    private func snapshot() -> DeviceSnapshot {
+        DeviceSnapshot(
+            profile: lifecycle.profile, userID: lifecycle.userID, pushPermissionGranted: lifecycle.observedPermission == .granted,
+            pushToken: lifecycle.pushToken, currentScreen: lifecycle.currentScreen, clock: calendar
+        )
+    }
+
     /// Turns the lifecycle's outputs in `work` into actions, asking the client about each intent.
     private func apply(now: Instant, into work: inout Work) {
         for output in work.outputs {
@@ -152,7 +162,7 @@ public actor VirtualDevice {
                 default:
                     break
                 }
-                client.handle(intent, device: lifecycle.snapshot(calendar: calendar), now: now, random: &random, into: &work.clientActions)
+                client.handle(intent, device: snapshot(), now: now, random: &random, into: &work.clientActions)
                 takeClientActions(into: &work)
             }
         }

@@ -125,7 +125,11 @@ public final class MockFleet: Sendable {
 
     /// Whether any platform's ledger holds `key`.
     public func holds(_ key: LedgerKey) -> Bool {
-        state.withLock { $0.hosts.contains { $0.ledger.contains(key) } }
+        state.withLock { state in
+            // By index: `contains(where:)` would hand each host to its closure as a copy.
+            for index in state.hosts.indices where state.hosts[index].ledger.contains(key) { return true }
+            return false
+        }
     }
 
     /// Each platform's ledger now, by platform name.

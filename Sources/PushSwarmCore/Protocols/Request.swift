@@ -19,7 +19,8 @@ public struct Request: Sendable, Equatable {
 
     /// The path without its query (`/events?x=1` → `/events`): what services route by.
     public var pathWithoutQuery: String {
-        path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
+        // Searched as bytes: a Character search walks grapheme clusters, and this is per request.
+        path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(path[..<$0]) } ?? path
     }
 }
 

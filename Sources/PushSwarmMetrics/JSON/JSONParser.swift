@@ -195,6 +195,16 @@ public struct JSONParser {
             // Most strings are ASCII without escapes: they need no UTF-8 validation.
             var isASCII = true
             var isPlain = true
+            // Eight bytes at a time past the common run of plain ASCII: no quote, backslash,
+            // control character or byte of 0x80 and above among them.
+            bytes.withUnsafeBufferPointer { buffer in
+                let raw = UnsafeRawPointer(buffer.baseAddress!)
+                while index + 8 <= buffer.count {
+                    let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                    if Self.mayEndPlainASCII(word) { break }
+                    index += 8
+                }
+            }
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
@@ -218,6 +228,17 @@ public struct JSONParser {
                 index += 1
             }
             throw error("unterminated string", at: start)
+        }
+
+        /// Whether any of the eight bytes in `word` is a quote, a backslash, below 0x20 or 0x80
+        /// and above (the "has a zero byte" test on the word and on it xor each special byte).
+        @inline(__always)
+        static func mayEndPlainASCII(_ word: UInt64) -> Bool {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
+            let controlOrHigh = ((word &- 0x2020_2020_2020_2020) | word) & highs
+            return controlOrHigh | hasZeroByte(word ^ 0x2222_2222_2222_2222) | hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C) != 0
         }
 
         static func isValidUTF8(_ slice: ArraySlice<UInt8>) -> Bool {

@@ -52,6 +52,31 @@ public struct JSONWriter: Sendable {
         afterKey = true
     }
 
+    /// A string's JSON form (quotes and escapes included), made once for a name or value that a
+    /// hot path writes again and again: written by copying its bytes, with no escaping scan.
+    public struct Quoted: Sendable {
+        public let bytes: [UInt8]
+
+        public init(_ text: String) {
+            var writer = JSONWriter()
+            writer.string(text)
+            bytes = writer.bytes
+        }
+    }
+
+    public mutating func key(_ name: Quoted) {
+        separate()
+        bytes.append(contentsOf: name.bytes)
+        bytes.append(UInt8(ascii: ":"))
+        if indentUnit > 0 { bytes.append(UInt8(ascii: " ")) }
+        afterKey = true
+    }
+
+    public mutating func string(_ value: Quoted) {
+        prepareForValue()
+        bytes.append(contentsOf: value.bytes)
+    }
+
     public mutating func string(_ value: String) {
         prepareForValue()
         var value = value

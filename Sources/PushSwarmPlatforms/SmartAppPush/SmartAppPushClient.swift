@@ -97,6 +97,9 @@ struct SmartAppPushClient: PlatformClient {
 
     // MARK: - Requests
 
+    /// The context's member names, in byte order, and in JSON form.
+    private static let contextMembers = ["app_version", "os_version", "screen"]
+    private static let quotedContextMembers = contextMembers.map(JSONWriter.Quoted.init)
     private static let contextBit = SmartAppPushMessages.EventField.context.bit
     private static let paramsBit = SmartAppPushMessages.EventField.params.bit
 
@@ -112,33 +115,35 @@ struct SmartAppPushClient: PlatformClient {
         let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
         let settings = self.settings
         // The context's members in byte order of their names: written so, and hashed so by the key.
-        let context = [("app_version", profile.appVersion), ("os_version", profile.osVersion), ("screen", device.currentScreen)]
+        let names = Self.contextMembers
+        let context = [(names[0], profile.appVersion), (names[1], profile.osVersion), (names[2], device.currentScreen)]
 
         var body = JSONWriter()
         body.beginObject()
         for (position, field) in SmartAppPushMessages.EventField.ordered.enumerated() where omitted & 1 << position == 0 {
+            let fieldName = SmartAppPushMessages.EventField.quotedNames[position]
             switch field {
-            case .tenantID: body.key(field.rawValue); body.string(settings.tenantID)
-            case .apiKey: body.key(field.rawValue); body.string(settings.apiKey)
+            case .tenantID: body.key(fieldName); body.string(shared.quotedTenantID)
+            case .apiKey: body.key(fieldName); body.string(shared.quotedAPIKey)
             case .appUserID:
                 // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
-                if let user = device.userID { body.key(field.rawValue); body.string(user) }
-            case .eventName: body.key(field.rawValue); body.string(name)
-            case .eventTime: body.key(field.rawValue); body.string(eventTime)
-            case .deviceToken: body.key(field.rawValue); body.string(token)
-            case .platform: body.key(field.rawValue); body.string(profile.os.rawValue)
+                if let user = device.userID { body.key(fieldName); body.string(user) }
+            case .eventName: body.key(fieldName); body.string(name)
+            case .eventTime: body.key(fieldName); body.string(eventTime)
+            case .deviceToken: body.key(fieldName); body.string(token)
+            case .platform: body.key(fieldName); body.string(profile.os.rawValue)
             // "Send `push_permission_granted` with every event."
-            case .pushPermissionGranted: body.key(field.rawValue); body.bool(device.pushPermissionGranted)
-            case .timezone: body.key(field.rawValue); body.string(profile.locale.timeZone)
-            case .language: body.key(field.rawValue); body.string(profile.locale.language)
-            case .country: body.key(field.rawValue); body.string(profile.locale.country)
-            case .sessionID: body.key(field.rawValue); body.string(session)
+            case .pushPermissionGranted: body.key(fieldName); body.bool(device.pushPermissionGranted)
+            case .timezone: body.key(fieldName); body.string(profile.locale.timeZone)
+            case .language: body.key(fieldName); body.string(profile.locale.language)
+            case .country: body.key(fieldName); body.string(profile.locale.country)
+            case .sessionID: body.key(fieldName); body.string(session)
             case .params:
-                if !parameters.isEmpty { body.key(field.rawValue); body.write(.object(parameters)) }
+                if !parameters.isEmpty { body.key(fieldName); body.write(.object(parameters)) }
             case .context:
-                body.key(field.rawValue)
+                body.key(fieldName)
                 body.beginObject()
-                for (member, value) in context {
+                for (member, (_, value)) in zip(Self.quotedContextMembers, context) {
                     body.key(member)
                     body.string(value)
                 }

@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmMetrics
 
 /// SmartAppPush as a PushSwarm platform: reads its scenario section and makes clients and mocks.
 public struct SmartAppPushPlatform: Platform {
@@ -113,9 +114,14 @@ final class SharedSettings: Sendable {
     let value: SmartAppPushSettings
     /// The offline queue's retry table, timeout and capacity, shared by the profile's queues.
     let queuePolicy: OfflineQueue.Policy
+    /// The tenant and API key in JSON form, written into every event as they stand.
+    let quotedTenantID: JSONWriter.Quoted
+    let quotedAPIKey: JSONWriter.Quoted
 
     init(_ value: SmartAppPushSettings) {
         self.value = value
+        quotedTenantID = JSONWriter.Quoted(value.tenantID)
+        quotedAPIKey = JSONWriter.Quoted(value.apiKey)
         queuePolicy = OfflineQueue.Policy(retryTable: value.retryTable, timeout: value.requestTimeout, capacity: value.queueCapacity)
     }
 }
