@@ -36,11 +36,16 @@ public struct RunMetrics: Sendable, Equatable {
 
     public mutating func recordSent(operation: String, retryNumber: Int, at microseconds: Int64? = nil) {
         if let microseconds { timeline.recordSent(at: microseconds, isRetry: retryNumber > 0) }
-        operations[operation, default: OperationMetrics()].sent += 1
-        if retryNumber > 0 {
-            retriesByAttempt[retryNumber, default: 0] += 1
-            operations[operation, default: OperationMetrics()].retries += 1
+        if retryNumber > 0 { retriesByAttempt[retryNumber, default: 0] += 1 }
+        update(operation) { metrics in
+            metrics.sent += 1
+            if retryNumber > 0 { metrics.retries += 1 }
         }
+    }
+
+    /// Changes one operation's metrics in place: its name is hashed once, not once per field.
+    private mutating func update(_ operation: String, _ change: (inout OperationMetrics) -> Void) {
+        change(&operations[operation, default: OperationMetrics()])
     }
 
     /// A response; `serviceMicroseconds` nil means the same as the latency. Connect and first-byte
@@ -50,11 +55,13 @@ public struct RunMetrics: Sendable, Equatable {
         connectMicroseconds: UInt64? = nil, firstByteMicroseconds: UInt64? = nil, at microseconds: Int64? = nil
     ) {
         if let microseconds { timeline.recordResponse(at: microseconds, status: status, latencyMicroseconds: latencyMicroseconds) }
-        operations[operation, default: OperationMetrics()].byStatus[status, default: 0] += 1
-        operations[operation, default: OperationMetrics()].latency.record(latencyMicroseconds)
-        operations[operation, default: OperationMetrics()].serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
-        if let connectMicroseconds { operations[operation, default: OperationMetrics()].connectTime.record(connectMicroseconds) }
-        if let firstByteMicroseconds { operations[operation, default: OperationMetrics()].timeToFirstByte.record(firstByteMicroseconds) }
+        update(operation) { metrics in
+            metrics.byStatus[status, default: 0] += 1
+            metrics.latency.record(latencyMicroseconds)
+            metrics.serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
+            if let connectMicroseconds { metrics.connectTime.record(connectMicroseconds) }
+            if let firstByteMicroseconds { metrics.timeToFirstByte.record(firstByteMicroseconds) }
+        }
     }
 
     public mutating func recordTransportError(operation: String, reason: String, at microseconds: Int64? = nil) {

@@ -126,12 +126,22 @@ public struct Timeline: Sendable, Equatable {
     }
 }
 
-/// A latency histogram for one interval: the same buckets as `LatencyHistogram` (so quantiles
-/// read alike and merge exactly), holding only the buckets that were hit. A day in 5-minute
-/// intervals keeps 288 of these; full histograms would take 190 kB each.
+/// A latency histogram for one interval, holding only the buckets that were hit. A day in
+/// 5-minute intervals keeps 288 of these; full histograms would take 190 kB each.
+///
+/// Its buckets are `LatencyHistogram`'s taken eight at a time (`grain`): a quantile is within
+/// 0.8 % (8 µs below 2 ms) where the run's own histogram is within 0.1 %, plenty for a chart of
+/// an interval, and a day's intervals take an eighth of the memory (the timeline was the largest
+/// thing after the ledger that grew with a run's length). A group is named by the index of its
+/// first bucket, so the saved form is still `LatencyHistogram` indices; finer saved buckets (an
+/// older archive) are grouped as they are read.
 public struct SparseHistogram: Sendable, Equatable {
-    /// The buckets hit, ascending by `LatencyHistogram` bucket index, with their counts: 12 bytes
-    /// a bucket (a dictionary took two to three times that, and a long run keeps hundreds of these).
+    /// How many of `LatencyHistogram`'s buckets make one of these (a power of two that divides
+    /// its 1,024 buckets of each half-octave, so a group never spans two).
+    static let grain = 8
+
+    /// The buckets hit, ascending by the index of their first `LatencyHistogram` bucket, with
+    /// their counts: 12 bytes a bucket.
     private var indices: [UInt32] = []
     private var counts: [UInt64] = []
     public private(set) var totalCount: UInt64 = 0
@@ -153,7 +163,7 @@ public struct SparseHistogram: Sendable, Equatable {
     }
 
     private mutating func add(count: UInt64, at index: Int) {
-        let key = UInt32(clamping: index)
+        let key = UInt32(clamping: index & ~(Self.grain - 1))
         // Binary search for the bucket; latencies cluster, so the last bucket is checked first.
         var low = 0
         var high = indices.count
@@ -171,15 +181,15 @@ public struct SparseHistogram: Sendable, Equatable {
         totalCount += count
     }
 
-    /// As `LatencyHistogram.value(atQuantile:)`: the bucket's highest equivalent value, never above
-    /// the maximum.
+    /// As `LatencyHistogram.value(atQuantile:)`: the group's highest equivalent value, never
+    /// above the maximum.
     public func value(atQuantile quantile: Double) -> UInt64? {
         guard totalCount > 0 else { return nil }
         let rank = max(1, UInt64((min(max(quantile, 0), 1) * Double(totalCount)).rounded(.up)))
         var cumulative: UInt64 = 0
         for (index, count) in zip(indices, counts) {
             cumulative += count
-            if cumulative >= rank { return min(LatencyHistogram.highestEquivalentValue(forIndex: Int(index)), maximum) }
+            if cumulative >= rank { return min(LatencyHistogram.highestEquivalentValue(forIndex: Int(index) + Self.grain - 1), maximum) }
         }
         return maximum
     }

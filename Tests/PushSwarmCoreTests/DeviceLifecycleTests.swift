@@ -163,6 +163,27 @@ import Testing
         #expect(calm.map { $0?.1 } == busy.map { $0?.1 })
     }
 
+    /// A device keeps a displayed push only until the tap or dismissal scheduled for it: an
+    /// ignored one is not kept for the rest of a day's run (memory per device, not per push).
+    @Test mutating func aDeviceKeepsAPushOnlyUntilWhatTheUserDoesWithIt() {
+        var behaviour = Fixtures.quietBehaviour
+        behaviour.tapRate = PerOS(both: 0.3)
+        behaviour.dismissRate = 0.3
+        var device = DeviceLifecycle(profile: Fixtures.profile(), behaviour: behaviour)
+        var later: [(DeviceLifecycle.Event, Instant)] = []
+        var ignored = 0
+        for id in 1...200 {
+            let push = PushNotification(id: UInt64(id), campaign: "c", data: [:], fate: UInt64(id) &* 0x9E37_79B9)
+            let outputs = device.handle(.notificationDelivered(push), now: t0, random: &random)
+            later += Fixtures.scheduled(outputs)
+            if Fixtures.counts(outputs).contains("notifications.ignored") { ignored += 1 }
+        }
+        #expect(ignored > 20 && later.count > 20, "some pushes are ignored, some tapped or dismissed")
+        #expect(device.keptNotificationCount == later.count)
+        for (event, time) in later.sorted(by: { $0.1 < $1.1 }) { _ = device.handle(event, now: time, random: &random) }
+        #expect(device.keptNotificationCount == 0)
+    }
+
     @Test mutating func withoutPermissionANotificationIsNotDisplayed() {
         var device = DeviceLifecycle(profile: Fixtures.profile(grants: false), behaviour: Fixtures.quietBehaviour)
         let outputs = device.handle(.notificationDelivered(PushNotification(id: 1, campaign: "c", data: [:])), now: t0, random: &random)

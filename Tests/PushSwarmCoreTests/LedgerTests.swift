@@ -46,4 +46,48 @@ import Testing
         }
         #expect(reference.allSatisfy(keys.contains))
     }
+
+    /// An item sent once (an event with its time in it) is held until its device confirms it and
+    /// for `confirmedRetention` after: a retry in that time is a duplicate, and an unconfirmed
+    /// item is held for as long as the run lasts. After that it is forgotten, so a day's ledger
+    /// does not keep a key per request. A lasting key (a registration) is never forgotten.
+    @Test func anItemSentOnceIsHeldUntilConfirmedAndARetentionLonger() {
+        let source = SourceAddress(index: 0)
+        let retention = Ledger.confirmedRetention
+        var ledger = Ledger()
+        let event = LedgerKey("event", "1").once
+        let late = LedgerKey("event", "2").once
+        let registration = LedgerKey("instance", "a")
+        #expect(event.isOnce && !registration.isOnce && event != LedgerKey("event", "1"))
+        let eventAccepted = ledger.record(event, operation: "e", source: source, at: .start)
+        #expect(eventAccepted)
+        let lateAccepted = ledger.record(late, operation: "e", source: source, at: .start)
+        #expect(lateAccepted)
+        let registrationAccepted = ledger.record(registration, operation: "r", source: source, at: .start)
+        #expect(registrationAccepted)
+
+        let confirmedAt = Instant.start + .seconds(10)
+        let eventHeld = ledger.confirm(event, at: confirmedAt)
+        #expect(eventHeld)
+        let registrationHeld = ledger.confirm(registration, at: confirmedAt)
+        #expect(registrationHeld)
+        let retryAccepted = ledger.record(event, operation: "e", source: source, at: confirmedAt + .seconds(1))
+        #expect(!retryAccepted, "a retry just after the confirmation")
+        #expect(ledger.contains(event))
+
+        // Two retention periods later the confirmed item is gone; the unconfirmed one and the
+        // registration stay.
+        let muchLater = confirmedAt + retention + retention
+        let neverSentHeld = ledger.confirm(LedgerKey("event", "never sent").once, at: muchLater)
+        #expect(!neverSentHeld, "an item the ledger never had was lost")
+        #expect(!ledger.contains(event))
+        #expect(ledger.contains(late))
+        let lateRetryAccepted = ledger.record(late, operation: "e", source: source, at: muchLater)
+        #expect(!lateRetryAccepted, "an unconfirmed item's retry, however late")
+        let registrationAgainAccepted = ledger.record(registration, operation: "r", source: source, at: muchLater)
+        #expect(!registrationAgainAccepted, "a registration again, however late")
+        #expect(Set(ledger.keys) == [late, registration])
+        #expect(ledger.duplicates == 3)
+        #expect(ledger.accepted == 3)
+    }
 }

@@ -80,7 +80,17 @@ public struct DeviceLifecycle: Sendable {
     private var sessionEndsAt = Instant.start
     private var script: [ScriptStep] = []
     /// Displayed notifications awaiting a tap or dismissal.
-    public private(set) var pendingNotifications: [UInt64: PushNotification] = [:]
+    private var pendingNotifications: [UInt64: PushNotification] = [:]
+    /// How many displayed notifications the device keeps for a tap or dismissal to come.
+    var keptNotificationCount: Int { pendingNotifications.count }
+
+    /// Removes a kept notification; the table itself goes once it is empty (an emptied
+    /// dictionary keeps its storage, and most devices keep one push at a time, once a day).
+    private mutating func takeNotification(_ id: UInt64) -> PushNotification? {
+        let notification = pendingNotifications.removeValue(forKey: id)
+        if pendingNotifications.isEmpty { pendingNotifications = [:] }
+        return notification
+    }
     private var nextTokenSerial = 0
     /// The user force-stopped the app when it last closed; cleared by the next launch.
     public private(set) var isForceStopped = false
@@ -226,20 +236,23 @@ public struct DeviceLifecycle: Sendable {
             }
             outputs.append(.count("notifications.displayed"))
             outputs.append(.intent(.notificationDisplayed(notification)))
-            pendingNotifications[notification.id] = notification
             var fate = SeededRandom(seed: notification.fate, stream: .notificationFate)
             let tapRate = notification.tapRate?[profile.os] ?? behaviour.tapRate[profile.os]
+            // Kept only until the tap or dismissal that will use it: an ignored push is not kept
+            // for the rest of the run.
             if fate.chance(tapRate) {
                 let delay = (notification.timeToOpen?[profile.os] ?? behaviour.timeToOpen[profile.os]).sampleSpan(using: &fate)
+                pendingNotifications[notification.id] = notification
                 outputs.append(.schedule(.notificationTapped(id: notification.id), at: now + delay))
             } else if fate.chance(behaviour.dismissRate) {
+                pendingNotifications[notification.id] = notification
                 outputs.append(.schedule(.notificationDismissed(id: notification.id), at: now + behaviour.timeToDismiss.sampleSpan(using: &fate)))
             } else {
                 outputs.append(.count("notifications.ignored"))
             }
 
         case .notificationTapped(let id):
-            guard let notification = pendingNotifications.removeValue(forKey: id) else { return }
+            guard let notification = takeNotification(id) else { return }
             guard appState != .notInstalled else { return }
             outputs.append(.count("notifications.tapped"))
             if appState != .foreground {
@@ -258,7 +271,7 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.intent(.userEvent(name: entry.name, parameters: EventParameters.make(entry.parameters, random: &random))))
 
         case .notificationDismissed(let id):
-            guard let notification = pendingNotifications.removeValue(forKey: id) else { return }
+            guard let notification = takeNotification(id) else { return }
             outputs.append(.count("notifications.dismissed"))
             outputs.append(.intent(.notificationDismissed(notification)))
         }

@@ -1,28 +1,42 @@
 /// What a mock service accepted: every item once, duplicates counted, and the most requests one
 /// source had accepted within one calendar second (to check a rate limit from the outside).
 ///
-/// The per-second count is kept as a running peak per (source, operation), not per second: its
-/// memory grows with the addresses, not with the run's length.
+/// The per-second count is kept for the open second only, and folded into a peak per operation
+/// when the next second begins (requests reach a ledger in time order): its memory grows with
+/// the addresses active within one second, not with all addresses or the run's length.
 public struct Ledger: Sendable {
     private struct SourceOperation: Hashable {
         var source: UInt32
         var operation: String
     }
 
-    private struct SecondCount {
-        var second: Int64
-        var count: UInt32
-    }
-
-    /// Every accepted item's key, 8 bytes each (`KeySet`).
+    /// The keys of accepted lasting items (registrations), 8 bytes each (`KeySet`).
     private var acceptedKeys = KeySet()
+    /// The keys of accepted items sent once (`LedgerKey.once`) that no device has confirmed yet.
+    private var unconfirmedOnce: Set<UInt64> = []
+    /// Keys sent once and confirmed, kept for a retry already on its way: those confirmed in the
+    /// current period of `confirmedRetention` and in the one before it.
+    private var confirmedOnce: Set<UInt64> = []
+    private var confirmedOnceBefore: Set<UInt64> = []
+    private var confirmedPeriod: Int64 = .min
 
-    /// Every accepted item's key (for `GET /ledger?keys=1` and tests).
-    public var keys: [LedgerKey] { acceptedKeys.all.map(LedgerKey.init(value:)) }
+    /// How long a confirmed item's key is kept at least (twice that at most). In simulated time a
+    /// request reaches the mock when it is sent, so no copy of an item can arrive after its
+    /// confirmation; in wall time one still in a socket's buffer can, within seconds. Two items
+    /// sent once with the same fields (the same event twice in the same second) are duplicates
+    /// the service would drop: the second arrives long before the first's key goes.
+    public static let confirmedRetention = TimeSpan.seconds(300)
+
+    /// Every key the ledger holds now (for `GET /ledger?keys=1` and tests).
+    public var keys: [LedgerKey] {
+        (acceptedKeys.all + unconfirmedOnce + confirmedOnce + confirmedOnceBefore).map(LedgerKey.init(value:))
+    }
     public private(set) var acceptedByOperation: [String: UInt64] = [:]
     public private(set) var duplicatesByOperation: [String: UInt64] = [:]
-    /// Each (source, operation)'s current second and its count so far.
-    private var currentSecond: [SourceOperation: SecondCount] = [:]
+    /// The second whose counts `openCounts` holds.
+    private var openSecond: Int64 = .min
+    /// Each (source, operation)'s count in `openSecond`.
+    private var openCounts: [SourceOperation: UInt32] = [:]
     /// The highest count of a finished second, by operation.
     private var peaks: [String: UInt32] = [:]
 
@@ -32,15 +46,12 @@ public struct Ledger: Sendable {
     @discardableResult
     public mutating func record(_ key: LedgerKey, operation: String, source: SourceAddress, at now: Instant) -> Bool {
         let second = now.microseconds >= 0 ? now.microseconds / 1_000_000 : (now.microseconds + 1) / 1_000_000 - 1
-        let slot = SourceOperation(source: source.index, operation: operation)
-        var current = currentSecond[slot] ?? SecondCount(second: second, count: 0)
-        if current.second != second {
-            peaks[operation] = max(peaks[operation] ?? 0, current.count)
-            current = SecondCount(second: second, count: 0)
+        if second != openSecond {
+            closeOpenSecond()
+            openSecond = second
         }
-        current.count += 1
-        currentSecond[slot] = current
-        guard acceptedKeys.insert(key.value) else {
+        openCounts[SourceOperation(source: source.index, operation: operation), default: 0] += 1
+        guard insert(key.value) else {
             duplicatesByOperation[operation, default: 0] += 1
             return false
         }
@@ -48,22 +59,64 @@ public struct Ledger: Sendable {
         return true
     }
 
+    /// Adds a key where its kind is kept; false when the ledger held it already.
+    private mutating func insert(_ key: UInt64) -> Bool {
+        guard LedgerKey(value: key).isOnce else { return acceptedKeys.insert(key) }
+        guard !confirmedOnce.contains(key), !confirmedOnceBefore.contains(key) else { return false }
+        return unconfirmedOnce.insert(key).inserted
+    }
+
+    /// A device's confirmation that `key`'s item was accepted (it had a success answer); returns
+    /// whether the ledger holds the item (if not, the item was lost). A key sent once is kept
+    /// for `confirmedRetention` more, then forgotten.
+    public mutating func confirm(_ key: LedgerKey, at now: Instant) -> Bool {
+        guard key.isOnce else { return acceptedKeys.contains(key.value) }
+        let period = now.microseconds / Self.confirmedRetention.microseconds
+        if period != confirmedPeriod {
+            confirmedOnceBefore = period == confirmedPeriod + 1 ? confirmedOnce : []
+            confirmedOnce = []
+            confirmedPeriod = period
+        }
+        if unconfirmedOnce.remove(key.value) != nil {
+            confirmedOnce.insert(key.value)
+            return true
+        }
+        return confirmedOnce.contains(key.value) || confirmedOnceBefore.contains(key.value)
+    }
+
+    /// Calls `body` with every key the ledger holds.
+    private func forEachKey(_ body: (UInt64) -> Void) {
+        acceptedKeys.forEach(body)
+        unconfirmedOnce.forEach(body)
+        confirmedOnce.forEach(body)
+        confirmedOnceBefore.forEach(body)
+    }
+
     /// Adds `other` (another partition's ledger: other source addresses, other items) into this one.
     public mutating func merge(_ other: Ledger) {
-        other.acceptedKeys.forEach { key in
+        other.forEachKey { key in
             // The same item accepted in both: the second acceptance is a duplicate.
-            if !acceptedKeys.insert(key) { duplicatesByOperation["merged", default: 0] += 1 }
+            if !insert(key) { duplicatesByOperation["merged", default: 0] += 1 }
         }
         mergeCounts(of: other)
     }
 
-    /// Adds `other`'s counts and peaks (not its keys).
+    /// Folds the open second's counts into the peaks and empties it (keeping its table).
+    private mutating func closeOpenSecond() {
+        for (slot, count) in openCounts { peaks[slot.operation] = max(peaks[slot.operation] ?? 0, count) }
+        openCounts.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds `other`'s counts and peaks (not its keys). Two open seconds that are the same second
+    /// add up (one source's requests may have reached both); otherwise each is a finished second.
     private mutating func mergeCounts(of other: Ledger) {
         acceptedByOperation.merge(other.acceptedByOperation, uniquingKeysWith: +)
         duplicatesByOperation.merge(other.duplicatesByOperation, uniquingKeysWith: +)
         peaks.merge(other.peaks, uniquingKeysWith: max)
-        currentSecond.merge(other.currentSecond) { mine, theirs in
-            mine.second == theirs.second ? SecondCount(second: mine.second, count: mine.count + theirs.count) : (mine.count >= theirs.count ? mine : theirs)
+        if other.openSecond == openSecond {
+            openCounts.merge(other.openCounts, uniquingKeysWith: +)
+        } else {
+            for (slot, count) in other.openCounts { peaks[slot.operation] = max(peaks[slot.operation] ?? 0, count) }
         }
     }
 
@@ -89,8 +142,8 @@ public struct Ledger: Sendable {
         var merged = Ledger()  // counts only
         for (position, ledger) in ledgers.enumerated() {
             var repeats: UInt64 = 0
-            ledger.acceptedKeys.forEach { key in
-                if ledgers[..<position].contains(where: { $0.acceptedKeys.contains(key) }) { repeats += 1 }
+            ledger.forEachKey { key in
+                if ledgers[..<position].contains(where: { $0.contains(LedgerKey(value: key)) }) { repeats += 1 }
             }
             if repeats > 0 { totals.duplicatesByOperation["merged", default: 0] += repeats }
             merged.mergeCounts(of: ledger)
@@ -101,13 +154,16 @@ public struct Ledger: Sendable {
         return totals
     }
 
-    public func contains(_ key: LedgerKey) -> Bool { acceptedKeys.contains(key.value) }
+    public func contains(_ key: LedgerKey) -> Bool {
+        guard key.isOnce else { return acceptedKeys.contains(key.value) }
+        return unconfirmedOnce.contains(key.value) || confirmedOnce.contains(key.value) || confirmedOnceBefore.contains(key.value)
+    }
 
     /// For each operation with accepted requests (duplicates included), the most one source had
     /// accepted within one calendar second of the run.
     public var peakAcceptedPerSecondByOperation: [String: UInt32] {
-        currentSecond.reduce(into: peaks) { peaks, entry in
-            peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value.count)
+        openCounts.reduce(into: peaks) { peaks, entry in
+            peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value)
         }
     }
 }

@@ -123,11 +123,11 @@ public final class MockFleet: Sendable {
         state.withLock { $0.hosts[platform].socketClosed(session: session, at: now) }
     }
 
-    /// Whether any platform's ledger holds `key`.
-    public func holds(_ key: LedgerKey) -> Bool {
+    /// A device's confirmation of `key`'s item: whether any platform's ledger holds it (if none
+    /// does, the item was lost). See `Ledger.confirm`.
+    public func confirm(_ key: LedgerKey, at now: Instant) -> Bool {
         state.withLock { state in
-            // By index: `contains(where:)` would hand each host to its closure as a copy.
-            for index in state.hosts.indices where state.hosts[index].ledger.contains(key) { return true }
+            for index in state.hosts.indices where state.hosts[index].confirm(key, at: now) { return true }
             return false
         }
     }

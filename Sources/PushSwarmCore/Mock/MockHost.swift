@@ -124,6 +124,9 @@ public struct MockHost: Sendable {
         service.knowDevice(device)
     }
 
+    /// A device's confirmation of `key`'s item (`Ledger.confirm`).
+    public mutating func confirm(_ key: LedgerKey, at now: Instant) -> Bool { ledger.confirm(key, at: now) }
+
     public mutating func launchCampaign(_ campaign: Campaign, at now: Instant) -> (pushes: [PushMessage], sessionMessages: [SessionMessage]) {
         let pushes = service.launchCampaign(campaign, at: now, draws: CampaignDraws(seed: seed, campaign: campaign.name))
         return (pushes, service.campaignSocketMessages(campaign, at: now))

@@ -349,7 +349,7 @@ final class Partition: @unchecked Sendable {
             case .backoff(let delay, let retryNumber):
                 metrics.recordBackoff(microseconds: UInt64(max(0, delay.microseconds)), retryNumber: retryNumber)
             case .confirmed(let key):
-                if let mocks, !mocks.holds(key) { lost += 1 }
+                if let mocks, !mocks.confirm(key, at: now) { lost += 1 }
             case .pushAddress(let old, let new):
                 if let old, pushGateway[old] == index { pushGateway[old] = nil }
                 pushGateway[new] = index

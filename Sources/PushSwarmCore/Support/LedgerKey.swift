@@ -22,6 +22,17 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
         self = builder.key
     }
 
+    /// Whether this is the key of an item sent once (`once`): the lowest bit of the value.
+    public var isOnce: Bool { value & 1 != 0 }
+
+    /// This key, marked as that of an item sent once: an event or a message with its own time or
+    /// id in its fields, which only retries of that very item can repeat (a registration, which a
+    /// device may send again at any time, is not). The ledger holds such a key until the device
+    /// has confirmed the item, and a while longer for a retry that was already on its way
+    /// (`Ledger.confirmedRetention`), not for the rest of the run: a day's ledger grows with
+    /// what is in flight, not with every request. Clients and mocks must mark the same kinds.
+    public var once: LedgerKey { LedgerKey(value: value | 1) }
+
     public var description: String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
@@ -46,7 +57,8 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
             h ^= h >> 33
             h = h &* 0xC4CE_B9FE_1A85_EC53
             h ^= h >> 33
-            return LedgerKey(value: h)
+            // The lowest bit marks keys of items sent once (`once`); a builder's key is lasting.
+            return LedgerKey(value: h & ~1)
         }
 
         public mutating func add(_ text: String) {

@@ -63,9 +63,10 @@ public enum FlocktoryMessages {
         return try? JSONParser.parse(body)
     }
 
-    public static func showKey(_ message: String) -> LedgerKey { LedgerKey("flocktory-show", message) }
-    public static func clickKey(_ message: String) -> LedgerKey { LedgerKey("flocktory-click", message) }
-    public static func orderKey(site: String, order: String) -> LedgerKey { LedgerKey("flocktory-order", site, order) }
+    // A message's show and click, and an order, are sent once; a subscription may come again.
+    public static func showKey(_ message: String) -> LedgerKey { LedgerKey("flocktory-show", message).once }
+    public static func clickKey(_ message: String) -> LedgerKey { LedgerKey("flocktory-click", message).once }
+    public static func orderKey(site: String, order: String) -> LedgerKey { LedgerKey("flocktory-order", site, order).once }
     public static func subscriptionKey(session: String, token: String) -> LedgerKey {
         LedgerKey("flocktory-push", session, token)
     }

@@ -23,9 +23,10 @@ public enum MeiroMessages {
     /// "version: "1.0.0", //required string, version of the event structure".
     public static let eventVersion = "1.0.0"
 
-    /// The ledger key of one event: a second delivery of the same event is a duplicate.
+    /// The ledger key of one event: a second delivery of the same event is a duplicate. Sent
+    /// once (its timestamp is in it).
     public static func eventKey(userID: String, eventType: String, timestamp: String, token: String) -> LedgerKey {
-        LedgerKey("meiro_mobile", userID, eventType, timestamp, token)
+        LedgerKey("meiro_mobile", userID, eventType, timestamp, token).once
     }
 
     /// "session_id: … base64 session id (timestamp&user_id)".

@@ -68,9 +68,9 @@ public enum PushExpressMessages {
         LedgerKey("px-instance", icToken)
     }
 
-    /// Ledger key of a notification event: one per (instance, message, event).
+    /// Ledger key of a notification event: one per (instance, message, event), sent once.
     public static func notificationKey(instanceID: String, messageID: String, event: String) -> LedgerKey {
-        LedgerKey("px-notification", instanceID, messageID, event)
+        LedgerKey("px-notification", instanceID, messageID, event).once
     }
 
     static let jsonHeaders = [Header("Content-Type", "application/json")]

@@ -111,7 +111,7 @@ public enum SmartAppPushMessages {
             add(context ?? .null)
             add(params ?? .null)
             canonical.endArray()
-            return (SHA256.hash(canonical.bytes), builder.key)
+            return (SHA256.hash(canonical.bytes), builder.key.once)
         }
 
         private mutating func add(_ field: UnsafeBufferPointer<UInt8>) {
@@ -160,7 +160,8 @@ public enum SmartAppPushMessages {
 
         public mutating func add(params: JSONValue?) { builder.add(params ?? .null) }
 
-        public var key: LedgerKey { builder.key }
+        /// An event is sent once: its time is in its key.
+        public var key: LedgerKey { builder.key.once }
     }
 
     /// Calls `body` with "anon:{device_token}", the user the service makes up for an event without
@@ -178,9 +179,9 @@ public enum SmartAppPushMessages {
     }
 
     /// The ledger key of a push open: one per (tenant, tracking token); a second report of the
-    /// same tap is a duplicate.
+    /// same tap is a duplicate. Sent once.
     public static func openKey(tenantID: String, trackingToken: String) -> LedgerKey {
-        LedgerKey("pushes/opened", tenantID, trackingToken)
+        LedgerKey("pushes/opened", tenantID, trackingToken).once
     }
 
     /// The ledger key of a token refresh.

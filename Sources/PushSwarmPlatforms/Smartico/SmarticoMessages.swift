@@ -66,9 +66,10 @@ public enum SmarticoMessages {
     /// "enum PushNotificationUserStatus { ALLOWED = 0, ASK = 1, BLOCKED = 2, SUSPENDED = 3, NOT_SUPPORTED = 4 }".
     public static func userStatus(granted: Bool, asked: Bool) -> Int { granted ? 0 : (asked ? 2 : 1) }
 
-    /// The ledger key of a message carrying `uuid` ("random unique identifier of the request").
+    /// The ledger key of a message carrying `uuid` ("random unique identifier of the request"):
+    /// sent once.
     public static func messageKey(uuid: String) -> LedgerKey {
-        LedgerKey("smartico", uuid)
+        LedgerKey("smartico", uuid).once
     }
 
     /// The ledger key of a popup's impression (one per engagement).
