@@ -13,7 +13,7 @@
 #      (Benchmarks/device-path.json: 20,000 SmartAppPush devices behind 64 NAT addresses, an open
 #      load, every request a device's own body) at P = 1 and P = 2 partitions: the highest offered
 #      rate that stays unsaturated (generator lag p99 < 100 ms, no missed start, nothing pending),
-#      as a ratio to wrk's.
+#      as a ratio to wrk's (wrk runs before and after the device runs; the faster counts).
 #   6. Overload: 3 x wrk's rate offered through devices: max RSS, wall time against the run's
 #      length, whether it marked itself saturated, and the arrivals it shed.
 #
@@ -165,7 +165,17 @@ for partitions in 1 2; do
         rate=$(python3 -c "print(int($wrk_rate * $share / 100))")
         if device_run "$rate" "$partitions" "p$partitions-$share"; then best=$rate; else break; fi
     done
-    python3 -c "print(f'P={$partitions}: highest offered rate that held: {$best:,}/s = {$best / $wrk_rate:.2f} x wrk (target >= 0.5 x wrk)')"
+    eval "best_$partitions=$best"
+done
+# wrk again: the machine's speed drifts over the minutes the device runs take (wrk has measured
+# 110k-190k/s on machines of this kind), so the ratio is taken against the faster of the two.
+echo "command: wrk -t2 -c64 -d${seconds}s -s post.lua http://127.0.0.1:$port/events (again, after the device runs)"
+wrk_after=$(cd "$work" && wrk -t2 -c64 -d"${seconds}s" -s post.lua "http://127.0.0.1:$port/events" | awk '/Requests\/sec/ {print $2}')
+echo "wrk: $wrk_after requests/s after the device runs ($wrk_rate before)"
+wrk_best=$(python3 -c "print(max($wrk_rate, $wrk_after))")
+for partitions in 1 2; do
+    best=$(eval echo "\$best_$partitions")
+    python3 -c "print(f'P={$partitions}: highest offered rate that held: {$best:,}/s = {$best / $wrk_best:.2f} x wrk\'s faster run, {$wrk_best:,.0f}/s (target >= 0.5 x wrk)')"
 done
 
 echo

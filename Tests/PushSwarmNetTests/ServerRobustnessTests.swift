@@ -26,6 +26,11 @@ import Testing
         #expect(status(rawExchange(port: port, send: [Array("GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 5000))\r\n\r\n".utf8)])) == "HTTP/1.1 431")
         #expect(status(rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nContent-Length: 999999\r\n\r\n".utf8)])) == "HTTP/1.1 413")
         #expect(status(rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n".utf8)])) == "HTTP/1.1 501")
+        // A chunk size near Int.max once overflowed the body's length and killed the process; a
+        // signed one left the connection hanging.
+        let chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(status(rawExchange(port: port, send: [Array((chunked + "1\r\na\r\n7FFFFFFFFFFFFFFF\r\n").utf8)])) == "HTTP/1.1 413")
+        #expect(status(rawExchange(port: port, send: [Array((chunked + "-1\r\n").utf8)])) == "HTTP/1.1 400")
         // A slow client (slowloris) is cut off with 408 after the read timeout.
         #expect(status(rawExchange(port: port, send: [Array("GET / HTTP/1.1\r\n".utf8)])) == "HTTP/1.1 408")
         // Truncated requests and random bytes followed by an abrupt close or reset.

@@ -136,10 +136,15 @@ public struct HTTPParser: Sendable {
                 }
                 guard let line = try takeLine(limit: 1024) else { return nil }
                 let sizeText = line.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces() } ?? ""
-                guard !sizeText.isEmpty, sizeText.count <= 16, let size = Int(sizeText, radix: 16) else {
+                // RFC 9112 section 7.1: "chunk-size = 1*HEXDIG", so no sign (`Int(_:radix:)` would
+                // take "-1" and then wait for ever). The size is a peer's number: it is compared
+                // with what the limit leaves, never added to the body's length (which overflowed).
+                guard !sizeText.isEmpty, sizeText.count <= 16, sizeText.allSatisfy(\.isASCIIHexDigit),
+                    let size = Int(sizeText, radix: 16)
+                else {
                     throw HTTPParseError(status: 400, reason: "bad chunk size line")
                 }
-                guard message.body.count + size <= limits.maxBodyBytes else {
+                guard size <= limits.maxBodyBytes - message.body.count else {
                     throw HTTPParseError(status: 413, reason: "body over \(limits.maxBodyBytes) bytes")
                 }
                 state = size == 0 ? .trailers(message) : .chunk(message, remaining: size)
@@ -403,6 +408,7 @@ public struct HTTPParser: Sendable {
 
 extension Character {
     var isASCIIDigit: Bool { asciiValue.map { $0 >= 48 && $0 <= 57 } ?? false }
+    var isASCIIHexDigit: Bool { asciiValue.map { ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) } ?? false }
 }
 
 extension StringProtocol {
