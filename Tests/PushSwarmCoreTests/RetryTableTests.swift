@@ -171,6 +171,20 @@ extension OfflineQueue {
         #expect(RetryAfter.parse("-5", unixNow: 0) == nil)
     }
 
+    /// A `Retry-After` is a peer's text: numbers that do not fit, signs and wrong digit counts are
+    /// not a date (a year of nineteen digits once overflowed and trapped the run).
+    @Test func aHostileRetryAfterIsNoDateAndNoCrash() {
+        for value in [
+            "Sun, 06 Nov 9223372036854775807 08:49:37 GMT", "Sun, 06 Nov -9223372036854775807 08:49:37 GMT",
+            "Sun, 99999999999999999999 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 -8:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 94 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:+7 GMT",
+        ] {
+            #expect(RetryAfter.parse(value, unixNow: 0) == nil, "\(value)")
+        }
+        #expect(RetryAfter.parse("99999999999999999999", unixNow: 0) == nil, "delay-seconds that do not fit")
+        #expect(RetryAfter.parse("Fri, 31 Dec 9999 23:59:59 GMT", unixNow: 0) == .seconds(253_402_300_799))
+    }
+
     @Test func retryAfterIsHonouredOnlyWhenThePolicySaysSo() {
         let answer = ExchangeOutcome.response(Response(status: 429, headers: [Header("Retry-After", "20")]))
         var random = SeededRandom(seed: 1, stream: .device)

@@ -171,14 +171,20 @@ public enum RetryAfter {
     }
 
     /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form senders must use, as Unix seconds.
+    /// Its numbers are a peer's: each must have exactly the digits RFC 9110 gives it ("day =
+    /// 2DIGIT", "year = 4DIGIT", "hour = 2DIGIT", …), no sign, so the arithmetic below cannot
+    /// overflow (a year of nineteen digits once trapped a run).
     static func httpDate(_ text: String) -> Int64? {
+        func number(_ part: Substring, digits: Int) -> Int64? {
+            part.utf8.count == digits && part.allSatisfy(\.isASCIIDigit) ? Int64(part) : nil
+        }
         let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", let day = Int64(parts[1]), let year = Int64(parts[3]) else { return nil }
+        guard parts.count == 6, parts[5] == "GMT", let day = number(parts[1], digits: 2), let year = number(parts[3], digits: 4) else { return nil }
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
         let clock = parts[4].split(separator: ":")
-        guard clock.count == 3, let hour = Int64(clock[0]), let minute = Int64(clock[1]), let second = Int64(clock[2]),
-              (1...31).contains(day), hour < 24, minute < 60, second < 61
+        guard clock.count == 3, let hour = number(clock[0], digits: 2), let minute = number(clock[1], digits: 2),
+              let second = number(clock[2], digits: 2), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         // Days from the civil date (Howard Hinnant's algorithm).
         let month = Int64(monthIndex + 1)
