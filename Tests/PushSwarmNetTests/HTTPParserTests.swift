@@ -34,6 +34,20 @@ import Testing
         #expect(throws: Never.self) { try parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\naB\r\n" + String(repeating: "x", count: 0xAB) + "\r\n0\r\n\r\n") }
     }
 
+    /// RFC 9110 section 15: a status code is three digits from 100 to 599; anything else is a
+    /// malformed answer (the client counts it so), not a status to count.
+    @Test func aStatusCodeIsThreeDigitsFrom100To599() throws {
+        for line in ["HTTP/1.1 0 X", "HTTP/1.1 2 OK", "HTTP/1.1 29 X", "HTTP/1.1 600 X", "HTTP/1.1 799 X", "HTTP/1.1 099 X", "HTTP/1.1 +20 X", "HTTP/1.1 2000 X"] {
+            #expect(throws: HTTPParseError(status: 502, reason: "malformed status line"), "\(line)") {
+                try parse(line + "\r\nContent-Length: 0\r\n\r\n", kind: .response)
+            }
+        }
+        for code in ["100", "200", "429", "599"] {
+            let message = try #require(try parse("HTTP/1.1 \(code) X\r\nContent-Length: 0\r\n\r\n", kind: .response))
+            #expect(message.startLine.1 == code)
+        }
+    }
+
     @Test func messagesArriveByteByByte() throws {
         var parser = HTTPParser(kind: .request)
         let text = "POST /events HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\nHost: a\r\n\r\n"

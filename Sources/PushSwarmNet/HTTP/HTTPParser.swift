@@ -245,9 +245,12 @@ public struct HTTPParser: Sendable {
             }
             startLine = (method, text((firstSpace + 1)..<secondSpace), version)
         case .response:
+            // RFC 9110 section 15: "three-digit integer code", "All valid status codes are within
+            // the range of 100 to 599": a 600 or a 099 is a malformed answer, not a status.
             let codeEnd = secondSpace > 0 ? secondSpace : lineEnd
             guard firstSpace > 0, codeEnd - firstSpace == 4,
-                  (firstSpace + 1..<codeEnd).allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 })
+                  (firstSpace + 1..<codeEnd).allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 }),
+                  bytes[firstSpace + 1] >= UInt8(ascii: "1"), bytes[firstSpace + 1] <= UInt8(ascii: "5")
             else { throw HTTPParseError(status: 502, reason: "malformed status line") }
             let version = text(headStart..<firstSpace)
             guard version.hasPrefix("HTTP/1.") else { throw HTTPParseError(status: 502, reason: "malformed status line") }
