@@ -83,14 +83,6 @@ public struct DeviceLifecycle: Sendable {
     private var pendingNotifications: [UInt64: PushNotification] = [:]
     /// How many displayed notifications the device keeps for a tap or dismissal to come.
     var keptNotificationCount: Int { pendingNotifications.count }
-
-    /// Removes a kept notification; the table itself goes once it is empty (an emptied
-    /// dictionary keeps its storage, and most devices keep one push at a time, once a day).
-    private mutating func takeNotification(_ id: UInt64) -> PushNotification? {
-        let notification = pendingNotifications.removeValue(forKey: id)
-        if pendingNotifications.isEmpty { pendingNotifications = [:] }
-        return notification
-    }
     private var nextTokenSerial = 0
     /// The user force-stopped the app when it last closed; cleared by the next launch.
     public private(set) var isForceStopped = false
@@ -275,6 +267,14 @@ public struct DeviceLifecycle: Sendable {
             outputs.append(.count("notifications.dismissed"))
             outputs.append(.intent(.notificationDismissed(notification)))
         }
+    }
+
+    /// Removes a kept notification; the table itself goes once it is empty (an emptied
+    /// dictionary keeps its storage, and most devices keep one push at a time, once a day).
+    private mutating func takeNotification(_ id: UInt64) -> PushNotification? {
+        let notification = pendingNotifications.removeValue(forKey: id)
+        if pendingNotifications.isEmpty { pendingNotifications = [:] }
+        return notification
     }
 
     // MARK: - Sessions

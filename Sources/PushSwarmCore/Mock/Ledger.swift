@@ -62,7 +62,7 @@ public struct Ledger: Sendable {
     /// Adds a key where its kind is kept; false when the ledger held it already.
     private mutating func insert(_ key: UInt64) -> Bool {
         guard LedgerKey(value: key).isOnce else { return acceptedKeys.insert(key) }
-        guard !confirmedOnce.contains(key), !confirmedOnceBefore.contains(key) else { return false }
+        guard !holdsConfirmed(key) else { return false }
         return unconfirmedOnce.insert(key).inserted
     }
 
@@ -81,7 +81,12 @@ public struct Ledger: Sendable {
             confirmedOnce.insert(key.value)
             return true
         }
-        return confirmedOnce.contains(key.value) || confirmedOnceBefore.contains(key.value)
+        return holdsConfirmed(key.value)
+    }
+
+    /// Whether a key sent once is among the confirmed ones still kept.
+    private func holdsConfirmed(_ key: UInt64) -> Bool {
+        confirmedOnce.contains(key) || confirmedOnceBefore.contains(key)
     }
 
     /// Calls `body` with every key the ledger holds.
@@ -103,8 +108,13 @@ public struct Ledger: Sendable {
 
     /// Folds the open second's counts into the peaks and empties it (keeping its table).
     private mutating func closeOpenSecond() {
-        for (slot, count) in openCounts { peaks[slot.operation] = max(peaks[slot.operation] ?? 0, count) }
+        Self.fold(openCounts, into: &peaks)
         openCounts.removeAll(keepingCapacity: true)
+    }
+
+    /// Raises each operation's peak to the highest of one second's per-address counts.
+    private static func fold(_ counts: [SourceOperation: UInt32], into peaks: inout [String: UInt32]) {
+        for (slot, count) in counts { peaks[slot.operation] = max(peaks[slot.operation] ?? 0, count) }
     }
 
     /// Adds `other`'s counts and peaks (not its keys). Two open seconds that are the same second
@@ -116,7 +126,7 @@ public struct Ledger: Sendable {
         if other.openSecond == openSecond {
             openCounts.merge(other.openCounts, uniquingKeysWith: +)
         } else {
-            for (slot, count) in other.openCounts { peaks[slot.operation] = max(peaks[slot.operation] ?? 0, count) }
+            Self.fold(other.openCounts, into: &peaks)
         }
     }
 
@@ -156,15 +166,15 @@ public struct Ledger: Sendable {
 
     public func contains(_ key: LedgerKey) -> Bool {
         guard key.isOnce else { return acceptedKeys.contains(key.value) }
-        return unconfirmedOnce.contains(key.value) || confirmedOnce.contains(key.value) || confirmedOnceBefore.contains(key.value)
+        return unconfirmedOnce.contains(key.value) || holdsConfirmed(key.value)
     }
 
     /// For each operation with accepted requests (duplicates included), the most one source had
     /// accepted within one calendar second of the run.
     public var peakAcceptedPerSecondByOperation: [String: UInt32] {
-        openCounts.reduce(into: peaks) { peaks, entry in
-            peaks[entry.key.operation] = max(peaks[entry.key.operation] ?? 0, entry.value)
-        }
+        var peaks = peaks
+        Self.fold(openCounts, into: &peaks)
+        return peaks
     }
 }
 

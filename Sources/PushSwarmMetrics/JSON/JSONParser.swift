@@ -230,15 +230,11 @@ public struct JSONParser {
             throw error("unterminated string", at: start)
         }
 
-        /// Whether any of the eight bytes in `word` is a quote, a backslash, below 0x20 or 0x80
-        /// and above (the "has a zero byte" test on the word and on it xor each special byte).
+        /// Whether any of the eight bytes in `word` is what the writer escapes (a quote, a
+        /// backslash, below 0x20) or 0x80 and above.
         @inline(__always)
         static func mayEndPlainASCII(_ word: UInt64) -> Bool {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
-            let controlOrHigh = ((word &- 0x2020_2020_2020_2020) | word) & highs
-            return controlOrHigh | hasZeroByte(word ^ 0x2222_2222_2222_2222) | hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C) != 0
+            JSONWriter.needsEscape(word) || word & 0x8080_8080_8080_8080 != 0
         }
 
         static func isValidUTF8(_ slice: ArraySlice<UInt8>) -> Bool {

@@ -47,9 +47,7 @@ public struct JSONWriter: Sendable {
         separate()
         var name = name
         name.withUTF8 { appendQuoted($0) }
-        bytes.append(UInt8(ascii: ":"))
-        if indentUnit > 0 { bytes.append(UInt8(ascii: " ")) }
-        afterKey = true
+        endName()
     }
 
     /// A string's JSON form (quotes and escapes included), made once for a name or value that a
@@ -67,6 +65,11 @@ public struct JSONWriter: Sendable {
     public mutating func key(_ name: Quoted) {
         separate()
         bytes.append(contentsOf: name.bytes)
+        endName()
+    }
+
+    /// After a member's name: the colon, and the value comes next.
+    private mutating func endName() {
         bytes.append(UInt8(ascii: ":"))
         if indentUnit > 0 { bytes.append(UInt8(ascii: " ")) }
         afterKey = true
@@ -256,7 +259,7 @@ public struct JSONWriter: Sendable {
     /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (the
     /// classic "has a zero byte" test, applied to the word and to it xor each special byte).
     @inline(__always)
-    private static func needsEscape(_ word: UInt64) -> Bool {
+    static func needsEscape(_ word: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
