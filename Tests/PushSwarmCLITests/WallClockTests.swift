@@ -189,6 +189,58 @@ import Testing
         }
     }
 
+    /// RFC 9110: "Retry-After = HTTP-date / delay-seconds". A wall run reads an HTTP-date against
+    /// the real calendar: stamped with the scenario's start date instead (months before today),
+    /// a date one second ahead looked like months ahead, and every retried request waited for the
+    /// ceiling and was still pending when the run ended.
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func aRetryAfterDateIsReadAgainstTheRealCalendarInWallTime() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-retry-after-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = freePort()
+        // Each device's first event, in the peer's first three seconds: 429 and a date 1 s ahead.
+        let script = """
+            import json, time, http.server, email.utils
+            seen = set(); started = []
+            class Handler(http.server.BaseHTTPRequestHandler):
+                protocol_version = "HTTP/1.1"
+                def log_message(self, *args): pass
+                def do_POST(self):
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    now = time.time()
+                    if not started: started.append(now)
+                    token = body.get("device_token")
+                    if token not in seen and now - started[0] < 3:
+                        seen.add(token)
+                        self.send_response(429)
+                        self.send_header("Retry-After", email.utils.formatdate(now + 1, usegmt=True))
+                        answer = b'{"error":"rate limited"}'
+                    else:
+                        seen.add(token)
+                        self.send_response(200)
+                        answer = b'{"fingerprint":"0"}'
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+            http.server.ThreadingHTTPServer(("127.0.0.1", \(port)), Handler).serve_forever()
+            """
+        let peer = try Peer(which("python3")!, ["-c", script])
+        defer { peer.stop() }
+        #expect(waitForPort(port))
+        let out = directory.appendingPathComponent("wall").path
+        let run = try cli.run(["run", "Tests/Fixtures/retry-after-date.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
+        #expect(run.status == 0, "\(run.error)")
+        let report = try summary(out)
+        let limited = report["requests"]?["byStatus"]?["429"]?.numberValue ?? 0
+        #expect(limited >= 1, "the peer answered 429: \(String(describing: report["requests"]))")
+        #expect(report["counters"]?["retryAfter.clamped"] == nil, "no wait was cut to the ceiling")
+        #expect(report["queue"]?["pendingAtEnd"] == .number(0), "every retry was made within the run")
+        #expect(report["dropped"]?["total"] == .number(0))
+        #expect(report["retries"]?["total"]?.numberValue == limited, "each 429 retried once, then answered 200")
+    }
+
     @Test func jitterCutsRetryAmplificationInWallTimeToo() throws {
         // retry-storm.json, short: the same herd against the loopback mock's per-IP limit, retried
         // in lockstep and with full jitter, each for 60 s of wall time.

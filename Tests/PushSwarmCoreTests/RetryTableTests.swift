@@ -1,5 +1,6 @@
 import Testing
 @testable import PushSwarmCore
+import PushSwarmMetrics
 
 /// The SmartAppPush spec's retry table, as the platform configures it; the rows are repeated here
 /// so the test fails if the data drifts from the spec's words.
@@ -189,11 +190,44 @@ extension OfflineQueue {
         let answer = ExchangeOutcome.response(Response(status: 429, headers: [Header("Retry-After", "20")]))
         var random = SeededRandom(seed: 1, stream: .device)
         var table = RetryTable(networkError: rule, serverError: rule, rateLimited: rule)
-        #expect(table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0) == .retry(after: .seconds(1)), "ignored, as many SDKs do")
+        #expect(table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0).decision == .retry(after: .seconds(1)), "ignored, as many SDKs do")
         table.rateLimited.honoursRetryAfter = true
-        #expect(table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0) == .retry(after: .seconds(20)))
+        #expect(table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0).decision == .retry(after: .seconds(20)))
         // A Retry-After shorter than the back-off does not shorten it.
-        #expect(table.decision(for: answer, retriesSoFar: 6, previous: nil, random: &random, unixNow: 0) == .retry(after: .seconds(30)))
+        #expect(table.decision(for: answer, retriesSoFar: 6, previous: nil, random: &random, unixNow: 0).decision == .retry(after: .seconds(30)))
+    }
+
+    /// A server asking for a wait of 31,000 years (or a date decades ahead) would leave the
+    /// request pending past the run's end: the wait is cut to the rule's `maximumRetryAfter`, and
+    /// the queue counts each cut.
+    @Test func aRetryAfterLongerThanTheCeilingIsCutAndCounted() throws {
+        var random = SeededRandom(seed: 1, stream: .device)
+        var table = RetryTable(networkError: rule, serverError: rule, rateLimited: rule)
+        table.rateLimited.honoursRetryAfter = true
+        table.rateLimited.maximumRetryAfter = .seconds(120)
+        for value in ["1000000000000", "Fri, 31 Dec 9999 23:59:59 GMT"] {
+            let answer = ExchangeOutcome.response(Response(status: 429, headers: [Header("Retry-After", value)]))
+            let (decision, clamped) = table.decision(for: answer, retriesSoFar: 0, previous: nil, random: &random, unixNow: 1_800_000_000)
+            #expect(decision == .retry(after: .seconds(120)), "\(value)")
+            #expect(clamped, "\(value)")
+        }
+        let modest = ExchangeOutcome.response(Response(status: 429, headers: [Header("Retry-After", "120")]))
+        let (decision, clamped) = table.decision(for: modest, retriesSoFar: 0, previous: nil, random: &random, unixNow: 0)
+        #expect(decision == .retry(after: .seconds(120)) && !clamped, "a wait at the ceiling is honoured as it is")
+        #expect(RetryRule.defaultMaximumRetryAfter == .seconds(300))
+        let decoded = try JSONReader(try JSONParser.parse(Array(#"{"honourRetryAfter":true,"maxRetryAfter":"90s"}"#.utf8))).retryRule(base: rule)
+        #expect(decoded.maximumRetryAfter == .seconds(90), "a scenario sets the ceiling as retry.<row>.maxRetryAfter")
+
+        var queue = OfflineQueue(retryTable: table, timeout: .seconds(10), capacity: 10)
+        let sent = queue.enqueue(OfflineQueue.Item(operation: "op", request: Request(method: "POST", path: "/"), ledgerKey: nil), now: .start)
+        guard case .send(let request)? = sent.first else { Issue.record("nothing sent: \(sent)"); return }
+        let hostile = Response(status: 429, headers: [Header("Retry-After", "1000000000000")])
+        let now = Instant.start + .seconds(1)
+        let actions = queue.complete(
+            ExchangeCompletion(requestID: request.id, operation: "op", sentAt: .start, outcome: .response(hostile)), now: now, random: &random, unixNow: 0
+        )
+        #expect(actions.contains { if case .count("retryAfter.clamped") = $0 { true } else { false } }, "\(actions)")
+        #expect(actions.contains { if case .schedule(_, let due) = $0 { due == now + .seconds(120) } else { false } }, "\(actions)")
     }
 
     @Test func aRetryBudgetStopsRetriesWhenSpent() {

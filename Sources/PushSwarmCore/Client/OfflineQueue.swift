@@ -86,7 +86,10 @@ public struct OfflineQueue: Sendable {
         guard completion.requestID == inFlightID, head < items.count else { return }
         inFlightID = nil
         if case .response(let response) = completion.outcome, response.status == 429, firstRateLimitedAt == nil { firstRateLimitedAt = now }
-        var decision = retryTable.decision(for: completion.outcome, retriesSoFar: retriesSoFar, previous: previousDelay, random: &random, unixNow: unixNow)
+        var (decision, clamped) = retryTable.decision(
+            for: completion.outcome, retriesSoFar: retriesSoFar, previous: previousDelay, random: &random, unixNow: unixNow
+        )
+        if clamped { actions.append(.count("retryAfter.clamped")) }
         if case .retry = decision, let current = budget {
             // The budget says no more retries for now: given up like an exhausted rule.
             if current < 1 { decision = .drop(reason: "retryBudgetExhausted") } else { budget = current - 1 }

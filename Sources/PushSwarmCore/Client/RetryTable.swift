@@ -25,18 +25,26 @@ public struct RetryTable: Sendable, Equatable {
     /// What to do after `outcome`, given that `retryNumber` retries were already made; the delay
     /// with the rule's jitter (drawn from `random`, `previous` being the last delay used) and, if
     /// the rule honours it, no shorter than the answer's `Retry-After` (`unixNow`: the device's
-    /// clock, for the HTTP-date form).
+    /// clock, for the HTTP-date form; in wall time that is the real one). A `Retry-After` is a
+    /// peer's number: a wait longer than the rule's `maximumRetryAfter` is cut to it, and
+    /// `retryAfterClamped` says so (the run counts it), so a server asking for a year cannot
+    /// leave the request pending past the run's end.
     public func decision(
         for outcome: ExchangeOutcome, retriesSoFar retryNumber: Int, previous: TimeSpan?, random: inout SeededRandom, unixNow: Int64
-    ) -> RetryDecision {
+    ) -> (decision: RetryDecision, retryAfterClamped: Bool) {
         let decision = decision(for: outcome, retriesSoFar: retryNumber)
-        guard case .retry(let base) = decision, let rule = rule(for: outcome) else { return decision }
+        guard case .retry(let base) = decision, let rule = rule(for: outcome) else { return (decision, false) }
         var delay = rule.jittered(base, previous: previous, random: &random)
+        var clamped = false
         if rule.honoursRetryAfter, case .response(let response) = outcome, let value = response.header("Retry-After"),
-           let wait = RetryAfter.parse(value, unixNow: unixNow) {
+           var wait = RetryAfter.parse(value, unixNow: unixNow) {
+            if wait > rule.maximumRetryAfter {
+                wait = rule.maximumRetryAfter
+                clamped = true
+            }
             delay = max(delay, wait)
         }
-        return .retry(after: delay)
+        return (.retry(after: delay), clamped)
     }
 
     private func rule(for outcome: ExchangeOutcome) -> RetryRule? {
@@ -101,6 +109,12 @@ public struct RetryRule: Sendable, Equatable {
     public var jitter: Jitter
     /// Wait at least what the answer's `Retry-After` says (real SDKs often ignore it: the default).
     public var honoursRetryAfter: Bool
+    /// The longest `Retry-After` honoured; a longer one is cut to this (and counted).
+    public var maximumRetryAfter: TimeSpan = RetryRule.defaultMaximumRetryAfter
+    /// Five minutes: longer than any wait a push platform's rate limit asks for in practice (the
+    /// specs' limits are per second), short enough that a hostile or broken `Retry-After`
+    /// (`1000000000000`, a date years ahead) cannot park a run's requests past its end.
+    public static let defaultMaximumRetryAfter: TimeSpan = .seconds(300)
 
     public enum Jitter: String, Sendable, CaseIterable {
         /// The capped exponential delay itself: every client that failed together retries together.

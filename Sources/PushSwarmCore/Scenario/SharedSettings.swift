@@ -160,6 +160,7 @@ extension JSONReader {
             rule.jitter = RetryRule.Jitter(rawValue: jitter) ?? .none
         }
         if let honours = try object.optional("honourRetryAfter", { try $0.bool() }) { rule.honoursRetryAfter = honours }
+        if let ceiling = try object.optional("maxRetryAfter", { try $0.duration() }) { rule.maximumRetryAfter = ceiling }
         try object.finish()
         return rule
     }

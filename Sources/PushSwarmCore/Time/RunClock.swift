@@ -30,6 +30,10 @@ public final class SimulatedClock: RunClock {
 /// Real time since the clock was made, from the monotonic system clock.
 public final class WallClock: RunClock {
     private let origin = ContinuousClock.now
+    /// The calendar time when the clock was made (its instant zero), in whole Unix seconds: a
+    /// wall run's calendar starts here, so its timestamps are today's and an HTTP-date
+    /// `Retry-After` is read against the real time.
+    public let originUnixSeconds = Int64(Date().timeIntervalSince1970)
 
     public init() {}
 

@@ -84,6 +84,11 @@ public final class WallRun: @unchecked Sendable {
     /// Sets everything up: starts the in-process mock if there are no targets, makes the TLS
     /// context (a bad CA file is an error here, before any request).
     public init(scenario: Scenario, options: Options) throws(NetError) {
+        let clock = WallClock()
+        // A wall run happens now: its calendar is the real one, whatever date the scenario gives
+        // for simulated time (events stamped today, a `Retry-After` date read against today).
+        var scenario = scenario
+        scenario.startUnixSeconds = clock.originUnixSeconds
         self.scenario = scenario
         shard = options.shard
         let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices
@@ -91,7 +96,6 @@ public final class WallRun: @unchecked Sendable {
         let ranges = Run.ranges(scenario, shard: options.shard, partitions: count)
         let group = EventLoopGroup(threads: ranges.count, name: "pushswarm-partition")
         self.group = group
-        let clock = WallClock()
         var targets = options.targets
         var fleets: [MockFleet?] = Array(repeating: nil, count: ranges.count)
         if targets.isEmpty {
