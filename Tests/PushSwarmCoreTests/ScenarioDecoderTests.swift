@@ -93,7 +93,19 @@ struct FakePlatform: Platform {
     @Test func anUnknownKeyListsTheKeysThatAreAllowed() {
         let error = error(#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": {"devicesPerIP": 3}}"#)
         #expect(error?.path == "$.network.devicesPerIP")
-        #expect(error?.message == "unknown key; expected one of: devicesPerSourceIP, errorRate")
+        #expect(error?.message == "unknown key; expected one of: devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
+    }
+
+    @Test func theWebSocketMessageLimitIsReadAndBounded() throws {
+        func scenario(_ network: String) -> String {
+            #"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": "# + network + "}"
+        }
+        #expect(try decode(scenario("{}")).network.maxWebSocketMessageBytes == 65_536)
+        #expect(try decode(scenario(#"{"maxWebSocketMessageBytes": 4096}"#)).network.maxWebSocketMessageBytes == 4_096)
+        for bad in ["100", "16777217", "1e12", "-1"] {
+            let error = error(scenario(#"{"maxWebSocketMessageBytes": "# + bad + "}"))
+            #expect(error?.path == "$.network.maxWebSocketMessageBytes", "\(bad): \(String(describing: error))")
+        }
     }
 
     @Test func invalidJSONSaysWhere() {

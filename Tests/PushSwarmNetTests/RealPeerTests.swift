@@ -153,7 +153,8 @@ import Testing
         defer { server.stop() }
         #expect(waitForPort(port))
         let recorder = SocketRecorder()
-        WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(port)/")!, on: testGroup.loops[0], delegate: recorder)
+        // Up to 1 MiB: the 70,005-byte echo takes the 8-byte length form.
+        WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(port)/")!, on: testGroup.loops[0], maxMessageBytes: 1 << 20, delegate: recorder)
         let socket = try await recorder.opened()
         socket.loop.execute {
             socket.send(text: "hello")
@@ -161,6 +162,7 @@ import Testing
             socket.send(text: "ping-me")
         }
         let messages = await recorder.texts(count: 3)
+        try #require(messages.count == 3, "\(messages.map(\.count))")
         #expect(messages[0] == "echo:hello")
         #expect(messages[1].count == 70_005)
         #expect(messages[2] == "echo:ping-me")

@@ -14,8 +14,9 @@ import Testing
         func webSocketClosed(_ socket: WebSocket, code: UInt16?, reason: String, error: NetError?) {}
     }
 
+    /// Takes messages up to 1 MiB, so the 8-byte length form is exercised.
     private func echoServer() throws -> HTTPServer {
-        try startServer { request, responder in
+        try startServer(HTTPServer.Configuration(maxWebSocketMessageBytes: 1 << 20)) { request, responder in
             if request.isWebSocketUpgrade {
                 responder.acceptWebSocket(Echo())
             } else {
@@ -28,7 +29,9 @@ import Testing
         let server = try echoServer()
         defer { server.stop() }
         let recorder = SocketRecorder()
-        WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(server.port)/socket")!, on: testGroup.loops[1], delegate: recorder)
+        WebSocketClient.connect(
+            to: TargetURL("ws://127.0.0.1:\(server.port)/socket")!, on: testGroup.loops[1], maxMessageBytes: 1 << 20, delegate: recorder
+        )
         let socket = try await recorder.opened()
         socket.loop.execute {
             socket.send(text: "hello")
@@ -90,6 +93,92 @@ import Testing
         #expect(closeFrame != nil)
         if let start = closeFrame?.lowerBound, reply.count >= start + 4 {
             #expect(UInt16(reply[start + 2]) << 8 | UInt16(reply[start + 3]) == 1002)
+        }
+    }
+
+    /// A finished WebSocket session leaves the server: before, the upgraded connection never
+    /// told the server it ended, so each session stayed in its table (≈ 0.8 KB of RSS each, no
+    /// plateau) and `connections_open`/`websockets_open` only grew.
+    @Test func aFinishedSessionLeavesTheServerHoweverItEnds() async throws {
+        let server = try echoServer()
+        defer { server.stop() }
+        func open() async throws -> (WebSocket, SocketRecorder) {
+            let recorder = SocketRecorder()
+            WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(server.port)/socket")!, on: testGroup.loops[0], delegate: recorder)
+            let socket = try await recorder.opened()
+            return (socket, recorder)
+        }
+        func gauge(_ name: String) -> Int { server.statistics.snapshot.first { $0.name == name }?.value ?? -1 }
+        func settled() async -> Bool {
+            for _ in 0..<500 {
+                if gauge("connections_open") == 0 && gauge("websockets_open") == 0 { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+        for round in 0..<3 {
+            // The server closes (asked to), the client closes, the client drops the TCP connection.
+            let endings: [@Sendable (WebSocket) -> Void] = [{ $0.send(text: "bye") }, { $0.close() }, { $0.abort() }]
+            for ending in endings {
+                let (socket, recorder) = try await open()
+                socket.loop.execute { ending(socket) }
+                _ = await recorder.closed()
+            }
+            #expect(await settled(), "round \(round): \(server.statistics.snapshot)")
+        }
+        #expect(gauge("connections_accepted_total") == 9)
+    }
+
+    /// RFC 6455 section 7.4.1: 1009 "indicates that an endpoint is terminating the connection
+    /// because it has received a message that is too big for it to process". The server says so
+    /// as soon as a frame's header announces more than its limit, without waiting for (or
+    /// holding) the payload: here the payload never comes.
+    @Test func theServerRefusesAnOversizedFrameFromItsHeader() throws {
+        let server = try startServer { request, responder in responder.acceptWebSocket(Echo()) }
+        defer { server.stop() }
+        let key = Data((0..<16).map { UInt8($0) }).base64EncodedString()
+        let handshake = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        // FIN + text, masked, 8-byte length 16 MiB, the mask, then 4 bytes of the payload.
+        let header: [UInt8] = [0x81, 0xFF, 0, 0, 0, 0, 0x01, 0, 0, 0] + [1, 2, 3, 4] + [0x61, 0x62, 0x63, 0x64]
+        let reply = rawExchange(port: server.port, send: [Array(handshake.utf8), header], pause: 0.1)
+        let close = try #require(reply.firstRange(of: [0x88]), "a close frame: \(reply.suffix(16))")
+        #expect(reply.count >= close.lowerBound + 4 && UInt16(reply[close.lowerBound + 2]) << 8 | UInt16(reply[close.lowerBound + 3]) == 1009)
+        #expect(NetworkSettings.defaultMaxWebSocketMessageBytes == 64 << 10)
+    }
+
+    /// The same on a device's socket: a server announcing a 16 MiB frame (once, 20 devices held
+    /// 483 MiB waiting for such frames) is refused at its header, with the scenario's limit.
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func aClientRefusesAnOversizedFrameFromItsHeader() async throws {
+        let port = freePort()
+        // A server that completes the handshake, then sends only a frame header claiming 16 MiB.
+        let script = """
+            import socket, base64, hashlib
+            listener = socket.socket(); listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", \(port))); listener.listen(4)
+            while True:
+                conn, _ = listener.accept()
+                head = b""
+                while b"\\r\\n\\r\\n" not in head:
+                    chunk = conn.recv(4096)
+                    if not chunk: break
+                    head += chunk
+                if b"\\r\\n\\r\\n" not in head: continue
+                key = [l.split(b":", 1)[1].strip() for l in head.split(b"\\r\\n") if l.lower().startswith(b"sec-websocket-key")][0]
+                accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: " + accept + b"\\r\\n\\r\\n")
+                conn.sendall(bytes([0x81, 127, 0, 0, 0, 0, 1, 0, 0, 0]) + b"abcd")
+            """
+        let peer = try Peer(which("python3")!, ["-c", script])
+        defer { peer.stop() }
+        #expect(waitForPort(port))
+        for limit in [NetworkSettings.defaultMaxWebSocketMessageBytes, 1 << 20] {
+            let recorder = SocketRecorder()
+            WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(port)/")!, on: testGroup.loops[0], maxMessageBytes: limit, delegate: recorder)
+            _ = try await recorder.opened()
+            let closed = await recorder.closed()
+            #expect(closed.error?.reason == .webSocketProtocol, "limit \(limit): \(String(describing: closed.error))")
+            #expect(closed.error?.detail == "message over \(limit) bytes")
         }
     }
 

@@ -5,6 +5,18 @@ public struct NetworkSettings: Sendable, Equatable {
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0
+    /// The largest WebSocket message a device accepts from a service in wall time; a bigger one
+    /// closes the socket with 1009 ("message too big") as its header arrives, before any of it is
+    /// held (scenario `network.maxWebSocketMessageBytes`).
+    public var maxWebSocketMessageBytes: Int = NetworkSettings.defaultMaxWebSocketMessageBytes
+
+    /// 64 KiB. Smartico's socket messages (spec 000: logins, pings, event batches, popups) are
+    /// JSON objects of a few hundred bytes to a few KB; this is ten times the largest seen, yet a
+    /// hostile or broken peer sending its biggest message to each of 20,000 sockets makes
+    /// PushSwarm hold 1.25 GiB at most (with 16 MiB, 20 sockets held 483 MiB).
+    public static let defaultMaxWebSocketMessageBytes = 64 << 10
+    /// What a scenario may set: RFC 6455's control-frame size up to 16 MiB.
+    public static let maxWebSocketMessageBytesRange = 125...(16 << 20)
 
     public init() {}
 }

@@ -170,6 +170,10 @@ public struct ScenarioDecoder: Sendable {
         var network = NetworkSettings()
         network.devicesPerSourceAddress = try object.optional("devicesPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000_000) } ?? 1
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
+        let range = NetworkSettings.maxWebSocketMessageBytesRange
+        if let bytes = try object.optional("maxWebSocketMessageBytes", { try $0.integer(minimum: range.lowerBound, maximum: range.upperBound) }) {
+            network.maxWebSocketMessageBytes = bytes
+        }
         try object.finish()
         return network
     }

@@ -16,6 +16,8 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
     public let client: HTTPClient
     public let clock: WallClock
     public let loop: EventLoop
+    /// The largest message a device's WebSocket takes (the scenario's network setting).
+    public var maxWebSocketMessageBytes = NetworkSettings.defaultMaxWebSocketMessageBytes
     private let targets: [String: TargetURL]
     private let bindSources: Bool
     private var handler: ((Arrival) -> Void)?
@@ -127,7 +129,8 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         WebSocketClient.connect(
             to: url(target, open.path), on: loop, tls: client.configuration.tls,
             source: bindSources ? source.loopbackIP : nil,
-            connectTimeoutNanoseconds: UInt64(max(1, open.timeout.microseconds)) * 1_000, delegate: handler
+            connectTimeoutNanoseconds: UInt64(max(1, open.timeout.microseconds)) * 1_000, maxMessageBytes: maxWebSocketMessageBytes,
+            delegate: handler
         )
     }
 

@@ -136,6 +136,7 @@ public final class WallRun: @unchecked Sendable {
             let transport = NetworkTransport(
                 client: client, loop: loop, targets: targets, clock: clock, bindSources: bindSources, socketBudget: socketBudget
             )
+            transport.maxWebSocketMessageBytes = scenario.network.maxWebSocketMessageBytes
             if let server = mockServer { transport.forwardServiceMessages { messages, _ in server.push(messages) } }
             transports.append(transport)
             setups.append(Run.PartitionSetup(executor: loop, transport: transport, mocks: fleets[number], devices: range))

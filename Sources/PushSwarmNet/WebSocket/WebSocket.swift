@@ -52,8 +52,9 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
 
     public let role: Role
     public let loop: EventLoop
-    /// The largest message accepted; bigger ones close the socket with 1009.
-    public var maxMessageBytes = 16 << 20
+    /// The largest message accepted; a bigger one closes the socket with 1009 as soon as a frame
+    /// header announces it (or the fragments add up to it), before its payload is held.
+    public var maxMessageBytes = NetworkSettings.defaultMaxWebSocketMessageBytes
     private var connection: Connection?
     private weak var delegateReference: (any WebSocketDelegate)?
     /// Held strongly until the socket closes, so an owner need not keep its delegate alive.
@@ -66,6 +67,9 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
     private var receivedClose = false
     private var closeTimer: LoopTimer?
     private var notified = false
+    /// Called once when the socket has ended, before the delegate hears of it: the server's
+    /// connection, which the socket took over at the upgrade, forgets itself here.
+    var onFinish: (() -> Void)?
 
     init(role: Role, connection: Connection, delegate: any WebSocketDelegate) {
         self.role = role
@@ -295,6 +299,10 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
         }
         guard !notified else { return }
         notified = true
+        if let onFinish {
+            self.onFinish = nil
+            onFinish()
+        }
         let delegate = delegateReference
         delegateRetained = nil
         delegate?.webSocketClosed(self, code: code, reason: reason, error: error)
@@ -308,9 +316,10 @@ public enum WebSocketClient {
     /// `webSocketClosed` with an error. Runs on `loop`.
     public static func connect(
         to url: TargetURL, on loop: EventLoop, tls: TLSContext? = nil, source: IPAddress? = nil, headers: [Header] = [],
-        connectTimeoutNanoseconds: UInt64 = 10_000_000_000, delegate: any WebSocketDelegate
+        connectTimeoutNanoseconds: UInt64 = 10_000_000_000, maxMessageBytes: Int = NetworkSettings.defaultMaxWebSocketMessageBytes,
+        delegate: any WebSocketDelegate
     ) {
-        let handshake = ClientHandshake(url: url, headers: headers, delegate: delegate)
+        let handshake = ClientHandshake(url: url, headers: headers, maxMessageBytes: maxMessageBytes, delegate: delegate)
         loop.execute {
             handshake.start(on: loop, tls: url.origin.isTLS ? (tls ?? DefaultTLS.context) : nil, source: source, timeout: connectTimeoutNanoseconds)
         }
@@ -322,15 +331,17 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
     let url: TargetURL
     let headers: [Header]
     let delegate: any WebSocketDelegate
+    let maxMessageBytes: Int
     let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
     var parser = HTTPParser(kind: .response)
     var connection: Connection?
     var timer: LoopTimer?
     var done = false
 
-    init(url: TargetURL, headers: [Header], delegate: any WebSocketDelegate) {
+    init(url: TargetURL, headers: [Header], maxMessageBytes: Int, delegate: any WebSocketDelegate) {
         self.url = url
         self.headers = headers
+        self.maxMessageBytes = maxMessageBytes
         self.delegate = delegate
     }
 
@@ -390,6 +401,7 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
         done = true
         timer?.cancel()
         let socket = WebSocket(role: .client, connection: connection, delegate: delegate)
+        socket.maxMessageBytes = maxMessageBytes
         let remainder = parser.takeRemainder()
         delegate.webSocketOpened(socket)
         if !remainder.isEmpty { remainder.withUnsafeBytes { socket.connection(connection, read: $0) } }
