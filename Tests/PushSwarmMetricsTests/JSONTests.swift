@@ -37,7 +37,7 @@ import Testing
     @Test func fieldsFindWhatTheParserFinds() throws {
         let documents = [
             #"{"a": "x", "b": 1.5, "c": true, "d": null, "e": [1, "2"], "f": {"g": "h"}}"#,
-            #"{"tenant\u005fid": "t\u00e9\"1\\", "plain": "caf\u00e9", "utf8": "é😀", "a": 1, "a": 2}"#,
+            #"{"tenant\u005fid": "t\u00e9\"1\\", "plain": "caf\u00e9", "utf8": "é😀", "a": 1, "b": 2}"#,
             "  {\n \"spaced\" :\t\"out\" , \"empty\": \"\", \"nested\": {\"deep\": [[{}]]} }  ",
             "{}",
         ]
@@ -62,7 +62,7 @@ import Testing
             }
         }
         #expect(try JSONFields.parse(Array("[1, 2]".utf8)) == nil, "valid JSON, not an object")
-        for bad in ["{\"a\": 1,}", "{\"a\" 1}", "{\"a\": \"\\x\"}", "{\"a\": \"\\ud800\"}", "{\"a\": 1} x", "{\"a\": tru}", "{\"\u{01}\": 1}"] {
+        for bad in ["{\"a\": 1,}", "{\"a\" 1}", "{\"a\": \"\\x\"}", "{\"a\": \"\\ud800\"}", "{\"a\": 1} x", "{\"a\": tru}", "{\"\u{01}\": 1}", "{\"a\": 1, \"a\": 2}"] {
             var expected: JSONParser.SyntaxError?
             do { _ = try JSONParser.parse(bad) } catch { expected = error }
             guard let expected else {
@@ -89,6 +89,37 @@ import Testing
                 try JSONParser.parse(Array(#"{"k": ""#.utf8) + Array(before.utf8) + [0xC3, 0x28] + Array(#"bcdefghijk"}"#.utf8))
             }
         }
+    }
+
+    /// RFC 8259 section 4: "The names within an object SHOULD be unique"; when they are not, "the
+    /// behavior of software that receives such an object is unpredictable". One policy in every
+    /// parser use: refused, wherever the repeat is, however the name is written.
+    @Test(arguments: [
+        #"{"a": 1, "a": 2}"#, #"{"a": 1, "b": 2, "a": 1}"#, #"{"tenant_id": "x", "tenant\u005fid": "y"}"#,
+        #"{"tenant\u005fid": "x", "tenant_id": "y"}"#, #"{"k\u00e9": 1, "k\u00E9": 2}"#, #"{"o": {"x": 1, "x": 1}}"#,
+        #"{"l": [{"x": 1}, {"y": 2, "y": 3}]}"#,
+    ])
+    func anObjectWithARepeatedNameIsRefusedByEveryParser(text: String) throws {
+        let bytes = Array(text.utf8)
+        #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(bytes) }
+        #expect(throws: JSONParser.SyntaxError.self) { try JSONFields.parse(bytes) }
+        do {
+            _ = try JSONParser.parse(bytes)
+        } catch {
+            #expect(error.message.contains("appears twice in one object"), "\(error)")
+        }
+        // Kept for a caller that reports repeats itself (the scenario loader, with a JSON path).
+        _ = try JSONParser.parse(bytes, duplicateNames: .keep)
+    }
+
+    @Test func namesThatDifferOnlyInLengthOrAByteAreNotRepeats() throws {
+        let text = #"{"a": 1, "ab": 2, "b": 3, "ba": 4, "\u0061b\u0063": 5}"#
+        let fields = try #require(try JSONFields.parse(Array(text.utf8)))
+        for (name, number) in [("abc", 5.0), ("ab", 2.0)] {
+            guard case .number(let value)? = fields[name] else { Issue.record("\(name) missing"); continue }
+            #expect(value == number)
+        }
+        #expect(try JSONParser.parse(text)["ba"] == .number(4))
     }
 
     @Test func rejectsNestingBeyondTheLimitInsteadOfOverflowingTheStack() {

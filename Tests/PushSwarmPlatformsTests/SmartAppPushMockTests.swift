@@ -102,7 +102,7 @@ import PushSwarmMetrics
 
     @Test func malformedBodiesAre400sNotCrashes() {
         var copy = mock
-        for body in ["", "{", "[1,2]", "null", "{\"tenant_id\": \u{01}}", String(repeating: "[", count: 10_000)] {
+        for body in ["", "{", "[1,2]", "null", "{\"tenant_id\": \u{01}}", String(repeating: "[", count: 10_000), #"{"tenant_id": "t1", "tenant_id": "t2"}"#] {
             let reply = copy.handle(Request(method: "POST", path: "/events", body: Array(body.utf8)), from: source, at: .start)
             #expect(reply.response.status == 400, "\(body.prefix(20))")
         }

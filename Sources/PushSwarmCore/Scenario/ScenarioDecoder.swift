@@ -14,7 +14,8 @@ public struct ScenarioDecoder: Sendable {
     public func decode(text: [UInt8]) throws -> Scenario {
         let value: JSONValue
         do {
-            value = try JSONParser.parse(text)
+            // Repeated names are reported by `JSONReader`, with their JSON path.
+            value = try JSONParser.parse(text, duplicateNames: .keep)
         } catch {
             throw ScenarioError(path: "$", message: "not valid JSON: \(error)")
         }

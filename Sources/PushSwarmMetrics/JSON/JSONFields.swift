@@ -48,6 +48,7 @@ public struct JSONFields {
             fields.members.reserveCapacity(16)
             repeat {
                 let (name, isPlain) = try cursor.memberName()
+                if fields.hasMember(named: name, isPlain: isPlain) { throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name) }
                 let value: Value
                 if bytes[cursor.index] == UInt8(ascii: "\"") {
                     let (content, isPlainValue) = try cursor.scanString()
@@ -71,6 +72,19 @@ public struct JSONFields {
     }
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Whether a member already read has the name at `content` (names repeated in one object are
+    /// refused: `JSONParser.DuplicateNames`). Names of other lengths are passed over unread.
+    private func hasMember(named content: Range<Int>, isPlain: Bool) -> Bool {
+        if isPlain {
+            return bytes.withUnsafeBufferPointer { all in
+                let wanted = UnsafeBufferPointer(rebasing: all[content])
+                return members.contains { $0.isPlainName ? ($0.name.count == content.count && equals($0.name, wanted)) : unescaped($0.name).elementsEqual(wanted) }
+            }
+        }
+        let wanted = unescaped(content)
+        return members.contains { $0.isPlainName ? bytes[$0.name].elementsEqual(wanted) : unescaped($0.name) == wanted }
+    }
 
     /// The value of the first member named `name`, or nil when there is none.
     public subscript(name: String) -> Value? {

@@ -15,12 +15,24 @@ public struct JSONParser {
     /// Nesting deeper than this is rejected, so a body of ten thousand `[` cannot exhaust the stack.
     public static let maximumDepth = 128
 
-    public static func parse(_ text: String) throws(SyntaxError) -> JSONValue {
-        try parse(Array(text.utf8))
+    /// What an object whose member names repeat is. RFC 8259 section 4: "The names within an
+    /// object SHOULD be unique", and when they are not "the behavior of software that receives
+    /// such an object is unpredictable": some take the first, some the last. PushSwarm takes
+    /// neither: such an object is an error everywhere (a mock answers it with 400, a device counts
+    /// the answer as unreadable), except where the caller reports it better itself (the scenario
+    /// loader names the member's JSON path), which asks to `keep` them.
+    public enum DuplicateNames: Sendable {
+        case reject
+        case keep
     }
 
-    public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
+    public static func parse(_ text: String, duplicateNames: DuplicateNames = .reject) throws(SyntaxError) -> JSONValue {
+        try parse(Array(text.utf8), duplicateNames: duplicateNames)
+    }
+
+    public static func parse(_ bytes: [UInt8], duplicateNames: DuplicateNames = .reject) throws(SyntaxError) -> JSONValue {
         var parser = Cursor(bytes: bytes)
+        parser.rejectsDuplicateNames = duplicateNames == .reject
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -33,6 +45,7 @@ public struct JSONParser {
     struct Cursor {
         let bytes: [UInt8]
         var index = 0
+        var rejectsDuplicateNames = true
 
         init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -92,9 +105,16 @@ public struct JSONParser {
             members.reserveCapacity(16)
             repeat {
                 let (name, isPlain) = try memberName()
-                members.append((key: text(name, isPlain: isPlain), value: try parseValue(depth: depth)))
+                let key = text(name, isPlain: isPlain)
+                if rejectsDuplicateNames, members.contains(where: { $0.key == key }) { throw duplicateName(key, at: name) }
+                members.append((key: key, value: try parseValue(depth: depth)))
             } while try nextMember()
             return .object(JSONObject(members))
+        }
+
+        /// The error for a member name seen before in the same object (see `DuplicateNames`).
+        func duplicateName(_ name: String, at content: Range<Int>) -> SyntaxError {
+            error("the member name \"\(name)\" appears twice in one object", at: content.lowerBound - 1)
         }
 
         // An object is walked in three steps, shared by `parseObject` and `JSONFields`:
