@@ -95,6 +95,11 @@ enum RunCommand {
             return .badInput
         }
         guard let targetWords = PushSwarmCommand.targetArguments(arguments, clock: scenario.clock) else { return .badInput }
+        let devicesHere = shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress).count ?? scenario.devices
+        if let refusal = MemoryEstimate(devices: devicesHere).refusal(under: .current(), processes: workers ?? 1) {
+            PushSwarmCommand.printError(refusal)
+            return .badInput
+        }
         var endpoint: MetricsEndpoint?
         if let text = arguments.value("--metrics-listen") {
             guard scenario.clock == .wall else {

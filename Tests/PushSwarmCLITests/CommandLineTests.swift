@@ -51,6 +51,10 @@ import PushSwarmMetrics
         ("bad-duration.json", "$.duration: \"an hour\" is not a duration"),
         ("campaign-after-end.json", "$.campaigns[0].at: is after the end of the run"),
         ("not-json.json", "$: not valid JSON: line 3, column"),
+        // Once accepted, then the run never ended (or sent nothing, silently).
+        ("rate-too-high.json", "$.groups[0].workload.rate: must be at most 1000000/s"),
+        ("rate-zero.json", "$.groups[0].workload.rate: every rate is zero"),
+        ("sessions-too-many.json", "$.behaviour.sessionsPerDay: 1000000000000 is out of range; expected 0 to 1000000"),
     ])
     func aBadScenarioExitsTwoNamingThePath(file: String, expected: String) throws {
         let path = "Tests/Fixtures/bad-scenarios/\(file)"
@@ -61,6 +65,20 @@ import PushSwarmMetrics
             #expect(!outcome.error.contains("Fatal error"), "no stack trace")
             #expect(outcome.output.isEmpty)
         }
+    }
+
+    /// The documented maximum fleet under a 4 GiB address-space limit once died part way with
+    /// "failed to allocate" (SIGABRT); it is refused before it starts, with the estimate.
+    @Test func aRunThatCannotFitInMemoryIsRefusedWithTheEstimate() throws {
+        let outcome = try run(
+            ["-c", "ulimit -v 4194304 && exec \"$0\" run Scenarios/quickstart.json --devices 10000000 --out /tmp/pushswarm-never-written", Self.binary.path],
+            executable: "/bin/sh"
+        )
+        #expect(outcome.status == 2, "\(outcome.error)")
+        #expect(outcome.error.contains("this run cannot fit in memory: 10000000 devices need about 19.1 GiB"), "\(outcome.error)")
+        #expect(outcome.error.contains("limit of 4.0 GiB (ulimit -v)"))
+        #expect(!outcome.error.contains("Fatal error"))
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/pushswarm-never-written"))
     }
 
     @Test(arguments: [

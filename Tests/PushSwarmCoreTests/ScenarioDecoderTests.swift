@@ -82,12 +82,35 @@ struct FakePlatform: Platform {
         (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "locales": [{"country": "XX", "language": "en", "timezone": "UTC"}]}"#, "$.locales[0].country", "not an ISO 3166-1"),
         (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "behaviour": {"sessionLength": {"lognormal": {"median": "5m"}}}}"#, "$.behaviour.sessionLength.lognormal.sigma", "is required"),
         (#"{"name": "s", "name": "t", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.name", "appears twice"),
+        // Numbers the engine cannot honour: refused with their path, never a run that cannot end.
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "workload": {"model": "open", "rate": "1e12/s"}}]}"#, "$.groups[0].workload.rate", "must be at most 1000000/s"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "workload": {"model": "open", "steps": [{"for": "1m", "from": 0, "to": "2e6/s"}]}}]}"#, "$.groups[0].workload.steps[0].to", "must be at most 1000000/s"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "workload": {"model": "open", "rate": "0/s"}}]}"#, "$.groups[0].workload.rate", "every rate is zero"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "workload": {"model": "open", "steps": [{"for": "1m", "rate": 0}, {"for": "1m", "from": 0, "to": 0}]}}]}"#, "$.groups[0].workload.steps", "every rate is zero"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "behaviour": {"sessionsPerDay": 1e12}}"#, "$.behaviour.sessionsPerDay", "expected 0 to 1000000"),
+        (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "behaviour": {"sessionsPerDay": {"lognormal": {"median": 1e12, "sigma": 1}}}}"#, "$.behaviour.sessionsPerDay.lognormal.median", "expected 0 to 1000000"),
+        (#"{"name": "s", "duration": "1h", "devices": 1e12, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.devices", "must be at most 10000000"),
+        (#"{"name": "s", "duration": -5, "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}"#, "$.duration", "must not be negative"),
         (#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios", "client": {"x": 1}}]}"#, "$.groups[0].client.x", "unknown key"),
     ])
     func aBadScenarioNamesThePathAndWhatIsWrong(text: String, path: String, message: String) {
         let error = error(text)
         #expect(error?.path == path)
         #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+
+    /// A pause in steps is a rate of zero, and a draw of sessions per day above the ceiling is cut
+    /// to it (a log-normal's tail is unbounded).
+    @Test func aPauseIsAStepAndADrawOfSessionsIsCutToTheCeiling() throws {
+        let scenario = try decode(#"""
+            {"name": "s", "duration": "1h", "devices": 200, "behaviour": {"sessionsPerDay": {"lognormal": {"median": 900000, "sigma": 3}}},
+             "groups": [{"name": "g", "platform": "fake", "os": "ios", "workload": {"model": "open", "steps": [{"for": "1m", "rate": 0}, {"for": "1m", "rate": "5/s"}]}}]}
+            """#)
+        guard case .open(let open) = scenario.groups[0].workload else { Issue.record("an open workload"); return }
+        #expect(open.segments.map(\.fromRate) == [0, 5])
+        let draws = (0..<200).map { Fleet(scenario: scenario).profile(at: $0).sessionsPerDay }
+        #expect(draws.max() == Behaviour.maximumSessionsPerDay, "some draws were above the ceiling and were cut")
+        #expect(draws.allSatisfy { $0 <= Behaviour.maximumSessionsPerDay })
     }
 
     @Test func anUnknownKeyListsTheKeysThatAreAllowed() {

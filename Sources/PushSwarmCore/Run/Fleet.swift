@@ -48,7 +48,7 @@ public struct Fleet: Sendable {
         let hasAccount = random.chance(behaviour.accountShare)
         let isLoggedIn = random.chance(behaviour.loggedInAtStart)
         let grants = random.chance(behaviour.pushPermissionRate[group.os])
-        let sessionsPerDay = max(0, behaviour.sessionsPerDay.sample(using: &random))
+        let sessionsPerDay = min(Behaviour.maximumSessionsPerDay, max(0, behaviour.sessionsPerDay.sample(using: &random)))
         return DeviceProfile(
             index: index, groupIndex: groupIndex, platform: group.platform, os: group.os, osVersion: osVersion,
             appVersion: behaviour.appVersion, locale: locale,

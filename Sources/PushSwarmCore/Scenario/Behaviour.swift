@@ -5,6 +5,12 @@ public struct Behaviour: Sendable, Equatable {
     /// Sessions a device starts per day, drawn once per device (heavy and light users differ).
     /// Default: log-normal, median 2, σ 0.8 (mean ≈ 2.75).
     public var sessionsPerDay: Distribution = .logNormal(median: 2, sigma: 0.8)
+    /// The most sessions a device may start per day (a scenario's figure above it is refused; a
+    /// draw above it is cut to it): one every 86 ms on average. Real users start a few (median
+    /// 2); a day compressed into a short test run needs more (the wall-vs-simulated fixtures use
+    /// 50,000). At 10^12 a day the next session fell within the same microsecond as the last, and
+    /// the run never ended.
+    public static let maximumSessionsPerDay: Double = 1_000_000
     /// How long the app stays in the foreground per session, seconds. Default: log-normal with
     /// median 11 min and σ 1, mean ≈ 18 min (research: mean session ≈ 18.6 min in 2024).
     public var sessionLength: Distribution = .logNormal(median: 660, sigma: 1)

@@ -109,9 +109,9 @@ public struct JSONReader: Sendable {
         try distribution { try $0.duration().seconds }
     }
 
-    /// A distribution over plain non-negative numbers, in the same forms as durations.
-    public func numberDistribution() throws -> Distribution {
-        try distribution { try $0.number(in: 0...1e12) }
+    /// A distribution over plain numbers in `range`, in the same forms as durations.
+    public func numberDistribution(in range: ClosedRange<Double>) throws -> Distribution {
+        try distribution { try $0.number(in: range) }
     }
 
     private func distribution(reading scalar: (JSONReader) throws -> Double) throws -> Distribution {

@@ -205,14 +205,17 @@ public struct ScenarioDecoder: Sendable {
                         if let rate = stepObject.reader("rate") {
                             segment = try decodeSegment(rate, length: length)
                         } else {
-                            let from = try stepObject.required("from") { try $0.ratePerSecond(allowingZero: true) }
-                            let to = try stepObject.required("to") { try $0.ratePerSecond(allowingZero: true) }
+                            let from = try stepObject.required("from") { try $0.arrivalRate() }
+                            let to = try stepObject.required("to") { try $0.arrivalRate() }
                             segment = OpenWorkload.Segment(length: length, fromRate: from, toRate: to)
                         }
                         try stepObject.finish()
                         return segment
                     }
                 }
+            }
+            guard segments.contains(where: { $0.fromRate > 0 || $0.toRate > 0 }) else {
+                throw (object.reader("rate") ?? object.reader("steps") ?? reader).fail("every rate is zero: this group would send nothing (a pause of 0/s belongs between steps)")
             }
             let arrivals = try object.optional("arrivals") { try $0.choice(["constant", "poisson"]) } ?? "constant"
             workload = .open(OpenWorkload(segments: segments, isPoisson: arrivals == "poisson", start: start))
@@ -230,12 +233,12 @@ public struct ScenarioDecoder: Sendable {
     /// A rate (constant over `length`) or `{"from", "to", "over"}` (a ramp, then the end rate).
     private func decodeSegment(_ reader: JSONReader, length: TimeSpan) throws -> OpenWorkload.Segment {
         guard case .object = reader.value else {
-            let rate = try reader.ratePerSecond(allowingZero: true)
+            let rate = try reader.arrivalRate()
             return OpenWorkload.Segment(length: length, fromRate: rate, toRate: rate)
         }
         var object = try reader.object()
-        let from = try object.required("from") { try $0.ratePerSecond(allowingZero: true) }
-        let to = try object.required("to") { try $0.ratePerSecond(allowingZero: true) }
+        let from = try object.required("from") { try $0.arrivalRate() }
+        let to = try object.required("to") { try $0.arrivalRate() }
         let over = try object.optional("over") { try $0.positiveDuration() } ?? length
         try object.finish()
         return OpenWorkload.Segment(length: over, fromRate: from, toRate: to)
@@ -245,7 +248,9 @@ public struct ScenarioDecoder: Sendable {
     public func decodeBehaviour(_ reader: JSONReader, base: Behaviour) throws -> Behaviour {
         var object = try reader.object()
         var behaviour = base
-        if let value = try object.optional("sessionsPerDay", { try $0.numberDistribution() }) { behaviour.sessionsPerDay = value }
+        if let value = try object.optional("sessionsPerDay", { try $0.numberDistribution(in: 0...Behaviour.maximumSessionsPerDay) }) {
+            behaviour.sessionsPerDay = value
+        }
         if let value = try object.optional("sessionLength", { try $0.durationDistribution() }) { behaviour.sessionLength = value }
         if let value = try object.optional("eventsPerSession", { try $0.number(in: 0...10_000) }) { behaviour.eventsPerSession = value }
         if let value = try object.optional("eventMix", { try decodeEventMix($0) }) { behaviour.eventMix = value }

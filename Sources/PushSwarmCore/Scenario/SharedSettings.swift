@@ -99,6 +99,15 @@ extension JSONReader {
 
     /// A rate: a number per second, or `"10/s"`, `"600/m"`, `"3600/h"`; zero only when
     /// `allowingZero` (a ramp from nothing, a step with no traffic).
+    /// An open workload's rate: zero (a pause) up to `OpenWorkload.maximumRate`.
+    public func arrivalRate() throws -> Double {
+        let rate = try ratePerSecond(allowingZero: true)
+        guard rate <= OpenWorkload.maximumRate else {
+            throw fail("must be at most \(Int(OpenWorkload.maximumRate))/s (the engine's clock counts microseconds); split a bigger load with --shard or --workers")
+        }
+        return rate
+    }
+
     public func ratePerSecond(allowingZero: Bool = false) throws -> Double {
         let rate: Double
         switch value {

@@ -25,6 +25,12 @@ public struct OpenWorkload: Sendable, Equatable {
         }
     }
 
+    /// The highest arrival rate a workload may ask for, per second: the engine's clock counts
+    /// microseconds, so arrivals closer together could not be told apart (at 10^12/s they all
+    /// fell on one instant and the run never ended); it is also about fifteen times what one
+    /// 2-core machine sends through devices. Beyond it, split the load (`--shard`, `--workers`).
+    public static let maximumRate: Double = 1_000_000
+
     /// The profile's stretches in order (a constant rate is one; a ramp, one that changes;
     /// steps, several); after the last, the last rate holds until the run ends.
     public var segments: [Segment]

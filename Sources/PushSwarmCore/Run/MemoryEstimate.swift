@@ -1,0 +1,82 @@
+import Foundation
+
+/// What a run will hold in memory, estimated before it starts, against what this process may
+/// use: a run that cannot fit is refused with both figures (exit 2) instead of dying part way
+/// with "failed to allocate" (10,000,000 devices under a 4 GiB address-space limit once did).
+public struct MemoryEstimate: Sendable, Equatable {
+    /// Bytes per device, a ceiling over what `Benchmarks/engine.sh` and per-platform runs
+    /// measured: 1.3–1.7 KB per device added for 10 simulated minutes (Smartico 1.49, Flocktory
+    /// 1.41, PushExpress 1.68, Meiro 1.64, all platforms 1.33), and a day holds 1.2 × that.
+    public static let bytesPerDevice = 2_048
+    /// The process itself: code, the runtime, the scenario, report buffers.
+    public static let baseBytes = 64 << 20
+    /// Address space a process reserves beyond what it touches (thread stacks, malloc arenas):
+    /// 250–450 MB measured; counted against an address-space limit (`ulimit -v`), not RAM.
+    public static let reservedAddressSpace = 1 << 30
+
+    public var devices: Int
+    public var bytes: Int { Self.baseBytes + devices * Self.bytesPerDevice }
+
+    public init(devices: Int) { self.devices = devices }
+
+    /// The limits this process runs under; nil where there is none.
+    public struct Limits: Sendable, Equatable {
+        /// `ulimit -v` (RLIMIT_AS).
+        public var addressSpace: Int?
+        /// The cgroup's `memory.max` (a container's limit).
+        public var cgroup: Int?
+        /// `MemAvailable` in /proc/meminfo: what the machine can give without swapping.
+        public var available: Int?
+
+        public init(addressSpace: Int? = nil, cgroup: Int? = nil, available: Int? = nil) {
+            self.addressSpace = addressSpace
+            self.cgroup = cgroup
+            self.available = available
+        }
+
+        /// This process's limits, read from the system.
+        public static func current() -> Limits {
+            var limits = Limits()
+            var limit = rlimit()
+            if getrlimit(Int32(RLIMIT_AS.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(Int.max) {
+                limits.addressSpace = Int(limit.rlim_cur)
+            }
+            if let text = try? String(contentsOfFile: "/sys/fs/cgroup/memory.max", encoding: .utf8),
+               let bytes = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                limits.cgroup = bytes
+            }
+            if let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8),
+               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("MemAvailable:") }),
+               let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }), kilobytes < Int.max / 1_024 {
+                limits.available = kilobytes * 1_024
+            }
+            return limits
+        }
+    }
+
+    /// Why the run cannot fit under `limits`, or nil when it can. `processes`: how many processes
+    /// share the devices (`--workers`): each has its own address space, they share the machine.
+    public func refusal(under limits: Limits, processes: Int = 1) -> String? {
+        let perProcess = MemoryEstimate(devices: (devices + processes - 1) / max(1, processes))
+        var problems: [String] = []
+        if let space = limits.addressSpace, perProcess.bytes + Self.reservedAddressSpace > space {
+            let who = processes > 1 ? "each of \(processes) processes" : "the process"
+            problems.append("with what the runtime reserves, \(who) would take about \(Self.format(perProcess.bytes + Self.reservedAddressSpace)) of address space, over its limit of \(Self.format(space)) (ulimit -v)")
+        }
+        if let cgroup = limits.cgroup, bytes > cgroup {
+            problems.append("the container's memory limit is \(Self.format(cgroup)) (cgroup memory.max)")
+        }
+        if let available = limits.available, bytes > available {
+            problems.append("the machine has \(Self.format(available)) available (MemAvailable)")
+        }
+        guard !problems.isEmpty else { return nil }
+        return "this run cannot fit in memory: \(devices) devices need about \(Self.format(bytes)) (\(Self.bytesPerDevice) bytes each + \(Self.format(Self.baseBytes))), but "
+            + problems.joined(separator: "; ")
+            + ". Run fewer devices (--devices), or split the fleet: --workers N (processes on this machine, each with its own address space) or --shard I/N on several machines."
+    }
+
+    public static func format(_ bytes: Int) -> String {
+        let mebibytes = Double(bytes) / 1_048_576
+        return mebibytes >= 1_024 ? String(format: "%.1f GiB", mebibytes / 1_024) : "\(Int(mebibytes.rounded(.up))) MiB"
+    }
+}

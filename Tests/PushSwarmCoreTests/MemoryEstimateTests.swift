@@ -1,0 +1,30 @@
+import Testing
+@testable import PushSwarmCore
+
+/// A run is weighed before it starts: refused, with both figures, where it cannot fit.
+@Suite struct MemoryEstimateTests {
+    let gib = 1 << 30
+
+    @Test func aFleetIsWeighedAgainstEachLimitItMeets() throws {
+        let fleet = MemoryEstimate(devices: 10_000_000)
+        #expect(fleet.bytes == 64 << 20 + 10_000_000 * 2_048)
+        #expect(fleet.refusal(under: MemoryEstimate.Limits()) == nil, "no limit known: no refusal")
+        #expect(fleet.refusal(under: MemoryEstimate.Limits(addressSpace: 64 * gib, cgroup: 64 * gib, available: 64 * gib)) == nil)
+
+        let spaceRefusal = try #require(fleet.refusal(under: MemoryEstimate.Limits(addressSpace: 4 * gib)))
+        #expect(spaceRefusal.contains("10000000 devices need about 19.1 GiB") && spaceRefusal.contains("limit of 4.0 GiB (ulimit -v)"), "\(spaceRefusal)")
+        let machine = try #require(fleet.refusal(under: MemoryEstimate.Limits(cgroup: 8 * gib, available: 12 * gib)))
+        #expect(machine.contains("memory limit is 8.0 GiB (cgroup memory.max)") && machine.contains("12.0 GiB available (MemAvailable)"), "\(machine)")
+
+        // Eight processes: each has its own address space (2.4 GiB of devices + 1 GiB reserved
+        // fits under 4 GiB), but they share the machine.
+        #expect(fleet.refusal(under: MemoryEstimate.Limits(addressSpace: 4 * gib), processes: 8) == nil)
+        #expect(fleet.refusal(under: MemoryEstimate.Limits(addressSpace: 4 * gib, available: 12 * gib), processes: 8)?.contains("MemAvailable") == true)
+        #expect(MemoryEstimate(devices: 100_000).refusal(under: MemoryEstimate.Limits(addressSpace: 4 * gib, available: 2 * gib)) == nil)
+    }
+
+    @Test func theSystemsLimitsAreRead() {
+        let limits = MemoryEstimate.Limits.current()
+        #expect((limits.available ?? 0) > 0, "MemAvailable is in /proc/meminfo on Linux")
+    }
+}
