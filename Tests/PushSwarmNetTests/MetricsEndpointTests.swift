@@ -65,4 +65,19 @@ import Testing
         #expect(line.contains("429s 4 · errors 5 · sent 41"), "\(line)")
         #expect(first.line(since: nil).contains("10.00 req/s"), "40 requests in 4 s")
     }
+
+    /// The active count is the latest whole interval's: the one under way has only begun.
+    @Test func devicesActiveAreTheLatestWholeIntervals() {
+        var progress = Self.progress()
+        progress.metrics = RunMetrics()
+        for (second, devices) in [(0, 900), (1, 950), (2, 5)] {
+            let index = progress.metrics.timeline.index(at: Int64(second) * 1_000_000)
+            for _ in 0..<devices { progress.metrics.timeline.recordDeviceActive(interval: index) }
+        }
+        progress.elapsed = .milliseconds(2_100)
+        #expect(progress.activeDevices == 950)
+        #expect(progress.line(since: nil).contains("950 of 500 devices active"), "\(progress.line(since: nil))")
+        progress.elapsed = .milliseconds(500)
+        #expect(progress.activeDevices == 900, "before an interval has ended: the first, as it stands")
+    }
 }

@@ -68,6 +68,17 @@ public struct RunProgress: Sendable {
         self.metrics = metrics
         self.devices = devices
     }
+
+    /// Devices that sent a request in the latest whole interval. The interval under way has only
+    /// begun counting (a line once read "5 of 100,000 devices active" at 958 req/s), so it is
+    /// used only before one has ended.
+    public var activeDevices: UInt64 {
+        let intervals = metrics.timeline.intervals
+        let current = Int(max(0, elapsed.microseconds) / max(1, metrics.timeline.intervalMicroseconds))
+        let latestWhole = min(current, intervals.count) - 1
+        if latestWhole >= 0 { return intervals[latestWhole].activeDevices }
+        return intervals.first?.activeDevices ?? 0
+    }
 }
 
 extension RunProgress {
@@ -83,7 +94,7 @@ extension RunProgress {
         if span > 0 { rate = Double(metrics.sent - min(metrics.sent, previous?.metrics.sent ?? 0)) / span }
         let intervals = metrics.timeline.intervals
         let p99 = intervals.last { !$0.latency.isEmpty }?.latency.milliseconds(atQuantile: 0.99).map { "\(TerminalReport.format2($0)) ms" } ?? "-"
-        let active = intervals.last { $0.activeDevices > 0 }?.activeDevices ?? 0
+        let active = activeDevices
         // Answered with anything but 1xx-3xx, or failed; requests still in flight are not errors.
         let answered = metrics.byStatus.values.reduce(0, +)
         let errors = answered - metrics.answers(in: Quantity.okStatuses) + metrics.transportErrors + metrics.timeouts

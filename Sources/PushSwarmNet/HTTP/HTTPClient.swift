@@ -41,6 +41,9 @@ public struct HTTPTimings: Sendable, Equatable {
     public var queued: UInt64 = 0
     /// Opening the connection (TCP and TLS), 0 when a kept-alive one was reused.
     public var connect: UInt64 = 0
+    /// Connections opened for this request (0 when it went out on a kept-alive one; 2 when a
+    /// stale one was retried on a new one).
+    public var connectionsOpened = 0
     /// From the request's first byte written to the response's first byte read.
     public var firstByte: UInt64 = 0
     /// From the request written to the response complete: the service time.
@@ -650,6 +653,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         let connectTime = Monotonic.now() - connectStartedAt
         pool.connectionReady(self)
         current?.timings.connect += connectTime
+        current?.timings.connectionsOpened += 1
     }
 
     func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {

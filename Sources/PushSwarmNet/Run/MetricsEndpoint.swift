@@ -57,8 +57,8 @@ public final class MetricsEndpoint: Sendable {
         lines.append("pushswarm_run_duration_seconds{\(run)} \(progress.duration.seconds)")
         family("pushswarm_devices", "gauge", "Devices in the run.")
         lines.append("pushswarm_devices{\(run)} \(progress.devices)")
-        family("pushswarm_devices_active", "gauge", "Devices that sent a request in the latest interval.")
-        lines.append("pushswarm_devices_active{\(run)} \(metrics.timeline.intervals.last { $0.activeDevices > 0 }?.activeDevices ?? 0)")
+        family("pushswarm_devices_active", "gauge", "Devices that sent a request in the latest whole interval.")
+        lines.append("pushswarm_devices_active{\(run)} \(progress.activeDevices)")
         let operations = metrics.operations.sorted { $0.key < $1.key }
         family("pushswarm_requests_sent_total", "counter", "Requests sent, retries included, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_requests_sent_total{\(run),operation=\"\(escape(name))\"} \(operation.sent)") }
