@@ -1,6 +1,6 @@
 /// How the people behind a fleet's devices use their app. Every figure can be set in a scenario
 /// (`behaviour`, at the top level or per group); the defaults come from published industry figures
-/// collected in `../shared/research/push-platforms.md` and are cited beside each.
+/// collected with their sources in `docs/platforms.md`, and are cited beside each.
 public struct Behaviour: Sendable, Equatable {
     /// Sessions a device starts per day, drawn once per device (heavy and light users differ).
     /// Default: log-normal, median 2, σ 0.8 (mean ≈ 2.75).
