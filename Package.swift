@@ -48,6 +48,19 @@ let package = Package(
     ]
 )
 
+// The libFuzzer targets (Fuzz/README.md): only when Fuzz/run.sh builds them, with the sanitizers,
+// as libFuzzer's driver replaces the program's entry (and lld links what gold cannot).
+if Context.environment["PUSHSWARM_FUZZ"] != nil {
+    package.targets.append(.executableTarget(
+        name: "PushSwarmFuzz",
+        dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmNet"],
+        path: "Fuzz/Sources/PushSwarmFuzz",
+        swiftSettings: [.unsafeFlags(["-parse-as-library"])],
+        linkerSettings: [.unsafeFlags(["-use-ld=lld"])]
+    ))
+    package.products.append(.executable(name: "pushswarm-fuzz", targets: ["PushSwarmFuzz"]))
+}
+
 for target in package.targets where target.name != "CPushSwarmShim" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -54,13 +54,15 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
     public let loop: EventLoop
     /// The largest message accepted; a bigger one closes the socket with 1009 as soon as a frame
     /// header announces it (or the fragments add up to it), before its payload is held.
-    public var maxMessageBytes = NetworkSettings.defaultMaxWebSocketMessageBytes
+    public var maxMessageBytes: Int {
+        get { decoder.maxMessageBytes }
+        set { decoder.maxMessageBytes = newValue }
+    }
+    private var decoder: WebSocketFrameDecoder
     private var connection: Connection?
     private weak var delegateReference: (any WebSocketDelegate)?
     /// Held strongly until the socket closes, so an owner need not keep its delegate alive.
     private var delegateRetained: (any WebSocketDelegate)?
-    private var buffer: [UInt8] = []
-    private var start = 0
     private var fragments: [UInt8] = []
     private var fragmentOpcode: UInt8?
     private var sentClose = false
@@ -73,6 +75,7 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
 
     init(role: Role, connection: Connection, delegate: any WebSocketDelegate) {
         self.role = role
+        decoder = WebSocketFrameDecoder(readsMaskedFrames: role == .server)
         self.loop = connection.loop
         self.connection = connection
         delegateRetained = delegate
@@ -105,13 +108,13 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
     func connectionOpened(_ connection: Connection) {}
 
     func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
-        if start > 0 && start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        }
-        buffer.append(contentsOf: bytes)
-        while self.connection != nil, let frame = nextFrame() {
-            handle(frame)
+        decoder.append(bytes)
+        while self.connection != nil {
+            switch decoder.next() {
+            case .frame(let frame): handle(frame)
+            case .needMore: return
+            case .failure(let code, let reason): return fail(code: code, reason: reason)
+            }
         }
     }
 
@@ -122,72 +125,10 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
 
     // MARK: frames
 
-    private struct Frame {
-        var fin: Bool
-        var opcode: UInt8
-        var payload: [UInt8]
-    }
-
     private var lastCloseCode: UInt16?
     private var lastCloseReason = ""
 
-    private func nextFrame() -> Frame? {
-        let available = buffer.count - start
-        guard available >= 2 else { return nil }
-        let first = buffer[start]
-        let second = buffer[start + 1]
-        guard first & 0x70 == 0 else {
-            failProtocol("reserved bits set without an extension")
-            return nil
-        }
-        let masked = second & 0x80 != 0
-        if role == .server && !masked {
-            failProtocol("a client frame was not masked")
-            return nil
-        }
-        if role == .client && masked {
-            failProtocol("a server frame was masked")
-            return nil
-        }
-        var length = UInt64(second & 0x7F)
-        var offset = 2
-        if length == 126 {
-            guard available >= 4 else { return nil }
-            length = UInt64(buffer[start + 2]) << 8 | UInt64(buffer[start + 3])
-            offset = 4
-        } else if length == 127 {
-            guard available >= 10 else { return nil }
-            length = 0
-            for index in 0..<8 { length = length << 8 | UInt64(buffer[start + 2 + index]) }
-            offset = 10
-        }
-        let opcode = first & 0x0F
-        let fin = first & 0x80 != 0
-        if opcode >= 8 && (length > 125 || !fin) {
-            failProtocol("a control frame over 125 bytes or fragmented")
-            return nil
-        }
-        guard length <= UInt64(maxMessageBytes) else {
-            fail(code: 1009, reason: "message over \(maxMessageBytes) bytes")
-            return nil
-        }
-        let maskOffset = offset
-        if masked { offset += 4 }
-        guard available >= offset + Int(length) else { return nil }
-        var payload = Array(buffer[(start + offset)..<(start + offset + Int(length))])
-        if masked {
-            let mask = (0..<4).map { buffer[start + maskOffset + $0] }
-            for index in payload.indices { payload[index] ^= mask[index & 3] }
-        }
-        start += offset + Int(length)
-        if start > 65_536 && start > buffer.count / 2 {
-            buffer.removeFirst(start)
-            start = 0
-        }
-        return Frame(fin: fin, opcode: opcode, payload: payload)
-    }
-
-    private func handle(_ frame: Frame) {
+    private func handle(_ frame: WebSocketFrameDecoder.Frame) {
         switch frame.opcode {
         case 0, 1, 2:
             if frame.opcode == 0 {

@@ -1,0 +1,149 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmNet
+import PushSwarmPlatforms
+
+// libFuzzer targets, one per parser a peer or a user feeds: built only by `Fuzz/run.sh` (with
+// `-sanitize=fuzzer,address`; see Fuzz/README.md). `FUZZ_TARGET` names the target; each input must
+// end in an answer or an error, never a trap, a hang, a leak or unbounded memory.
+
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runDriver(
+    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
+
+/// SwiftPM links an executable's entry as `<module>_main`; libFuzzer's driver is called from it.
+@_cdecl("PushSwarmFuzz_main")
+func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    guard let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
+        let names = FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")
+        FileHandle.standardError.write(Data("set FUZZ_TARGET to one of: \(names)\n".utf8))
+        return 2
+    }
+    FuzzTarget.selected = target
+    var count = argc
+    var arguments = argv
+    return runDriver(&count, &arguments) { data, size in
+        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+        FuzzTarget.selected.run(bytes)
+        return 0
+    }
+}
+
+enum FuzzTarget: String, CaseIterable {
+    case httpRequest = "http-request"
+    case httpResponse = "http-response"
+    case webSocketServer = "websocket-server"
+    case webSocketClient = "websocket-client"
+    case json
+    case scenario
+    case mockHTTP = "mock-http"
+    case mockSocket = "mock-socket"
+
+    nonisolated(unsafe) static var selected = FuzzTarget.json
+
+    func run(_ bytes: [UInt8]) {
+        switch self {
+        case .httpRequest: Self.http(bytes, kind: .request)
+        case .httpResponse: Self.http(bytes, kind: .response)
+        case .webSocketServer: Self.frames(bytes, readsMasked: true)
+        case .webSocketClient: Self.frames(bytes, readsMasked: false)
+        case .json: Self.json(bytes)
+        case .scenario: _ = try? ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: bytes)
+        case .mockHTTP: Self.mockHTTP(bytes)
+        case .mockSocket: Self.mockSocket(bytes)
+        }
+    }
+
+    /// Every message the bytes hold, fed in pieces whose size the first byte picks (a peer's
+    /// segments split anywhere); a response's `Retry-After` is read too.
+    static func http(_ input: [UInt8], kind: HTTPParser.Kind) {
+        guard let first = input.first else { return }
+        let bytes = input.dropFirst()
+        let piece = Int(first % 64) + 1
+        var parser = HTTPParser(kind: kind, limits: HTTPParser.Limits(maxHeaderBytes: 4_096, maxBodyBytes: 65_536))
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let end = min(bytes.endIndex, offset + piece)
+            parser.append(Array(bytes[offset..<end]))
+            offset = end
+            do {
+                while let message = try parser.next() {
+                    if let value = message.header("retry-after") { _ = RetryAfter.parse(value, unixNow: 1_800_000_000) }
+                }
+            } catch {
+                return
+            }
+        }
+        _ = parser.finishAtEOF()
+    }
+
+    static func frames(_ input: [UInt8], readsMasked: Bool) {
+        guard let first = input.first else { return }
+        var decoder = WebSocketFrameDecoder(readsMaskedFrames: readsMasked, maxMessageBytes: 4_096)
+        let bytes = Array(input.dropFirst())
+        let piece = Int(first % 32) + 1
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + piece)
+            bytes[offset..<end].withUnsafeBytes { decoder.append($0) }
+            offset = end
+            while true {
+                switch decoder.next() {
+                case .frame(let frame):
+                    precondition(frame.payload.count <= 4_096, "a frame over the limit came out")
+                    continue
+                case .needMore: break
+                case .failure: return
+                }
+                break
+            }
+        }
+    }
+
+    /// Both parsers agree on what is JSON (a differential check), and what they read is written
+    /// back as JSON that reads the same.
+    static func json(_ bytes: [UInt8]) {
+        let tree = try? JSONParser.parse(bytes)
+        var fieldsRead = true
+        do { _ = try JSONFields.parse(bytes) } catch { fieldsRead = false }
+        precondition((tree != nil) == fieldsRead, "JSONParser and JSONFields disagree on whether the input is JSON")
+        if let tree {
+            let again = try? JSONParser.parse(JSONWriter.bytes(of: tree))
+            precondition(again != nil, "what was read does not write back as JSON")
+        }
+    }
+
+    static let platforms: [String: any PlatformConfiguration] = Dictionary(
+        uniqueKeysWithValues: PlatformRegistry.all.map { ($0.name, try! $0.configure(nil)) }
+    )
+
+    /// `METHOD /platform/path` on the first line, the body after it; a fresh set of mocks each time.
+    static func mockHTTP(_ bytes: [UInt8]) {
+        guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else { return }
+        let line = String(decoding: bytes[..<newline], as: UTF8.self).split(separator: " ", maxSplits: 1)
+        guard line.count == 2 else { return }
+        let mocks = MockFleet(platforms: platforms, seed: 1)
+        guard let (platform, path) = mocks.route(String(line[1])) else { return }
+        let request = Request(method: String(line[0]), path: path, headers: [Header("Content-Type", "application/json")], body: Array(bytes[(newline + 1)...]))
+        for second in 0..<2 {
+            _ = mocks.exchange(platform: platform, request, from: SourceAddress(index: 0), at: Instant.start + .seconds(Double(second)))
+        }
+    }
+
+    /// A Smartico session: each line of the input is one message on the socket.
+    static func mockSocket(_ bytes: [UInt8]) {
+        let mocks = MockFleet(platforms: platforms, seed: 1)
+        guard let platform = mocks.index(of: "smartico") else { return }
+        let (session, _) = mocks.openSocket(platform: platform, path: SmarticoMessages.socketPath, from: SourceAddress(index: 0), at: .start)
+        var now = Instant.start
+        for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            now = now + .seconds(1)
+            _ = mocks.socketMessage(platform: platform, session: session, text: String(decoding: line, as: UTF8.self), from: SourceAddress(index: 0), at: now)
+        }
+        _ = mocks.socketTimer(platform: platform, session: session, at: now + .seconds(30))
+        mocks.socketClosed(platform: platform, session: session, at: now + .seconds(31))
+    }
+}

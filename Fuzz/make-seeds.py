@@ -1,0 +1,76 @@
+"""Writes the seed corpora that are not captured traffic (see capture-seeds.py for those):
+the JSON examples of the platform specs (../shared/specs, as the project's README points to;
+only needed to regenerate: the seeds are committed), Smartico socket sessions built from spec
+000's examples, hand-written HTTP messages and WebSocket frames, and the shipped scenarios.
+Usage: python3 Fuzz/make-seeds.py [specs-directory]."""
+import glob, hashlib, json, os, re, struct, sys
+
+specs = sys.argv[1] if len(sys.argv) > 1 else "../shared/specs"
+root = "Fuzz/corpus"
+
+def write(target, data):
+    os.makedirs(f"{root}/{target}", exist_ok=True)
+    if isinstance(data, str): data = data.encode()
+    with open(f"{root}/{target}/{hashlib.sha1(data).hexdigest()[:16]}", "wb") as f: f.write(data)
+
+examples = {}
+for path in sorted(glob.glob(f"{specs}/*.txt")):
+    for block in re.findall(r"```json\s*\n(.*?)```", open(path, encoding="utf-8").read(), re.S):
+        try: value = json.loads(block)
+        except ValueError: continue  # examples with comments or placeholders
+        examples.setdefault(os.path.basename(path)[:3], []).append(value)
+        write("json", json.dumps(value))
+# Smartico (spec 000): a session opens with the init message (cid 3), then the spec's others.
+smartico = [m for m in examples.get("000", []) if isinstance(m, dict) and "cid" in m]
+init = next((m for m in smartico if m.get("cid") == 3), None)
+for message in smartico:
+    lines = [json.dumps(init)] if init and message is not init else []
+    write("mock-socket", "\n".join(lines + [json.dumps(message)]))
+# Hand-written bodies for the requests a short captured run does not reach.
+for line, body in [
+    ("POST /smartapppush/devices/refresh-token", {"tenant_id": "pushswarm", "api_key": "pushswarm-demo-key", "old_token": "a", "new_token": "b"}),
+    ("POST /smartapppush/pushes/opened", {"tenant_id": "pushswarm", "api_key": "pushswarm-demo-key", "tracking_token": "t-1"}),
+    ("POST /meiro/meiro_mobile", {"user_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7", "event_type": "fcm_registration_token_registered",
+                                  "event_timestamp": "2026-03-02T10:00:00Z", "version": "1.0.0", "session_id": "s",
+                                  "app": {"language": "en"}, "os": {"type": "android"}, "firebase": {"registration_token": "tok"},
+                                  "event_data": {"fcm_registration_token_registration_timestamp": "2026-03-02T10:00:00Z"}}),
+    ("POST /pushexpress/apps/pushswarm-demo/instances", {"ic_token": "ic-1", "ext_id": "user_1"}),
+    ("POST /pushexpress/apps/pushswarm-demo/instances/0123456789abcdef01234567/events/notification", {"msg_id": "m-1", "event": "click"}),
+]:
+    write("mock-http", f"{line}\n{json.dumps(body)}")
+write("mock-http", "GET /flocktory/t/show/?site_id=1&campaign_id=2\n")
+# HTTP: the first byte picks the size of the pieces the parser is fed.
+for message in [
+    b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    b"POST /events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    b"GET /websocket/services HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: AAECAwQFBgcICQoLDA0ODw==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+]:
+    write("http-request", b"\x07" + message)
+for message in [
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 120\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\n\r\nread until close",
+]:
+    write("http-response", b"\x05" + message)
+# WebSocket frames: a client's are masked, a server's are not; the first byte picks the piece size.
+def frame(opcode, payload, fin=True, mask=None):
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    bit = 0x80 if mask else 0
+    head += bytes([bit | n]) if n < 126 else bytes([bit | 126]) + struct.pack(">H", n) if n < 65536 else bytes([bit | 127]) + struct.pack(">Q", n)
+    if mask:
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        head += mask
+    return head + payload
+key = b"\x01\x02\x03\x04"
+for masked, target in [(key, "websocket-server"), (None, "websocket-client")]:
+    write(target, b"\x03" + frame(1, b'{"cid":3}', mask=masked) + frame(9, b"p", mask=masked))
+    write(target, b"\x10" + frame(1, b"frag", fin=False, mask=masked) + frame(0, b"ment", mask=masked) + frame(8, b"\x03\xe8bye", mask=masked))
+    write(target, b"\x1f" + frame(2, bytes(300), mask=masked))
+for path in sorted(glob.glob("Scenarios/*.json")):
+    if not path.endswith("schema.json"): write("scenario", open(path, "rb").read())
+print({target: len(os.listdir(f"{root}/{target}")) for target in sorted(os.listdir(root))})
