@@ -76,7 +76,7 @@ enum CapacityCommand {
             return await Run.simulated(stepped).run().metrics
         }, progress: { step in
             let latency = step.latency.map { String(format: "%.2f ms", Double($0) / 1_000) } ?? "-"
-            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")\(step.failedThresholds.isEmpty ? "" : " (" + step.failedThresholds.joined(separator: "; ") + ")")")
+            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")\(step.saturated ? " (generator saturated: the load was not put on; see lag and missed starts)" : "")\(step.failedThresholds.isEmpty ? "" : " (" + step.failedThresholds.joined(separator: "; ") + ")")")
         })
         if failedToRun { return .badInput }
         if let capacity {
@@ -96,6 +96,7 @@ enum CapacityCommand {
             entry["latencyMs"] = step.latency.map { JSONValue.number(Double($0) / 1_000) } ?? .null
             entry["errorRate"] = .number(step.errorRate)
             entry["held"] = .bool(step.held)
+            entry["saturated"] = .bool(step.saturated)
             entry["failedThresholds"] = .array(step.failedThresholds.map(JSONValue.string))
             return .object(entry)
         })

@@ -140,6 +140,21 @@ import Testing
         #expect(jar.value(of: "gone") == nil)
         #expect(jar.value(of: "foreign") == nil)
     }
+
+    /// RFC 6265bis 5.6.1 and 5.6.2: a lifetime is capped at 400 days. A hostile server's
+    /// `Max-Age=9223372036854775807` or a date in year 9999 overflowed the expiry and trapped.
+    @Test func aCookieLivesAtMost400DaysWhateverItsServerSays() throws {
+        let site = try #require(TargetURL("http://shop.example.com/"))
+        for attribute in ["Max-Age=9223372036854775807", "Max-Age=99999999999", "Expires=Fri, 31 Dec 9999 23:59:59 GMT"] {
+            let now = Monotonic.now()
+            let cookie = try #require(CookieJar.parse("long=1; \(attribute)", from: site, now: now), "\(attribute)")
+            let expires = try #require(cookie.expires)
+            #expect(expires > now && expires <= now + 400 * 86_400 * 1_000_000_000, "\(attribute)")
+        }
+        let jar = CookieJar()
+        jar.store([Header("Set-Cookie", "long=1; Max-Age=9223372036854775807")], from: site)
+        #expect(jar.value(of: "long") == "1")
+    }
 }
 
 @Suite struct TokenTests {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import PushSwarmCore
 @testable import PushSwarmPlatforms
@@ -59,6 +60,39 @@ import PushSwarmMetrics
         let broken = steps.filter { !$0.held }
         #expect(!broken.isEmpty && broken.allSatisfy { $0.failedThresholds == ["rate(status=429) < 1%"] })
         #expect(steps.filter(\.held).allSatisfy { $0.failedThresholds.isEmpty })
+    }
+
+    /// A step whose generator fell behind did not put its load on, so it cannot hold (a loaded
+    /// machine once "held" 278/s against a limit of 200/s). The search runs such a step again;
+    /// a generator that never keeps up bounds what the search can claim.
+    @Test func aStepWhoseGeneratorFellBehindDoesNotHoldAndIsRunAgain() async throws {
+        let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
+        let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms,errors<1%"), startRate: 10)
+        func rate(of stepped: Scenario) -> Double {
+            stepped.groups.reduce(0) { total, group in
+                if case .open(let open) = group.workload { total + open.segments[0].fromRate } else { total }
+            }
+        }
+        // Once per rate, the generator misses starts (another process took the CPU): that step
+        // is saturated, not held, and run again; the rerun decides.
+        let firstRuns = Mutex(Set<Int>())
+        let (steps, capacity) = await search.run { stepped in
+            var metrics = await Run.simulated(stepped).run().metrics
+            if firstRuns.withLock({ $0.insert(Int(rate(of: stepped) * 100)).inserted }) { metrics.increment("workload.missedStarts") }
+            return metrics
+        }
+        #expect(abs((capacity ?? 0) - 200) <= 10, "capacity \(String(describing: capacity))/s")
+        let saturated = steps.filter(\.saturated)
+        #expect(!saturated.isEmpty && saturated.allSatisfy { !$0.held })
+        for step in saturated { #expect(steps.contains { !$0.saturated && $0.rate == step.rate }, "rerun at \(step.rate)/s") }
+
+        // A generator that cannot go past 150/s: the search never claims more than that.
+        let (_, bounded) = await search.run { stepped in
+            var metrics = await Run.simulated(stepped).run().metrics
+            if rate(of: stepped) > 150 { metrics.increment("workload.missedStarts") }
+            return metrics
+        }
+        #expect((bounded ?? 0) <= 150, "capacity \(String(describing: bounded))/s")
     }
 
     @Test func aScenarioWithoutAnOpenWorkloadIsRefused() throws {

@@ -82,6 +82,12 @@ import PushSwarmMetrics
         #expect(mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.track, body: body, callback: "cb", cookie: cookie), from: SourceAddress(index: 0), at: .start).response.status == 400)
         // "siteId - Flocktory ID of your site": another site is refused.
         #expect(mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.setup, body: ["siteId": "9"], callback: nil, cookie: nil), from: SourceAddress(index: 0), at: .start).response.status == 400)
+        // A numeric siteId no Int holds is an unknown site, not a trap (Int(1e300) stopped the mock).
+        for number in [1e300, -1e19, 1833.5] {
+            let reply = mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.setup, body: ["siteId": .number(number)], callback: nil, cookie: nil), from: SourceAddress(index: 0), at: .start)
+            #expect(reply.response.status == 400, "\(number)")
+        }
+        #expect(mock.handle(FlocktoryMessages.request(FlocktoryMessages.Path.setup, body: ["siteId": 1833], callback: nil, cookie: nil), from: SourceAddress(index: 0), at: .start).response.status == 200)
     }
 
     @Test mutating func anOrderCarriesTheSpecsFields() throws {

@@ -82,7 +82,7 @@ import PushSwarmMetrics
             }
         }
 
-        func cids(_ messages: [JSONValue]) -> [Int] { messages.compactMap { $0["cid"]?.numberValue.map(Int.init) } }
+        func cids(_ messages: [JSONValue]) -> [Int] { messages.compactMap { $0["cid"]?.integerValue } }
         var openSocket: UInt64? { sessions.keys.max() }
     }
 
@@ -162,6 +162,27 @@ import PushSwarmMetrics
         #expect(try JSONParser.parse(Array(bare.messages[0].utf8))["errMsg"] == "ts is required (Unix time in milliseconds)")
         // A bad handshake URL: "?master&domain={{your domain}}&version={{your client code version}}".
         #expect(mock.socketOpened(session: 9, path: "/websocket/services?domain=app", from: source, at: .start).refusal?.status == 400)
+        // A client's cid no Int holds closes its session (1008), never traps the mock.
+        for (session, cid) in [(20, "1e300"), (21, "-1e19"), (22, "2.5"), (23, "1e400")] {
+            _ = mock.socketOpened(session: UInt64(session), path: "/websocket/services?master&domain=app&version=1.0.0", from: source, at: .start)
+            let reply = mock.socketMessage(session: UInt64(session), text: #"{"cid":"# + cid + #","ts":1,"uuid":"c"}"#, from: source, at: .start)
+            #expect(reply.close?.code == 1008, "cid \(cid)")
+        }
+    }
+
+    /// A server's message is a peer's number: a `cid` no `Int` holds (`1e300`, `-1e19`, `2.5`)
+    /// is an unknown message, never a trap (`Int(1e300)` stopped the whole run).
+    @Test func aClassIDNoIntegerHoldsIsIgnoredNotATrap() throws {
+        var pump = Pump(device: Self.snapshot())
+        _ = pump.client.started(device: pump.device, now: .start, random: &pump.random)
+        pump.intent(launch, at: start)
+        let socket = try #require(pump.openSocket)
+        let before = pump.sent.count
+        for text in [#"{"cid": 1e300}"#, #"{"cid": -1e19}"#, #"{"cid": 2.5}"#, #"{"cid": 1e400}"#] {
+            pump.process(pump.client.handle(.message(socket: socket, text: text), device: pump.device, now: start, random: &pump.random), at: start)
+        }
+        #expect(pump.sent.count == before, "nothing answered")
+        #expect(pump.openSocket == socket, "and the session goes on")
     }
 
     @Test func serverPingsGetPongsAndASilentClientPingsAfter29Seconds() throws {

@@ -60,6 +60,10 @@ public struct CapacityStep: Sendable {
     public var held: Bool
     /// The thresholds that failed at this rate, as written.
     public var failedThresholds: [String] = []
+    /// The step did not put on the load it asked for because PushSwarm fell behind (generator
+    /// lag p99 over 100 ms, or arrivals missed). It cannot vouch for its rate, so it does not
+    /// hold; the search runs such a step again before believing it.
+    public var saturated = false
 }
 
 /// Steps a scenario's open load up until the objective breaks, then narrows the gap: the highest
@@ -108,17 +112,27 @@ public struct CapacitySearch: Sendable {
         var held = sent > 0
         if let limit = objective.latencyLimit, let value, value > UInt64(max(0, limit.microseconds)) { held = false }
         if let limit = objective.errorRateLimit, errorRate > limit { held = false }
-        var failed: [String] = []
-        if !thresholds.isEmpty {
-            let summary = Summary(
-                scenario: scenario.name, seed: scenario.seed, clock: scenario.clock.rawValue, devices: scenario.devices,
-                simulatedSeconds: scenario.duration.seconds, wallSeconds: 0, runID: "", version: "", metrics: metrics,
-                ledger: nil, lost: 0, pendingAtEnd: 0
-            )
-            failed = thresholds.filter { !$0.holds(summary) }.map(\.text)
-        }
-        return CapacityStep(rate: rate, sent: sent, latency: value, errorRate: errorRate, held: held && failed.isEmpty, failedThresholds: failed)
+        let summary = Summary(
+            scenario: scenario.name, seed: scenario.seed, clock: scenario.clock.rawValue, devices: scenario.devices,
+            simulatedSeconds: scenario.duration.seconds, wallSeconds: 0, runID: "", version: "", metrics: metrics,
+            ledger: nil, lost: 0, pendingAtEnd: 0
+        )
+        let failed = thresholds.filter { !$0.holds(summary) }.map(\.text)
+        // Once a step "held" at 278/s against a limit of 200/s: on a loaded machine its generator
+        // had put on far less than it asked for. (CPU use alone is not counted here: a busy
+        // generator that kept its schedule did put the load on.)
+        let saturated = (summary.lagP99Milliseconds ?? 0) > Summary.saturationThresholdMs || summary.missedStarts > 0
+        // Shed arrivals found their device's queue full: the service did not keep up. Not held.
+        let shed = summary.shedArrivals > 0
+        var step = CapacityStep(
+            rate: rate, sent: sent, latency: value, errorRate: errorRate, held: held && failed.isEmpty && !saturated && !shed, failedThresholds: failed
+        )
+        step.saturated = saturated
+        return step
     }
+
+    /// Times a saturated step is run again before the search takes it as not holding.
+    public static let saturatedRetries = 2
 
     /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives its metrics.
     public func run(_ execute: (Scenario) async -> RunMetrics, progress: (CapacityStep) -> Void = { _ in }) async -> (steps: [CapacityStep], capacity: Double?) {
@@ -126,10 +140,18 @@ public struct CapacitySearch: Sendable {
         var good: Double?
         var bad: Double?
         var rate = startRate
+        var retries = 0
         while steps.count < maximumSteps {
             let step = judge(await execute(scenario(at: rate)), rate: rate)
             steps.append(step)
             progress(step)
+            if step.saturated && retries < Self.saturatedRetries {
+                // PushSwarm, not the service, fell behind (another process, a slow start): the
+                // step says nothing about the service yet. Run it again.
+                retries += 1
+                continue
+            }
+            retries = 0
             if step.held { good = max(good ?? 0, rate) } else { bad = min(bad ?? .infinity, rate) }
             switch (good, bad) {
             case (let held?, nil):

@@ -48,6 +48,12 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    /// The number as an `Int` when it is a whole number an `Int` holds; nil otherwise (a peer's
+    /// `1e300` or `2.5`, which `Int(_:)` would trap on or truncate).
+    public var integerValue: Int? {
+        numberValue.flatMap { Int(exactly: $0) }
+    }
+
     public var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil

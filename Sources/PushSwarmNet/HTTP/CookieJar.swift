@@ -85,17 +85,22 @@ public final class CookieJar: Sendable {
             case "max-age":
                 guard let seconds = Int(value) else { continue }
                 maxAgeSeen = true
-                cookie.expires = seconds <= 0 ? 0 : now + UInt64(seconds) * 1_000_000_000
+                cookie.expires = seconds <= 0 ? 0 : now + UInt64(min(Double(seconds), maximumLifetime) * 1e9)
             case "expires":
                 guard !maxAgeSeen, let date = httpDate(value) else { continue }
                 let remaining = date.timeIntervalSinceNow
-                cookie.expires = remaining <= 0 ? 0 : now + UInt64(remaining * 1e9)
+                cookie.expires = remaining <= 0 ? 0 : now + UInt64(min(remaining, maximumLifetime) * 1e9)
             default:
                 break
             }
         }
         return cookie
     }
+
+    /// RFC 6265bis sections 5.6.1 and 5.6.2: a cookie lives at most 400 days, whatever its
+    /// Max-Age or Expires says. A server's `Max-Age=9223372036854775807` or a date in year 9999
+    /// once overflowed the expiry's nanoseconds and trapped the run.
+    static let maximumLifetime: Double = 400 * 86_400
 
     private static func defaultPath(_ path: String) -> String {
         let base = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/"

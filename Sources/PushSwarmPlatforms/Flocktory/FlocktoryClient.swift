@@ -181,7 +181,7 @@ struct FlocktoryClient: PlatformClient {
         func text(_ key: String) -> String {
             switch parameters[key] {
             case .string(let value)?: value
-            case .number(let value)?: String(Int(value))
+            case .number(let value)?: Int(exactly: value).map { String($0) } ?? String(value)
             default: "1"
             }
         }
@@ -228,7 +228,7 @@ struct FlocktoryClient: PlatformClient {
         let site = settings.siteID
         let user = device.userID ?? "guest-\(device.profile.index)"
         let amount = parameters["amount"]?.numberValue ?? 0
-        let items = Int(parameters["item_count"]?.numberValue ?? 1)
+        let items = parameters["item_count"]?.integerValue ?? 1
         var products = JSONObject()
         for index in 0..<max(1, min(items, 10)) {
             products[String(index)] = ["i": .number(Double(7_000_000 + index)), "t": .string("Item \(index + 1)"), "c": 1, "p": .number((amount / Double(max(1, items))).rounded())]

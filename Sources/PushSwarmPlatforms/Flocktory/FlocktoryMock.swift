@@ -103,7 +103,7 @@ struct FlocktoryMock: MockService {
 
     private mutating func setup(_ body: JSONObject, cookie: String?, callback: String?, operation: String) -> MockReply {
         // "siteId - Flocktory ID of your site".
-        let site = body["siteId"]?.stringValue ?? body["siteId"]?.numberValue.map { String(Int($0)) }
+        let site = body["siteId"]?.stringValue ?? body["siteId"]?.integerValue.map { String($0) }
         guard let site else { return MockReply(response: Self.jsonp(400, callback, ["error": "siteId is required"]), operation: operation) }
         guard site == settings.siteID else { return MockReply(response: Self.jsonp(400, callback, ["error": .string("unknown siteId \(site)")]), operation: operation) }
         if let profile = body["profile"] {
@@ -131,7 +131,7 @@ struct FlocktoryMock: MockService {
 
     /// The first required field the call's body lacks, as the spec's curl examples give them.
     private func validate(_ operation: String, _ body: JSONObject) -> String? {
-        func site(_ value: JSONValue?) -> String? { value?.stringValue ?? value?.numberValue.map { String(Int($0)) } }
+        func site(_ value: JSONValue?) -> String? { value?.stringValue ?? value?.integerValue.map { String($0) } }
         switch operation {
         case FlocktoryMessages.Operation.track:
             guard let data = body["data"]?.objectValue else { return "data is required" }

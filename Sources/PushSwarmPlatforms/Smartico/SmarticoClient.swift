@@ -336,7 +336,7 @@ struct SmarticoClient: PlatformClient {
     }
 
     private mutating func received(_ text: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        guard let socket, let message = try? JSONParser.parse(Array(text.utf8)), let cid = message["cid"]?.numberValue.map(Int.init) else {
+        guard let socket, let message = try? JSONParser.parse(Array(text.utf8)), let cid = message["cid"]?.integerValue else {
             return [.count("smartico.unreadableMessages")]
         }
         var actions: [ClientAction] = armSilenceTimer()

@@ -100,10 +100,10 @@ struct SmarticoMock: MockService {
         guard let message = try? JSONParser.parse(Array(text.utf8)), let object = message.objectValue else {
             return SocketReply(close: (1008, "messages are JSON objects"), operation: SmarticoMessages.Operation.unknown)
         }
-        guard let cidValue = object["cid"]?.numberValue, cidValue == cidValue.rounded() else {
+        // A whole number an Int holds: `1e300` passed a check for roundness and trapped in `Int(_:)`.
+        guard let cid = object["cid"]?.integerValue else {
             return SocketReply(close: (1008, "cid is required (an integer)"), operation: SmarticoMessages.Operation.unknown)
         }
-        let cid = Int(cidValue)
         let operation = Self.operation(of: cid)
         // "Every request sent from client to server should contain two operations fields: ts … uuid".
         var problem: String?
@@ -275,8 +275,8 @@ struct SmarticoMock: MockService {
     }
 
     static func integer(_ value: JSONValue?, in range: ClosedRange<Int>) -> Int? {
-        guard let number = value?.numberValue, number == number.rounded(), number >= Double(range.lowerBound), number <= Double(range.upperBound) else { return nil }
-        return Int(number)
+        guard let number = value?.integerValue, range.contains(number) else { return nil }
+        return number
     }
 
     // MARK: - HTTP public API
