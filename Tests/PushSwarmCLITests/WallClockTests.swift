@@ -241,6 +241,71 @@ import Testing
         #expect(report["retries"]?["total"]?.numberValue == limited, "each 429 retried once, then answered 200")
     }
 
+    /// A server that answers every way a broken or hostile one can, in turn: the run neither
+    /// crashes nor hangs, stays within a small address space, ends on time, and accounts for
+    /// every request it sent (an answer, a transport error by reason, or a timeout).
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func aHostileServerIsCountedNeverACrashOrAHang() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-hostile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = freePort()
+        let script = """
+            import asyncio, itertools
+            turn = itertools.count()
+            answers = [
+                b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: 19\\r\\n\\r\\n{\\"fingerprint\\":\\"0\\"}",
+                b"HTTP/1.1 2OO OK\\r\\nContent-Length: 0\\r\\n\\r\\n",
+                b"HTTP/1.1 600 Beyond\\r\\nContent-Length: 0\\r\\n\\r\\n",
+                "reset", "silence",
+                b"HTTP/1.1 200 OK\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n1\\r\\na\\r\\n7FFFFFFFFFFFFFFF\\r\\n",
+                b"HTTP/1.1 200 OK\\r\\nX-Big: " + b"a" * 1048576 + b"\\r\\n\\r\\n",
+                b"HTTP/1.1 200 OK\\r\\nContent-Length: -1\\r\\n\\r\\n",
+                b"HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 1000000000000\\r\\nContent-Length: 0\\r\\n\\r\\n",
+            ]
+            async def serve(reader, writer):
+                try:
+                    while True:
+                        head = await reader.readuntil(b"\\r\\n\\r\\n")
+                        length = [int(l.split(b":")[1]) for l in head.split(b"\\r\\n") if l.lower().startswith(b"content-length")]
+                        await reader.readexactly(length[0] if length else 0)
+                        answer = answers[next(turn) % len(answers)]
+                        if answer == "reset":
+                            writer.transport.abort(); return
+                        if answer == "silence":
+                            await asyncio.sleep(30); return
+                        writer.write(answer); await writer.drain()
+                except Exception:
+                    pass
+                finally:
+                    writer.close()
+            async def main():
+                server = await asyncio.start_server(serve, "127.0.0.1", \(port))
+                async with server: await server.serve_forever()
+            asyncio.run(main())
+            """
+        let peer = try Peer(which("python3")!, ["-c", script])
+        defer { peer.stop() }
+        #expect(waitForPort(port))
+        let out = directory.appendingPathComponent("run").path
+        // 1.4 GiB of address space: what the runtime reserves and a little; a run that buffered
+        // what the server announced (a chunk near Int.max) could not fit.
+        let command = "ulimit -v 1468006 && exec \"$0\" run Tests/Fixtures/hostile-server.json --clock wall --target http://127.0.0.1:\(port) --out \(out) --quiet"
+        let run = try cli.run(["-c", command, CommandLineTests.binary.path], executable: "/bin/sh")
+        #expect(run.status == 0, "\(run.error)")
+        let report = try summary(out)
+        let requests = try #require(report["requests"])
+        let sent = requests["sent"]?.numberValue ?? 0
+        let answered = (requests["byStatus"]?.objectValue?.members ?? []).reduce(0) { $0 + ($1.value.numberValue ?? 0) }
+        let failed = (requests["transportErrors"]?.numberValue ?? 0) + (requests["timeouts"]?.numberValue ?? 0)
+        #expect(sent > 50 && sent == answered + failed + (requests["inFlightAtEnd"]?.numberValue ?? 0), "every request accounted: \(requests)")
+        #expect((requests["byStatus"]?["200"]?.numberValue ?? 0) > 0)
+        #expect((requests["timeouts"]?.numberValue ?? 0) > 0, "silence is a timeout")
+        let reasons = requests["transportErrorsByReason"]?.objectValue?.keys ?? []
+        #expect(reasons.contains("malformedResponse"), "\(reasons)")
+        #expect((report["counters"]?["retryAfter.clamped"]?.numberValue ?? 0) > 0, "the 429's wait was cut to the rule's 1 s")
+    }
+
     @Test func jitterCutsRetryAmplificationInWallTimeToo() throws {
         // retry-storm.json, short: the same herd against the loopback mock's per-IP limit, retried
         // in lockstep and with full jitter, each for 60 s of wall time.
