@@ -41,6 +41,10 @@ enum RunCommand {
                               one per core). Simulated results do not depend on P.
           --start-at TIME     Wait until TIME (RFC 3339 or Unix seconds) before starting:
                               shards started one by one put their load on together.
+          --start TIME        The calendar the devices stamp their events with starts at TIME
+                              (RFC 3339 or Unix seconds), overriding the scenario's "start".
+                              Wall runs otherwise use the real time; simulated runs the
+                              scenario's start.
           --metrics-listen A  Wall clock: serve the run's measurements so far in Prometheus's
                               text format at http://A/metrics (A such as 127.0.0.1:9464).
           --out DIR           Write the report into DIR instead of Reports/<run-id>.
@@ -50,7 +54,7 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--metrics-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -82,13 +86,7 @@ enum RunCommand {
                 partitions = count
             }
             if let text = arguments.value("--start-at") {
-                if let seconds = Double(text) {
-                    startAt = Date(timeIntervalSince1970: seconds)
-                } else if let microseconds = RFC3339.parse(text) {
-                    startAt = Date(timeIntervalSince1970: Double(microseconds) / 1_000_000)
-                } else {
-                    throw ScenarioError(path: "--start-at", message: "expected an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds, found \"\(text)\"")
-                }
+                startAt = Date(timeIntervalSince1970: Double(try instant(text, option: "--start-at")))
             }
         } catch {
             PushSwarmCommand.printError("\(error)")
@@ -283,6 +281,17 @@ enum RunCommand {
             }
             scenario.clock = clock
         }
+        if let text = arguments.value("--start") {
+            scenario.startUnixSeconds = try instant(text, option: "--start")
+            scenario.startIsExplicit = true
+        }
+    }
+
+    /// An instant given as RFC 3339 (`2026-11-22T02:00:00Z`) or Unix seconds, in whole seconds.
+    static func instant(_ text: String, option: String) throws(ScenarioError) -> Int64 {
+        if let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e12 { return Int64(seconds.rounded(.down)) }
+        if let microseconds = RFC3339.parse(text) { return microseconds / 1_000_000 }
+        throw ScenarioError(path: option, message: "expected an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds, found \"\(text)\"")
     }
 
     /// `20261121-140502`: now, in UTC, for run ids.

@@ -14,8 +14,15 @@ enum WorkersRun {
     static func main(_ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard let file = arguments.positionals.first else { return .badInput }
         var forwarded: [String] = []
-        for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at", "--partitions"] {
+        for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at", "--start", "--partitions"] {
             if let value = arguments.value(option) { forwarded += [option, value] }
+        }
+        if scenario.clock == .wall, !scenario.startIsExplicit {
+            // One calendar for every worker: today's, as this process reads it (from when they
+            // all start, with --start-at).
+            let now = Int64(Date().timeIntervalSince1970)
+            let calendarStart = arguments.value("--start-at").flatMap { try? RunCommand.instant($0, option: "--start-at") } ?? now
+            forwarded += ["--start", String(max(now, calendarStart))]
         }
         for option in ["--target", "--threshold"] {
             for value in arguments.values(option) { forwarded += [option, value] }

@@ -198,47 +198,65 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-retry-after-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = freePort()
-        // Each device's first event, in the peer's first three seconds: 429 and a date 1 s ahead.
-        let script = """
-            import json, time, http.server, email.utils
-            seen = set(); started = []
-            class Handler(http.server.BaseHTTPRequestHandler):
-                protocol_version = "HTTP/1.1"
-                def log_message(self, *args): pass
-                def do_POST(self):
-                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                    now = time.time()
-                    if not started: started.append(now)
-                    token = body.get("device_token")
-                    if token not in seen and now - started[0] < 3:
-                        seen.add(token)
-                        self.send_response(429)
-                        self.send_header("Retry-After", email.utils.formatdate(now + 1, usegmt=True))
-                        answer = b'{"error":"rate limited"}'
-                    else:
-                        seen.add(token)
-                        self.send_response(200)
-                        answer = b'{"fingerprint":"0"}'
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(answer)))
-                    self.end_headers()
-                    self.wfile.write(answer)
-            http.server.ThreadingHTTPServer(("127.0.0.1", \(port)), Handler).serve_forever()
-            """
-        let peer = try Peer(which("python3")!, ["-c", script])
-        defer { peer.stop() }
-        #expect(waitForPort(port))
-        let out = directory.appendingPathComponent("wall").path
-        let run = try cli.run(["run", "Tests/Fixtures/retry-after-date.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
-        #expect(run.status == 0, "\(run.error)")
-        let report = try summary(out)
-        let limited = report["requests"]?["byStatus"]?["429"]?.numberValue ?? 0
-        #expect(limited >= 1, "the peer answered 429: \(String(describing: report["requests"]))")
-        #expect(report["counters"]?["retryAfter.clamped"] == nil, "no wait was cut to the ceiling")
-        #expect(report["queue"]?["pendingAtEnd"] == .number(0), "every retry was made within the run")
-        #expect(report["dropped"]?["total"] == .number(0))
-        #expect(report["retries"]?["total"]?.numberValue == limited, "each 429 retried once, then answered 200")
+        // Without a `start`, events carry today's time; with `--start`, that calendar's. Either
+        // way the Retry-After date is read against the real time.
+        for (round, extra) in [[String](), ["--start", "2026-03-02T00:00:00Z"]].enumerated() {
+            let port = freePort()
+            let stamps = directory.appendingPathComponent("event-times-\(round)").path
+            // Each device's first event, in the peer's first three seconds: 429 and a date 1 s
+            // ahead. Every event_time is written down.
+            let script = """
+                import json, time, http.server, email.utils
+                seen = set(); started = []; stamps = open("\(stamps)", "a", buffering=1)
+                class Handler(http.server.BaseHTTPRequestHandler):
+                    protocol_version = "HTTP/1.1"
+                    def log_message(self, *args): pass
+                    def do_POST(self):
+                        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                        stamps.write(body.get("event_time", "") + "\\n")
+                        now = time.time()
+                        if not started: started.append(now)
+                        token = body.get("device_token")
+                        if token not in seen and now - started[0] < 3:
+                            seen.add(token)
+                            self.send_response(429)
+                            self.send_header("Retry-After", email.utils.formatdate(now + 1, usegmt=True))
+                            answer = b'{"error":"rate limited"}'
+                        else:
+                            seen.add(token)
+                            self.send_response(200)
+                            answer = b'{"fingerprint":"0"}'
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(answer)))
+                        self.end_headers()
+                        self.wfile.write(answer)
+                http.server.ThreadingHTTPServer(("127.0.0.1", \(port)), Handler).serve_forever()
+                """
+            let peer = try Peer(which("python3")!, ["-c", script])
+            defer { peer.stop() }
+            #expect(waitForPort(port))
+            let out = directory.appendingPathComponent("wall-\(round)").path
+            let run = try cli.run(
+                ["run", "Tests/Fixtures/retry-after-date.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"] + extra
+            )
+            #expect(run.status == 0, "\(run.error)")
+            let report = try summary(out)
+            let limited = report["requests"]?["byStatus"]?["429"]?.numberValue ?? 0
+            #expect(limited >= 1, "the peer answered 429: \(String(describing: report["requests"]))")
+            #expect(report["counters"]?["retryAfter.clamped"] == nil, "no wait was cut to the ceiling")
+            #expect(report["queue"]?["pendingAtEnd"] == .number(0), "every retry was made within the run")
+            #expect(report["dropped"]?["total"] == .number(0))
+            #expect(report["retries"]?["total"]?.numberValue == limited, "each 429 retried once, then answered 200")
+            let first = try #require(try String(contentsOfFile: stamps, encoding: .utf8).split(separator: "\n").first.map(String.init))
+            let format = ISO8601DateFormatter()
+            format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let stamped = try #require(format.date(from: first), "\(first)")
+            if extra.isEmpty {
+                #expect(abs(stamped.timeIntervalSinceNow) < 60, "stamped today: \(first)")
+            } else {
+                #expect(first.hasPrefix("2026-03-02T"), "stamped on --start's calendar: \(first)")
+            }
+        }
     }
 
     /// A server that answers every way a broken or hostile one can, in turn: the run neither

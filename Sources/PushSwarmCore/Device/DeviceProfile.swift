@@ -42,14 +42,23 @@ public struct DeviceSnapshot: Sendable {
 public struct RunCalendar: Sendable {
     public var startUnixSeconds: Int64
     public var zones: ZoneOffsets
+    /// The real time minus this calendar's (`Scenario.realClockOffsetSeconds`).
+    public var realOffsetSeconds: Int64 = 0
 
-    public init(startUnixSeconds: Int64, zones: ZoneOffsets) {
+    public init(startUnixSeconds: Int64, zones: ZoneOffsets, realOffsetSeconds: Int64 = 0) {
         self.startUnixSeconds = startUnixSeconds
         self.zones = zones
+        self.realOffsetSeconds = realOffsetSeconds
     }
 
     public func unixMicroseconds(_ instant: Instant) -> Int64 {
         startUnixSeconds * 1_000_000 + instant.microseconds
+    }
+
+    /// The real time at `instant`, Unix seconds, for reading a peer's HTTP-date: in a wall run
+    /// that is now, whatever calendar the devices stamp their events with.
+    public func realUnixSeconds(_ instant: Instant) -> Int64 {
+        unixMicroseconds(instant) / 1_000_000 + realOffsetSeconds
     }
 
     /// `instant` as RFC 3339 local time in `zone`, with milliseconds and offset.

@@ -23,7 +23,8 @@ public struct Fleet: Sendable {
         let end = scenario.startUnixSeconds + Int64(scenario.duration.seconds) + 86_400
         calendar = RunCalendar(
             startUnixSeconds: scenario.startUnixSeconds,
-            zones: ZoneOffsets(zones: scenario.locales.map(\.timeZone), from: scenario.startUnixSeconds - 86_400, through: end)
+            zones: ZoneOffsets(zones: scenario.locales.map(\.timeZone), from: scenario.startUnixSeconds - 86_400, through: end),
+            realOffsetSeconds: scenario.realClockOffsetSeconds
         )
     }
 

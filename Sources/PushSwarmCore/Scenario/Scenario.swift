@@ -14,6 +14,12 @@ public struct Scenario: Sendable {
     public var duration: TimeSpan
     /// The run's start on the calendar, Unix seconds (devices stamp events in their local time).
     public var startUnixSeconds: Int64
+    /// Whether the scenario (or `--start`) set `start`: a wall run then keeps it; otherwise a wall
+    /// run starts at the real time.
+    public var startIsExplicit = false
+    /// The real time minus the calendar's, seconds: 0 but in a wall run whose calendar was set
+    /// explicitly. A peer's HTTP-date (`Retry-After`) is read against the real time.
+    public var realClockOffsetSeconds: Int64 = 0
     public var devices: Int
     public var groups: [DeviceGroup]
     public var locales: [LocaleShare]

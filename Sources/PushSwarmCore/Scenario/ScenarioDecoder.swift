@@ -133,6 +133,7 @@ public struct ScenarioDecoder: Sendable {
             campaigns: campaigns, platforms: configured
         )
         scenario.thresholds = thresholds
+        scenario.startIsExplicit = root.has("start")
         return scenario
     }
 

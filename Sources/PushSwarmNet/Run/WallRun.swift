@@ -85,10 +85,14 @@ public final class WallRun: @unchecked Sendable {
     /// context (a bad CA file is an error here, before any request).
     public init(scenario: Scenario, options: Options) throws(NetError) {
         let clock = WallClock()
-        // A wall run happens now: its calendar is the real one, whatever date the scenario gives
-        // for simulated time (events stamped today, a `Retry-After` date read against today).
+        // A wall run happens now: its calendar is the real one (events stamped today), unless the
+        // scenario or `--start` set one. Either way a `Retry-After` date is read against today.
         var scenario = scenario
-        scenario.startUnixSeconds = clock.originUnixSeconds
+        if scenario.startIsExplicit {
+            scenario.realClockOffsetSeconds = clock.originUnixSeconds - scenario.startUnixSeconds
+        } else {
+            scenario.startUnixSeconds = clock.originUnixSeconds
+        }
         self.scenario = scenario
         shard = options.shard
         let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices

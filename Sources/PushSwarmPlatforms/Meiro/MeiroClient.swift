@@ -68,7 +68,7 @@ struct MeiroClient: PlatformClient {
     }
 
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        queue.complete(completion, now: now, random: &random, unixNow: device.clock.unixMicroseconds(now) / 1_000_000)
+        queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now))
     }
 
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {

@@ -68,7 +68,7 @@ struct SmartAppPushClient: PlatformClient {
     }
 
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
-        queue.complete(completion, now: now, random: &random, unixNow: device.clock.unixMicroseconds(now) / 1_000_000, into: &actions)
+        queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now), into: &actions)
     }
 
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
