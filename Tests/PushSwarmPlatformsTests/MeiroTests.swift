@@ -132,6 +132,17 @@ import PushSwarmMetrics
         let accepted = mock.handle(Request(method: "POST", path: "/meiro_mobile", body: JSONWriter.bytes(of: .object(valid))), from: SourceAddress(index: 0), at: .start)
         #expect(accepted.response.status == 200)
         #expect(accepted.accepted != nil)
+
+        // "user_id: … UUID generated uniquely for each user", "language: "en" // optional string,
+        // 2 characters ISO-639-1".
+        var notUUID = valid
+        notUUID["user_id"] = "user_42"
+        #expect(MeiroMock.validate(notUUID) == "user_id must be a UUID")
+        var english = valid
+        english["app"] = ["id": "1:353411649331:android:7ae86e76054a2720fa7695", "name": "Your app name", "version": "1.2.0", "language": "english"]
+        #expect(MeiroMock.validate(english) == "app.language must be a 2-character ISO 639-1 code such as en")
+        english["app"] = ["id": "1:353411649331:android:7ae86e76054a2720fa7695", "name": "Your app name", "version": "1.2.0", "language": "en"]
+        #expect(MeiroMock.validate(english) == nil)
     }
 
     @Test func theScenarioRunsWithEveryRequestAccountedFor() async throws {

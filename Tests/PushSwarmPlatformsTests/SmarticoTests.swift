@@ -117,6 +117,15 @@ import PushSwarmMetrics
         #expect(pump.sent[1]["ext_user_id"] == "player-1" && pump.sent[1]["token"] == "fcm-1" && pump.sent[1]["platform"] == .number(7))
         // The login is an accepted item: confirmed once the reply came.
         #expect(pump.other.contains { if case .confirmed = $0 { true } else { false } })
+        // LOGIN: "payload->ua: Same as UA object explained above", whose tzoffset is required.
+        let login = try #require(pump.sent.last?["payload"])
+        #expect(login["ua_tzoffset"] == .number(-180) && login["ua_device_type"] == "NATIVE_PHONE" && login["ua_os"] == "Android")
+        #expect(login["ua_fp"] != nil && login["ua_agent"] != nil)
+        let session = try #require(pump.sessions.values.first)
+        let bare = pump.mock.socketMessage(
+            session: session, text: #"{"cid":7,"payload":{"ua_device_type":"NATIVE_PHONE","ua_os":"Android"},"ts":1,"uuid":"x"}"#, from: pump.source, at: start
+        )
+        #expect(try JSONParser.parse(Array(bare.messages[0].utf8))["errMsg"] == "payload needs ua_device_type, ua_tzoffset (minutes, GMT+3 = -180) and ua_os")
     }
 
     @Test func anAnonymousAppInitialisesButDoesNotIdentify() {
@@ -300,6 +309,31 @@ import PushSwarmMetrics
         let refused = mock.handle(Request(method: "GET", path: "/services/public?\(bad)"), from: SourceAddress(index: 0), at: start)
         #expect(refused.response.status == 400)
         #expect(try JSONParser.parse(refused.response.body)["detailMessage"] == "payload.activity_type must be 40 for push notifications")
+        // The click: "payload: { … action: message.data.action }".
+        let clickWithoutAction = URLQuery.build([("api_key", SmarticoSettings().labelKey), ("event", #"{"uuid":"u2","ts":1,"event_type":"engagement_action","user_ext_id":"p","payload":{"engagement_uid":"e","message_id":1,"activity_type":40}}"#)])
+        let noAction = mock.handle(Request(method: "GET", path: "/services/public?\(clickWithoutAction)"), from: SourceAddress(index: 0), at: start)
+        #expect(noAction.response.status == 400)
+        #expect(try JSONParser.parse(noAction.response.body)["detailMessage"] == "payload.action is required for engagement_action")
+    }
+
+    /// "Registering push token via POST Request": `"pushNotificationUserStatus": 0, // this is
+    /// always 0`; the answer's `ts` is the server's time in Unix milliseconds.
+    @Test func aPostedTokenHasStatusZeroAndTheAnswerTellsTheServersTime() throws {
+        var mock = SmarticoMock(settings: SmarticoSettings())
+        mock.setCalendar(startUnixSeconds: 1_772_409_600)
+        func post(status: Int) throws -> (Int, JSONValue) {
+            let body: JSONValue = [
+                "app_package_id": "app", "api_key": .string(SmarticoSettings().labelKey), "ext_user_id": "p", "pushNotificationUserStatus": .number(Double(status)),
+                "platform": 7, "cid": 1003, "token": "fcm-token",
+            ]
+            let reply = mock.handle(Request(method: "POST", path: "/services/public", body: JSONWriter.bytes(of: body)), from: SourceAddress(index: 0), at: Instant.start + .seconds(2))
+            return (reply.response.status, try JSONParser.parse(reply.response.body))
+        }
+        let (refused, why) = try post(status: 2)
+        #expect(refused == 400 && why["detailMessage"] == "pushNotificationUserStatus must be 0 (it is always 0 here)")
+        let (status, answer) = try post(status: 0)
+        #expect(status == 200)
+        #expect(answer["ts"] == .number(1_772_409_602_000), "2 s after the calendar's start, in milliseconds")
     }
 
     @Test func theScenarioRunsWithEveryRequestAccountedFor() async throws {

@@ -17,6 +17,10 @@ public struct MockHost: Sendable {
         limiters = behaviour.rateLimits.map(RateLimiter.init(rule:))
     }
 
+    public mutating func setCalendar(startUnixSeconds: Int64) {
+        service.setCalendar(startUnixSeconds: startUnixSeconds)
+    }
+
     /// A mock's answer to one request, and when it arrives.
     public struct Answer: Sendable {
         public var response: Response

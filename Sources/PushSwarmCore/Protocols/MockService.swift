@@ -7,6 +7,10 @@ public protocol MockService: Sendable {
     /// Answers one request from `source` at `now`.
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply
 
+    /// The calendar the run's instants map to (instant zero is `startUnixSeconds`), for services
+    /// that tell the time in their answers. Called once, before any request.
+    mutating func setCalendar(startUnixSeconds: Int64)
+
     /// Whether `path` (without a query) is one of this service's endpoints; the loopback server
     /// routes requests by it when several platforms share one address.
     func serves(path: String) -> Bool
@@ -64,6 +68,8 @@ public struct CampaignDraws: Sendable {
 }
 
 extension MockService {
+    public mutating func setCalendar(startUnixSeconds: Int64) {}
+
     public func servesSocket(path: String) -> Bool { false }
 
     public mutating func socketOpened(session: UInt64, path: String, from source: SourceAddress, at now: Instant) -> SocketReply {

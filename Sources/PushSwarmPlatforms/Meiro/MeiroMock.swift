@@ -66,6 +66,8 @@ struct MeiroMock: MockService {
         for name in ["user_id", "event_type", "event_timestamp", "version"] {
             if let problem = string(body[name], name) { return problem }
         }
+        // "user_id: … required string, UUID generated uniquely for each user of the application".
+        guard Self.isUUID(body["user_id"]?.stringValue ?? "") else { return "user_id must be a UUID" }
         let eventType = body["event_type"]?.stringValue ?? ""
         guard eventType == MeiroMessages.EventType.registered || eventType == MeiroMessages.EventType.refreshed else {
             return "event_type must be \(MeiroMessages.EventType.registered) or \(MeiroMessages.EventType.refreshed)"
@@ -87,6 +89,10 @@ struct MeiroMock: MockService {
         for name in ["id", "name", "version"] {
             if let problem = string(app?[name], name) { return problem }
         }
+        // "language: "en" // optional string, 2 characters ISO-639-1".
+        if let language = app?["language"] {
+            guard let code = language.stringValue, ISOCodes.languages.contains(code) else { return "app.language must be a 2-character ISO 639-1 code such as en" }
+        }
         let (os, osProblem) = object(body["os"], "os")
         if let osProblem { return osProblem }
         if let problem = string(os?["type"], "type") { return problem }
@@ -97,6 +103,12 @@ struct MeiroMock: MockService {
             if let problem = string(firebase?[name], name) { return problem }
         }
         return nil
+    }
+
+    /// 8-4-4-4-12 hexadecimal digits (RFC 9562's textual form).
+    static func isUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
     }
 
     mutating func knowDevice(_ device: KnownDevice) {

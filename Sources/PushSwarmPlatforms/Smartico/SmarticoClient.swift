@@ -268,6 +268,12 @@ struct SmarticoClient: PlatformClient {
         ]
     }
 
+    /// LOGIN's payload: the UA object's members, each named with `ua_` before it.
+    private func loginPayload(_ device: DeviceSnapshot) -> JSONValue {
+        guard case .object(let members) = ua(device) else { return .object([:]) }
+        return .object(JSONObject(members.members.map { (key: "ua_" + $0.key, value: $0.value) }))
+    }
+
     private func status(_ device: DeviceSnapshot) -> Int {
         SmarticoMessages.userStatus(granted: device.pushPermissionGranted, asked: device.profile.isInstalledAtStart || device.pushToken != nil)
     }
@@ -383,7 +389,9 @@ struct SmarticoClient: PlatformClient {
             var actions: [ClientAction] = []
             if needsLogin {
                 needsLogin = false
-                actions += request(cid: SmarticoMessages.Cid.login, body: ["payload": ["ua_device_type": "NATIVE_PHONE", "ua_os": .string(device.profile.os == .ios ? "iOS" : "Android")]], operation: SmarticoMessages.Operation.login, key: true, on: socket, device: device, now: now, random: &random)
+                // "payload->ua: Same as UA object explained above", its members prefixed ua_ as in
+                // the spec's example (ua_fp, ua_agent, ua_device_type, ua_tzoffset, ua_os).
+                actions += request(cid: SmarticoMessages.Cid.login, body: ["payload": loginPayload(device)], operation: SmarticoMessages.Operation.login, key: true, on: socket, device: device, now: now, random: &random)
             }
             actions += registerTokenIfChanged(device: device, now: now, random: &random)
             return actions

@@ -47,6 +47,16 @@ struct SmarticoMock: MockService {
         self.settings = settings
     }
 
+    /// The calendar's start, Unix seconds: the scenario's in simulated time, today's in wall time.
+    private var calendarStartUnixSeconds: Int64 = 0
+
+    mutating func setCalendar(startUnixSeconds: Int64) { calendarStartUnixSeconds = startUnixSeconds }
+
+    /// The server's clock at `now`, Unix milliseconds.
+    private func serverMilliseconds(at now: Instant) -> Double {
+        Double(calendarStartUnixSeconds * 1_000 + now.microseconds / 1_000)
+    }
+
     func serves(path: String) -> Bool { path == SmarticoMessages.publicPath }
 
     func servesSocket(path: String) -> Bool { path == SmarticoMessages.socketPath }
@@ -127,6 +137,14 @@ struct SmarticoMock: MockService {
             return SocketReply(messages: [serverMessage(cid: SmarticoMessages.Cid.pong, [:], at: now)], operation: operation)
         case SmarticoMessages.Cid.login:
             guard sessions[session]?.user != nil else { return refuse(cid: cid, "LOGIN needs an identified user", operation: operation, at: now) }
+            // "payload->ua: Same as UA object explained above": device_type, tzoffset and os are
+            // required there ("Very important to send player timezone offset"), ua_-prefixed here.
+            let payload = object["payload"]?.objectValue
+            guard let deviceType = payload?["ua_device_type"]?.stringValue, !deviceType.isEmpty,
+                  Self.integer(payload?["ua_tzoffset"], in: -840...840) != nil, !(payload?["ua_os"]?.stringValue ?? "").isEmpty
+            else {
+                return refuse(cid: cid, "payload needs ua_device_type, ua_tzoffset (minutes, GMT+3 = -180) and ua_os", operation: operation, at: now)
+            }
             return SocketReply(messages: [reply(SmarticoMessages.Cid.loginResponse, at: now)], accepted: SmarticoMessages.messageKey(uuid: uuid), operation: operation)
         case SmarticoMessages.Cid.logout:
             return SocketReply(messages: [reply(SmarticoMessages.Cid.logoutResponse, at: now)], operation: operation)
@@ -255,7 +273,8 @@ struct SmarticoMock: MockService {
     private func serverMessage(cid: Int, _ body: JSONObject, at now: Instant) -> String {
         var object = body
         object["cid"] = .number(Double(cid))
-        object["ts"] = .number(Double(now.microseconds / 1_000))
+        // "ts": the server's time, Unix milliseconds ("ts": 1632835680057 in the spec's replies).
+        object["ts"] = .number(serverMilliseconds(at: now))
         object["uuid"] = .string(Hex.string(Array(SHA256.hash(Array("\(cid):\(now.microseconds):\(body.count)".utf8)).bytes.prefix(16)), dashesAfter: [4, 6, 8, 10]))
         return JSONWriter.text(of: .object(object))
     }
@@ -288,7 +307,7 @@ struct SmarticoMock: MockService {
         }
         if isBlocked(source, at: now) { return MockReply(response: Self.blockedResponse(), operation: "smartico.blocked") }
         switch request.method {
-        case "POST": return registerOverHTTP(request)
+        case "POST": return registerOverHTTP(request, at: now)
         case "GET": return report(request)
         default:
             var response = Self.httpError(405, "\(path) takes GET or POST, not \(request.method)")
@@ -298,7 +317,7 @@ struct SmarticoMock: MockService {
     }
 
     /// "Registering push token via POST Request".
-    private mutating func registerOverHTTP(_ request: Request) -> MockReply {
+    private mutating func registerOverHTTP(_ request: Request, at now: Instant) -> MockReply {
         let operation = SmarticoMessages.Operation.httpRegisterToken
         guard let body = (try? JSONParser.parse(request.body))?.objectValue else { return MockReply(response: Self.httpError(400, "the body must be a JSON object"), operation: operation) }
         guard body["api_key"]?.stringValue == settings.labelKey else { return MockReply(response: Self.httpError(401, "unknown api_key"), operation: operation) }
@@ -307,8 +326,12 @@ struct SmarticoMock: MockService {
         guard let user = body["ext_user_id"]?.stringValue, !user.isEmpty else { return MockReply(response: Self.httpError(400, "ext_user_id is required"), operation: operation) }
         guard let token = body["token"]?.stringValue, !token.isEmpty else { return MockReply(response: Self.httpError(400, "token is required"), operation: operation) }
         guard Self.integer(body["platform"], in: 6...7) != nil else { return MockReply(response: Self.httpError(400, "platform must be 6 (iOS) or 7 (Android)"), operation: operation) }
+        // "pushNotificationUserStatus": 0, // this is always 0
+        guard Self.integer(body["pushNotificationUserStatus"], in: 0...0) != nil else {
+            return MockReply(response: Self.httpError(400, "pushNotificationUserStatus must be 0 (it is always 0 here)"), operation: operation)
+        }
         register(user: user, token: token, permitted: true)
-        let answer: JSONValue = ["errCode": 0, "errMsg": .null, "cid": 2003, "ts": .number(0), "uuid": .string(token.prefix(8) + "-0000-4000-8000-000000000000")]
+        let answer: JSONValue = ["errCode": 0, "errMsg": .null, "cid": 2003, "ts": .number(serverMilliseconds(at: now)), "uuid": .string(token.prefix(8) + "-0000-4000-8000-000000000000")]
         return MockReply(response: Response(status: 200, headers: [Header("Content-Type", "application/json")], body: JSONWriter.bytes(of: answer)), accepted: SmarticoMessages.httpTokenKey(user: user, token: token), operation: operation)
     }
 
@@ -338,6 +361,10 @@ struct SmarticoMock: MockService {
             // "message_id: parseInt(message.data.message_id)", "activity_type: 40, // it should be always 40 for push notifications".
             guard Self.integer(payload["message_id"], in: 0...Int.max) != nil else { return MockReply(response: Self.httpError(400, "payload.message_id must be an integer"), operation: operation) }
             guard Self.integer(payload["activity_type"], in: 40...40) != nil else { return MockReply(response: Self.httpError(400, "payload.activity_type must be 40 for push notifications"), operation: operation) }
+            // The click's body: "action: message.data.action".
+            if eventType == "engagement_action", (payload["action"]?.stringValue ?? "").isEmpty {
+                return MockReply(response: Self.httpError(400, "payload.action is required for engagement_action"), operation: operation)
+            }
         }
         let answer: JSONValue = ["errCode": 0, "detailMessage": "", "stackTrace": [], "suppressedExceptions": []]
         return MockReply(response: Response(status: 200, headers: [Header("Content-Type", "application/json")], body: JSONWriter.bytes(of: answer)), accepted: SmarticoMessages.messageKey(uuid: uuid), operation: operation)
