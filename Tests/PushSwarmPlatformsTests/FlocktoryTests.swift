@@ -109,6 +109,45 @@ import PushSwarmMetrics
         // "If user authorizes while using the app, you should pass the email used to Flocktory."
         let profile = try #require(log.first { $0.0.operation == FlocktoryMessages.Operation.setup && Self.body($0.0.request)?["profile"] != nil })
         #expect(Self.body(profile.0.request)?["profile"]?["email"] == "johnny@example.com")
+
+        // "p - order price", "t-*-p - price of the product", "t-*-с - amount": the lines add up
+        // to the order's price, no product is free, and the units are all there (before: p=144
+        // with 10 lines summing to 70, some priced 0).
+        for (amount, items) in [(144.0, 13), (3.0, 10), (99.5, 0), (500.0, 3)] {
+            let event = client.handle(
+                .userEvent(name: "purchase_completed", parameters: ["order_id": .string("ORD-\(items)"), "amount": .number(amount), "item_count": .number(Double(items))]),
+                device: device, now: start, random: &random
+            )
+            let sent = exchange(event, client: &client, mock: &mock, device: device, at: start)
+            let placed = try #require(sent.first { $0.0.operation == FlocktoryMessages.Operation.order })
+            let order = try #require(Self.body(placed.0.request))
+            let lines = try #require(order["t"]?.objectValue).members.map(\.value)
+            let total = lines.reduce(0.0) { $0 + ($1["c"]?.numberValue ?? 0) * ($1["p"]?.numberValue ?? 0) }
+            #expect(order["p"]?.numberValue == total, "amount \(amount), \(items) items: \(order)")
+            #expect(lines.allSatisfy { ($0["p"]?.numberValue ?? 0) >= 1 && ($0["c"]?.numberValue ?? 0) >= 1 })
+            #expect(lines.reduce(0.0) { $0 + ($1["c"]?.numberValue ?? 0) } == Double(max(1, items)) && lines.count <= 10)
+        }
+    }
+
+    /// A later setup-api answer (the user's profile after login) that sets a new session: the
+    /// cookie jar replaces the cookie (RFC 6265 5.3 step 11) and later requests carry the new
+    /// site-session-id. Before, devices kept sending the old pair.
+    @Test mutating func aNewSessionFromALaterAnswerReplacesTheOldPair() throws {
+        var client = FlocktoryClient(settings: FlocktorySettings())
+        var mock = FlocktoryMock(settings: FlocktorySettings())
+        let device = Self.snapshot(user: "Johnny")
+        _ = exchange(client.handle(.appLaunched(isColdStart: true, source: .organic, isFirstLaunch: false), device: device, now: start, random: &random), client: &client, mock: &mock, device: device, at: start)
+        let login = requests(client.handle(.loggedIn(userID: "Johnny", method: "email"), device: device, now: start, random: &random))
+        let profile = try #require(login.first { $0.operation == FlocktoryMessages.Operation.setup })
+        let renewed = Response(
+            status: 200, headers: [Header("Content-Type", "application/javascript"), Header("Set-Cookie", "__flocktory_web_session2=renewed-cookie; Path=/")],
+            body: Array(#"flock_jsonp_1({"site-session-id":"renewed-session"})"#.utf8)
+        )
+        _ = client.handle(ExchangeCompletion(requestID: profile.id, operation: profile.operation, sentAt: start, outcome: .response(renewed)), device: device, now: start, random: &random)
+        let next = requests(client.handle(.userEvent(name: "screen_viewed", parameters: ["screen_name": "catalog"]), device: device, now: start, random: &random))
+        let visit = try #require(next.first)
+        #expect(visit.request.header("Cookie") == "__flocktory_web_session2=renewed-cookie")
+        #expect(Self.body(visit.request)?["site-session-id"] == "renewed-session")
     }
 
     @Test mutating func showsAndClicksFetchTheIconAndLandingURLsThroughTheirRedirects() throws {

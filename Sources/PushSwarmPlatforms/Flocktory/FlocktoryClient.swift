@@ -104,7 +104,15 @@ struct FlocktoryClient: PlatformClient {
             for item in ready { actions += dispatch(item.operation, key: item.key, request: item.build(value, session)) }
             return actions + attachPushIfNeeded(device: device, now: now)
         case .event(let key):
-            guard let response, (200..<300).contains(response.status), let key else { return [] }
+            guard let response, (200..<300).contains(response.status) else { return [] }
+            // A later answer may set a new session (a setup-api call with the user's profile): a
+            // cookie jar replaces a cookie on Set-Cookie (RFC 6265 section 5.3, step 11), and the
+            // answer's site-session-id replaces the one held. Before, devices kept the old pair.
+            if let value = Self.cookieValue(response) { cookie = value }
+            if let session = FlocktoryMessages.jsonpPayload(response.body)?["site-session-id"]?.stringValue, !session.isEmpty {
+                siteSessionID = session
+            }
+            guard let key else { return [] }
             return [.confirmed(key)]
         case .fetch(let operation, let key, let hops):
             guard let response else { return [] }
@@ -227,15 +235,20 @@ struct FlocktoryClient: PlatformClient {
     private mutating func order(_ orderID: String, parameters: JSONObject, device: DeviceSnapshot) -> [ClientAction] {
         let site = settings.siteID
         let user = device.userID ?? "guest-\(device.profile.index)"
+        // "p - order price", "t-*-p - price of the product", "t-*-с - amount": the order's price is
+        // what its lines add up to, each unit priced at least 1. Up to 10 lines carry the units.
         let amount = parameters["amount"]?.numberValue ?? 0
-        let items = parameters["item_count"]?.integerValue ?? 1
+        let units = max(1, min(parameters["item_count"]?.integerValue ?? 1, 1_000))
+        let lines = min(units, 10)
+        let unitPrice = max(1, Int((amount / Double(units)).rounded()))
         var products = JSONObject()
-        for index in 0..<max(1, min(items, 10)) {
-            products[String(index)] = ["i": .number(Double(7_000_000 + index)), "t": .string("Item \(index + 1)"), "c": 1, "p": .number((amount / Double(max(1, items))).rounded())]
+        for index in 0..<lines {
+            let count = units / lines + (index < units % lines ? 1 : 0)
+            products[String(index)] = ["i": .number(Double(7_000_000 + index)), "t": .string("Item \(index + 1)"), "c": .number(Double(count)), "p": .number(Double(unitPrice))]
         }
         let body: JSONObject = [
             "site_id": .number(Double(site) ?? 0), "jsapi_version": "2.0", "i": .string(orderID), "e": .string(Self.email(user)),
-            "n": .string(user), "p": .number(amount.rounded()), "t": .object(products),
+            "n": .string(user), "p": .number(Double(unitPrice * units)), "t": .object(products),
         ]
         return send(FlocktoryMessages.Operation.order, key: FlocktoryMessages.orderKey(site: site, order: orderID)) { cookie, session in
             var full = body
