@@ -98,6 +98,24 @@ import PushSwarmMetrics
         #expect(requests(again).map(\.operation) == [PushExpressMessages.Operation.updateInfo])
     }
 
+    /// Spec 003: first update "as soon as possible after app startup", then "periodically … with
+    /// received update_interval_sec interval". A permission seen at launch right after the loop's
+    /// first update says nothing new: no second, identical PUT in the same millisecond. A one-off
+    /// that does say something new (a login) goes.
+    @Test mutating func aLaunchSendsOneInfoUpdateNotTwoIdenticalOnes() throws {
+        var client = PushExpressClient(settings: PushExpressSettings(), kind: .spec, omittedFields: [])
+        let device = snapshot(installedAtStart: true)
+        _ = client.started(device: device, now: .start, random: &random)
+        var actions = client.handle(.appLaunched(isColdStart: true, source: .organic, isFirstLaunch: false), device: device, now: start, random: &random)
+        actions += client.handle(.pushPermissionChanged(isGranted: true), device: device, now: start, random: &random)
+        let infos = requests(actions).filter { $0.operation == PushExpressMessages.Operation.updateInfo }
+        #expect(infos.count == 1, "\(infos.map { String(decoding: $0.request.body, as: UTF8.self) })")
+        let loggedIn = snapshot(installedAtStart: true, userID: "user_1")
+        let login = requests(client.handle(.loggedIn(userID: "user_1", method: "email"), device: loggedIn, now: start, random: &random))
+        #expect(login.map(\.operation) == [PushExpressMessages.Operation.updateInfo])
+        #expect(try JSONParser.parse(try #require(login.first).request.body)["ext_id"] == "user_1")
+    }
+
     /// Fails every info update `count` times and returns the back-off delays the client chose.
     mutating func delaysAfterFailures(_ kind: PushExpressClientKind, count: Int) throws -> [TimeSpan] {
         var client = PushExpressClient(settings: PushExpressSettings(), kind: kind, omittedFields: [])

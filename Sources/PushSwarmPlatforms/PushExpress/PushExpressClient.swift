@@ -40,6 +40,8 @@ struct PushExpressClient: PlatformClient {
     private(set) var icToken: String?
     private(set) var instanceID: String?
     private var onscreenCount = 0
+    /// The last info update's body, hashed (one-offs that repeat it are not sent).
+    private var lastInfoDigest: Int?
     private var onscreenSeconds = 0.0
     private var foregroundSince: Instant?
     /// Whether the app's process runs (its loops with it). A new generation makes the timers of
@@ -277,7 +279,17 @@ struct PushExpressClient: PlatformClient {
         body["onscreen_sec"] = .number(screenSeconds.rounded(.down))
         body["notif_perm_granted"] = .bool(device.pushPermissionGranted)
         body["agent_name"] = .string(kind.agentName)
-        let request = Request(method: "PUT", path: PushExpressMessages.infoPath(appID: settings.appID, instanceID: instanceID), headers: PushExpressMessages.jsonHeaders, body: JSONWriter.bytes(of: .object(body)))
+        let bytes = JSONWriter.bytes(of: .object(body))
+        // A one-off update (a login, a token, a permission seen at launch) that says nothing the
+        // last update did not: not sent. At app start the loop's first update and such a one-off
+        // once went out within a millisecond of each other, identical. The loop's own periodic
+        // updates always go ("Periodically update app info with received update_interval_sec").
+        var hasher = Hasher()
+        hasher.combine(bytes)
+        let digest = hasher.finalize()
+        if loop == nil, digest == lastInfoDigest { return [.count("pushexpress.infoUnchanged")] }
+        lastInfoDigest = digest
+        let request = Request(method: "PUT", path: PushExpressMessages.infoPath(appID: settings.appID, instanceID: instanceID), headers: PushExpressMessages.jsonHeaders, body: bytes)
         return send(request, operation: PushExpressMessages.Operation.updateInfo, purpose: .info(loop: loop), retryNumber: loop.map { loops[$0].retries } ?? 0)
     }
 

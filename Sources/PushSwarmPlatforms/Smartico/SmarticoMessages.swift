@@ -26,6 +26,9 @@ public enum SmarticoMessages {
         public static let eventResponse = 10
         public static let loginResponse = 11
         public static let logoutResponse = 12
+        // 103, 104, 106 are not in spec 000: the vendor's SDK sends them on the socket for a
+        // popup (CLIENT_ENGAGEMENT_EVENT 110) it showed, acted on or failed to show
+        // (docs/platforms.md, "Smartico": "engagement impression/action/failed 103/104/106").
         public static let engagementImpression = 103
         public static let engagementAction = 104
         public static let engagementFailed = 106
