@@ -176,6 +176,26 @@ import PushSwarmMetrics
         #expect(parts[2].first == "4")
         #expect("89ab".contains(parts[3].first ?? "x"))
     }
+
+    /// A wall run's nonce changes the ids a device makes and nothing else: the same draws, in the
+    /// same order, so both clocks still agree on what happens; with no nonce, the seed's ids.
+    @Test func aNonceChangesIdentifiersNotDraws() {
+        func stream(_ nonce: UInt64) -> SeededRandom {
+            var random = SeededRandom(seed: 5, stream: .device, index: 9)
+            random.identifierNonce = nonce
+            return random
+        }
+        var plain = stream(0), again = stream(0), first = stream(0xA5A5), second = stream(0x5A5A)
+        let ids = (0..<4).map { _ in (plain.nextUUID(), again.nextUUID(), first.nextUUID(), second.nextUUID()) }
+        #expect(ids.allSatisfy { $0.0 == $0.1 }, "no nonce: the seed's ids")
+        #expect(ids.allSatisfy { $0.0 != $0.2 && $0.2 != $0.3 }, "each run its own")
+        #expect(ids.allSatisfy { $0.2.split(separator: "-")[2].first == "4" }, "still version 4")
+        let draws = [plain, first, second].map { random -> [UInt64] in
+            var random = random
+            return (0..<8).map { _ in random.next() }
+        }
+        #expect(draws[0] == draws[1] && draws[1] == draws[2])
+    }
 }
 
 @Suite struct SlidingWindowLimiterTests {

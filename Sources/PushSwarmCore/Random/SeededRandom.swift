@@ -6,6 +6,11 @@ import Foundation
 /// the same numbers whether the run has ten devices or a million, and whichever shard runs it.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: (UInt64, UInt64, UInt64, UInt64)
+    /// Mixed into the identifiers the stream makes (`nextUUID`), never into its numbers: a wall
+    /// run sets one per run, so two runs of one seed never send the same request ids, session ids
+    /// or event bodies, while every draw (who does what, when) stays the seed's. 0 in simulated
+    /// time: a run is byte-identical for its seed.
+    public var identifierNonce: UInt64 = 0
 
     /// Named streams, so that adding draws to one consumer never shifts another's numbers.
     public enum Stream: UInt64, Sendable {
@@ -107,8 +112,8 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
 
     /// 16 random bytes formatted as a version-4 UUID, lower case.
     public mutating func nextUUID() -> String {
-        let high = next()
-        let low = next()
+        let high = next() ^ identifierNonce
+        let low = next() ^ (identifierNonce &* 0x9E37_79B9_7F4A_7C15)
         var bytes = [UInt8](repeating: 0, count: 16)
         for index in 0..<8 {
             bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))

@@ -70,10 +70,12 @@ public struct Fleet: Sendable {
         let group = group(of: profile)
         var lifecycle = DeviceLifecycle(profile: profile, group: groupBehaviours[profile.groupIndex])
         if group.workload != .lifecycle { lifecycle.followsOwnDay = false }
+        var random = SeededRandom(seed: scenario.seed, stream: .device, index: UInt64(index))
+        random.identifierNonce = scenario.identifierNonce
         return VirtualDevice(
             lifecycle: lifecycle,
             client: group.client.makeClient(for: profile),
-            random: SeededRandom(seed: scenario.seed, stream: .device, index: UInt64(index)),
+            random: random,
             calendar: calendar,
             executor: executor
         )

@@ -20,6 +20,9 @@ public struct Scenario: Sendable {
     /// The real time minus the calendar's, seconds: 0 but in a wall run whose calendar was set
     /// explicitly. A peer's HTTP-date (`Retry-After`) is read against the real time.
     public var realClockOffsetSeconds: Int64 = 0
+    /// Mixed into the identifiers devices make (`SeededRandom.identifierNonce`): 0 in simulated
+    /// time, a fresh number for each wall run.
+    public var identifierNonce: UInt64 = 0
     public var devices: Int
     public var groups: [DeviceGroup]
     public var locales: [LocaleShare]

@@ -88,6 +88,9 @@ public final class WallRun: @unchecked Sendable {
         // A wall run happens now: its calendar is the real one (events stamped today), unless the
         // scenario or `--start` set one. Either way a `Retry-After` date is read against today.
         var scenario = scenario
+        // Unique per run: two runs of one seed must not send identical events to a real service
+        // (SmartAppPush, for one, ignores a repeated event). Only identifiers change, not draws.
+        scenario.identifierNonce = UInt64.random(in: 1...UInt64.max)
         if scenario.startIsExplicit {
             scenario.realClockOffsetSeconds = clock.originUnixSeconds - scenario.startUnixSeconds
         } else {
