@@ -25,6 +25,31 @@ import Testing
         return counts
     }
 
+    /// A Python HTTP/1.1 peer on loopback: `setup` runs once; for each POST, `respond` (Python,
+    /// with `body` read and `status = 200`, `headers = [("Content-Type", "application/json")]`,
+    /// `answer = b""` set) decides the answer.
+    private func httpPeer(port: UInt16, setup: String, respond: String) throws -> Peer {
+        let indented = respond.split(separator: "\n", omittingEmptySubsequences: false).map { "        " + $0 }.joined(separator: "\n")
+        let script = #"""
+            import json, time, http.server, email.utils
+            \#(setup)
+            class Handler(http.server.BaseHTTPRequestHandler):
+                protocol_version = "HTTP/1.1"
+                def log_message(self, *args): pass
+                def do_POST(self):
+                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    status, headers, answer = 200, [("Content-Type", "application/json")], b""
+            \#(indented)
+                    self.send_response(status)
+                    for name, value in headers: self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+            http.server.ThreadingHTTPServer(("127.0.0.1", \#(port)), Handler).serve_forever()
+            """#
+        return try Peer(which("python3")!, ["-c", script])
+    }
+
     /// Runs `scenario` in simulated time and in wall time; the two summaries.
     private func runInBothClocks(_ scenario: String) throws -> (simulated: JSONValue, wall: JSONValue) {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
@@ -205,34 +230,20 @@ import Testing
             let stamps = directory.appendingPathComponent("event-times-\(round)").path
             // Each device's first event, in the peer's first three seconds: 429 and a date 1 s
             // ahead. Every event_time is written down.
-            let script = """
-                import json, time, http.server, email.utils
-                seen = set(); started = []; stamps = open("\(stamps)", "a", buffering=1)
-                class Handler(http.server.BaseHTTPRequestHandler):
-                    protocol_version = "HTTP/1.1"
-                    def log_message(self, *args): pass
-                    def do_POST(self):
-                        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                        stamps.write(body.get("event_time", "") + "\\n")
-                        now = time.time()
-                        if not started: started.append(now)
-                        token = body.get("device_token")
-                        if token not in seen and now - started[0] < 3:
-                            seen.add(token)
-                            self.send_response(429)
-                            self.send_header("Retry-After", email.utils.formatdate(now + 1, usegmt=True))
-                            answer = b'{"error":"rate limited"}'
-                        else:
-                            seen.add(token)
-                            self.send_response(200)
-                            answer = b'{"fingerprint":"0"}'
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(answer)))
-                        self.end_headers()
-                        self.wfile.write(answer)
-                http.server.ThreadingHTTPServer(("127.0.0.1", \(port)), Handler).serve_forever()
-                """
-            let peer = try Peer(which("python3")!, ["-c", script])
+            let peer = try httpPeer(port: port, setup: "seen = set(); started = []; stamps = open(\"\(stamps)\", \"a\", buffering=1)", respond: #"""
+                payload = json.loads(body)
+                stamps.write(payload.get("event_time", "") + "\n")
+                now = time.time()
+                if not started: started.append(now)
+                token = payload.get("device_token")
+                if token not in seen and now - started[0] < 3:
+                    status = 429
+                    headers.append(("Retry-After", email.utils.formatdate(now + 1, usegmt=True)))
+                    answer = b'{"error":"rate limited"}'
+                else:
+                    answer = b'{"fingerprint":"0"}'
+                seen.add(token)
+                """#)
             defer { peer.stop() }
             #expect(waitForPort(port))
             let out = directory.appendingPathComponent("wall-\(round)").path
@@ -257,6 +268,48 @@ import Testing
                 #expect(first.hasPrefix("2026-03-02T"), "stamped on --start's calendar: \(first)")
             }
         }
+    }
+
+    /// Issue 14's story against a service PushSwarm does not run: with `--target`, a campaign
+    /// still reaches the devices (PushSwarm delivers the pushes as the provider would), the
+    /// users who tap report `/pushes/opened` with their push's `tracking_token`, events carry the
+    /// real time, and a second run of the same seed sends no event the first did.
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func aCampaignReachesDevicesAgainstARealTargetAndTheirTapsReachIt() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-campaign-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var eventBodies: [Set<String>] = []
+        for round in 0..<2 {
+            let port = freePort()
+            let log = directory.appendingPathComponent("captured-\(round)").path
+            let peer = try httpPeer(port: port, setup: "log = open(\"\(log)\", \"a\", buffering=1)", respond: #"""
+                log.write(json.dumps({"path": self.path, "body": body.decode()}) + "\n")
+                answer = b'{"success":true}' if self.path.endswith("/pushes/opened") else b'{"fingerprint":"0"}'
+                """#)
+            defer { peer.stop() }
+            #expect(waitForPort(port))
+            let out = directory.appendingPathComponent("run-\(round)").path
+            let run = try cli.run(["run", "Tests/Fixtures/campaign-real-target.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
+            #expect(run.status == 0, "\(run.error)")
+            let report = try summary(out)
+            #expect(report["counters"]?["campaigns.launchedLocally"] == .number(1))
+            #expect(report["counters"]?["notifications.deliveredLocally"] == .number(200), "every install has a token and permission")
+            let tapped = report["counters"]?["notifications.tapped"]?.numberValue ?? 0
+            #expect(tapped > 50, "about half of 200 tap")
+            let captured = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
+            let opens = captured.filter { $0["path"]?.stringValue == "/pushes/opened" }.compactMap { $0["body"]?.stringValue }.map { try? JSONParser.parse($0) }
+            #expect(Double(opens.count) == tapped, "each tap reached the target")
+            let tokens = opens.compactMap { $0?["tracking_token"]?.stringValue }
+            #expect(tokens.count == opens.count && Set(tokens).count == tokens.count && tokens.allSatisfy { $0.count == 36 }, "each open carries its push's own tracking token")
+            let events = captured.filter { $0["path"]?.stringValue == "/events" }.compactMap { $0["body"]?.stringValue }
+            let format = ISO8601DateFormatter()
+            format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let times = events.compactMap { (try? JSONParser.parse($0))?["event_time"]?.stringValue }.compactMap { format.date(from: $0) }
+            #expect(!times.isEmpty && times.count == events.count && times.allSatisfy { abs($0.timeIntervalSinceNow) < 60 }, "events carry the real time")
+            eventBodies.append(Set(events))
+        }
+        #expect(eventBodies[0].isDisjoint(with: eventBodies[1]), "two runs of one seed send no identical event")
     }
 
     /// A server that answers every way a broken or hostile one can, in turn: the run neither

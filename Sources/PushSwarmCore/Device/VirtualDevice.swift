@@ -87,6 +87,13 @@ public actor VirtualDevice {
         return (work.actions, known)
     }
 
+    /// What a push provider knows of the device now (its token, user, permission), nil before it
+    /// has a token: whom a campaign delivered by PushSwarm itself can reach.
+    public func knownDevice() -> KnownDevice? {
+        guard let token = lifecycle.pushToken else { return nil }
+        return KnownDevice(pushToken: token, userID: lifecycle.userID, os: lifecycle.profile.os, pushPermissionGranted: lifecycle.observedPermission == .granted)
+    }
+
     /// Handles one event; what it makes the device do is `work.actions` afterwards.
     public func handle(_ event: Event, now: Instant, into work: inout Work) {
         work.clear()

@@ -473,15 +473,32 @@ final class Partition: @unchecked Sendable {
     }
 
     private func launch(_ campaign: Campaign, now: Instant) {
-        guard let mocks, let host = mocks.index(of: campaign.platform) else {
-            // Against a real target the platform, not PushSwarm, sends campaigns.
-            if countsRunEvents { metrics.increment("campaigns.notLaunchedExternalTarget") }
-            return
+        let source: MockFleet
+        let host: Int
+        let isLocal: Bool
+        if let mocks, let index = mocks.index(of: campaign.platform) {
+            (source, host, isLocal) = (mocks, index, false)
+        } else {
+            // Against a real target PushSwarm stands in for the push provider (FCM, APNs): the
+            // platform's own campaign logic, run on what the devices are now (token, user,
+            // permission), makes each push and its payload (tracking tokens, message ids, links),
+            // and the devices display, tap and report it to the target as against the mock.
+            let local = MockFleet(scenario: scenario, partition: number)
+            guard let index = local.index(of: campaign.platform) else { return }
+            for (device, platform) in zip(devices, platforms) where platform == campaign.platform {
+                if let known = device.assumeIsolated({ $0.knownDevice() }) { local.knowDevice(platform: index, known) }
+            }
+            (source, host, isLocal) = (local, index, true)
         }
-        let (messages, sessionMessages) = mocks.launchCampaign(platform: host, campaign, at: now)
+        let (messages, sessionMessages) = source.launchCampaign(platform: host, campaign, at: now)
         // One event for the whole run: counted once, however many partitions and shards.
-        if countsRunEvents { metrics.increment("campaigns.launched") }
-        if !sessionMessages.isEmpty {
+        if countsRunEvents { metrics.increment(isLocal ? "campaigns.launchedLocally" : "campaigns.launched") }
+        if isLocal {
+            // Messages a service sends on its own sockets (Smartico's popups) are the real
+            // service's to send: counted, not made up.
+            if !sessionMessages.isEmpty { metrics.increment("campaigns.socketMessagesLeftToTheService", by: UInt64(sessionMessages.count)) }
+            metrics.increment("notifications.deliveredLocally", by: UInt64(messages.count))
+        } else if !sessionMessages.isEmpty {
             metrics.increment("campaigns.socketMessages", by: UInt64(sessionMessages.count))
             transport.deliverFromService(sessionMessages, platform: host, at: now)
         }
