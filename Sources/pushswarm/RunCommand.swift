@@ -47,6 +47,11 @@ enum RunCommand {
                               scenario's start.
           --metrics-listen A  Wall clock: serve the run's measurements so far in Prometheus's
                               text format at http://A/metrics (A such as 127.0.0.1:9464).
+          --push-listen A     Wall clock: receive pushes for the devices at http://A, shaped
+                              like FCM's HTTP v1 API (POST /v1/projects/P/messages:send): a
+                              staging service sending there reaches the device whose token it
+                              names (404 UNREGISTERED for none), which shows, taps and reports
+                              it with its own data. See docs/push-listen.md.
           --out DIR           Write the report into DIR instead of Reports/<run-id>.
           --quiet             Print only the path of the summary.
           -h, --help          Show this help.
@@ -54,7 +59,7 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--push-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -98,16 +103,20 @@ enum RunCommand {
             PushSwarmCommand.printError(refusal)
             return .badInput
         }
-        var endpoint: MetricsEndpoint?
-        if let text = arguments.value("--metrics-listen") {
+        // Listeners of one process: real time only, and one port cannot serve several workers.
+        for (option, why) in [("--push-listen", "a service sends pushes in real time"), ("--metrics-listen", "a simulated run is over before anything could scrape it")]
+        where arguments.value(option) != nil {
             guard scenario.clock == .wall else {
-                PushSwarmCommand.printError("--metrics-listen needs --clock wall (a simulated run is over before anything could scrape it)")
+                PushSwarmCommand.printError("\(option) needs --clock wall (\(why))")
                 return .badInput
             }
             guard workers == nil else {
-                PushSwarmCommand.printError("--metrics-listen does not go with --workers; give each --shard process its own port instead")
+                PushSwarmCommand.printError("\(option) does not go with --workers; give each --shard process its own port instead")
                 return .badInput
             }
+        }
+        var endpoint: MetricsEndpoint?
+        if let text = arguments.value("--metrics-listen") {
             guard let address = SocketAddress(parsing: text) else {
                 PushSwarmCommand.printError("--metrics-listen: expected ADDRESS:PORT with a literal IP address, such as 127.0.0.1:9464; found \"\(text)\"")
                 return .badInput
@@ -233,12 +242,22 @@ enum RunCommand {
                 for name in scenario.platforms.keys where targets[name] == nil { targets[name] = url }
             }
         }
+        var pushListen: SocketAddress?
+        if let text = arguments.value("--push-listen") {
+            guard let address = SocketAddress(parsing: text) else {
+                PushSwarmCommand.printError("--push-listen: expected ADDRESS:PORT with a literal IP address, such as 127.0.0.1:9470; found \"\(text)\"")
+                return nil
+            }
+            pushListen = address
+        }
         let wall: WallRun
         do {
-            wall = try WallRun(scenario: scenario, options: WallRun.Options(
+            var options = WallRun.Options(
                 targets: targets, insecure: arguments.flags.contains("--insecure"), caFile: arguments.value("--ca-file"), shard: shard,
                 partitions: partitions
-            ))
+            )
+            options.pushListen = pushListen
+            wall = try WallRun(scenario: scenario, options: options)
         } catch {
             PushSwarmCommand.printError(error.description)
             return nil
@@ -247,6 +266,9 @@ enum RunCommand {
         if !quiet && !arguments.flags.contains("--quiet") {
             let where_ = wall.mockServer.map { "the built-in mocks on 127.0.0.1:\($0.port)" } ?? targets.values.map(\.description).sorted().joined(separator: ", ")
             print("wall-clock run for \(scenario.duration) against \(where_); Ctrl-C stops early and still writes the report")
+            if let receiver = wall.pushReceiver, let text = arguments.value("--push-listen") {
+                print("pushes for the devices, FCM-shaped: POST http://\(text.hasSuffix(":0") ? String(text.dropLast(2)) + ":\(receiver.port)" : text)/v1/projects/PROJECT/messages:send")
+            }
         }
         Signals.onInterrupt { wall.interrupt() }
         let result = await wall.run(onProgress: onProgress)

@@ -50,6 +50,15 @@ import Testing
         return try Peer(which("python3")!, ["-c", script])
     }
 
+    /// A stand-in SmartAppPush service that writes every request (path and body, one JSON line
+    /// each) to `log` and accepts it.
+    private func captureServer(port: UInt16, log: String) throws -> Peer {
+        try httpPeer(port: port, setup: "log = open(\"\(log)\", \"a\", buffering=1)", respond: #"""
+            log.write(json.dumps({"path": self.path, "body": body.decode()}) + "\n")
+            answer = b'{"success":true}' if self.path.endswith("/pushes/opened") else b'{"fingerprint":"0"}'
+            """#)
+    }
+
     /// Runs `scenario` in simulated time and in wall time; the two summaries.
     private func runInBothClocks(_ scenario: String) throws -> (simulated: JSONValue, wall: JSONValue) {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
@@ -283,10 +292,7 @@ import Testing
         for round in 0..<2 {
             let port = freePort()
             let log = directory.appendingPathComponent("captured-\(round)").path
-            let peer = try httpPeer(port: port, setup: "log = open(\"\(log)\", \"a\", buffering=1)", respond: #"""
-                log.write(json.dumps({"path": self.path, "body": body.decode()}) + "\n")
-                answer = b'{"success":true}' if self.path.endswith("/pushes/opened") else b'{"fingerprint":"0"}'
-                """#)
+            let peer = try captureServer(port: port, log: log)
             defer { peer.stop() }
             #expect(waitForPort(port))
             let out = directory.appendingPathComponent("run-\(round)").path
@@ -310,6 +316,61 @@ import Testing
             eventBodies.append(Set(events))
         }
         #expect(eventBodies[0].isDisjoint(with: eventBodies[1]), "two runs of one seed send no identical event")
+    }
+
+    /// `--push-listen`: a service posts to it as to FCM's v1 API; the device holding the token
+    /// shows the push, taps it and reports `/pushes/opened` with the push's own `tracking_token`.
+    /// An unknown token is FCM's 404 UNREGISTERED, a malformed body its 400 INVALID_ARGUMENT.
+    @Test(.enabled(if: which("python3") != nil && which("curl") != nil, "needs python3 and curl"))
+    func aPushPostedToThePushListenerIsShownTappedAndReportedWithItsOwnData() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-push-listen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = freePort()
+        let log = directory.appendingPathComponent("captured").path
+        let peer = try captureServer(port: port, log: log)
+        defer { peer.stop() }
+        #expect(waitForPort(port))
+        let pushPort = freePort()
+        let out = directory.appendingPathComponent("run").path
+        let process = Process()
+        process.executableURL = CommandLineTests.binary
+        process.arguments = [
+            "run", "Tests/Fixtures/push-listen.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)",
+            "--push-listen", "127.0.0.1:\(pushPort)", "--out", out, "--quiet",
+        ]
+        process.currentDirectoryURL = CommandLineTests.root
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        // A token the service has seen: the first event's device_token, once one has arrived.
+        var token: String?
+        for _ in 0..<500 where token == nil {
+            let lines = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n") ?? []
+            token = lines.lazy.compactMap { try? JSONParser.parse(String($0)) }.compactMap { $0["body"]?.stringValue }
+                .compactMap { (try? JSONParser.parse($0))?["device_token"]?.stringValue }.first
+            if token == nil { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        let registered = try #require(token, "no event reached the capture server")
+        #expect(waitForPort(pushPort))
+        let endpoint = "http://127.0.0.1:\(pushPort)/v1/projects/staging/messages:send"
+        func post(_ body: String) throws -> String {
+            try cli.shell("curl", ["-s", "-w", " %{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "--data", body, endpoint])
+        }
+        let sent = try post(#"{"message":{"token":"\#(registered)","data":{"tracking_token":"real-tracking-token-1","campaign_id":"staging"},"notification":{"title":"Sale","body":"Now"}}}"#)
+        #expect(sent.hasSuffix(" 200") && sent.contains(#""name":"projects/staging/messages/"#), "\(sent)")
+        let unknown = try post(#"{"message":{"token":"no-such-token","data":{"a":"b"}}}"#)
+        #expect(unknown.hasSuffix(" 404") && unknown.contains("UNREGISTERED"), "\(unknown)")
+        let malformed = try post(#"{"message":{"token":"\#(registered)","data":{"count":3}}}"#)
+        #expect(malformed.hasSuffix(" 400") && malformed.contains("INVALID_ARGUMENT"), "\(malformed)")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let report = try summary(out)
+        #expect(report["counters"]?["notifications.received"] == .number(1))
+        let opens = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+            .filter { $0["path"]?.stringValue == "/pushes/opened" }.compactMap { $0["body"]?.stringValue }
+        #expect(opens.count == 1 && opens.first?.contains(#""tracking_token":"real-tracking-token-1""#) == true, "\(opens)")
     }
 
     /// A server that answers every way a broken or hostile one can, in turn: the run neither

@@ -20,6 +20,8 @@ final class Partition: @unchecked Sendable {
         case device(Int, VirtualDevice.Event)
         case campaign(Int)
         case transportTimer(UInt64)
+        /// A push a real service posted for a token (`--push-listen`).
+        case externalPush(token: String, data: [String: String], isDataOnly: Bool)
         /// The next open-model arrival of group number `group`.
         case arrival(group: Int)
         /// Wall time: wakes the partition each second to report progress while nothing else is due.
@@ -206,6 +208,7 @@ final class Partition: @unchecked Sendable {
         case .completion(let completion): .device(arrival.device - range.lowerBound, .completion(completion))
         case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
         case .timer(let token): .transportTimer(token)
+        case .push(let token, let data, let isDataOnly): .externalPush(token: token, data: data, isDataOnly: isDataOnly)
         }
     }
 
@@ -265,6 +268,22 @@ final class Partition: @unchecked Sendable {
         case .transportTimer(let token):
             guard !isDraining else { return }
             transport.timerFired(token, at: time)
+        case .externalPush(let token, let data, let isDataOnly):
+            guard !isDraining else { return }
+            metrics.increment("notifications.received")
+            guard let index = pushGateway[token] else {
+                // The token changed between the service's send and now.
+                metrics.increment("notifications.undeliverable")
+                return
+            }
+            nextNotificationID += 1
+            var random = deliveryRandom[index] ?? SeededRandom(seed: scenario.seed, stream: .pushDelivery, index: UInt64(range.lowerBound + index))
+            let notification = PushNotification(
+                id: nextNotificationID, campaign: data["campaign_id"] ?? "external", data: data, tapRate: nil, timeToOpen: nil,
+                isDataOnly: isDataOnly, fate: random.next()
+            )
+            deliveryRandom[index] = random
+            queue.schedule(.device(index, .lifecycle(.notificationDelivered(notification))), at: time)
         case .progressTick:
             if time + .seconds(1) <= end { queue.schedule(.progressTick, at: time + .seconds(1)) }
         case .arrival(let group):
@@ -353,6 +372,7 @@ final class Partition: @unchecked Sendable {
             case .pushAddress(let old, let new):
                 if let old, pushGateway[old] == index { pushGateway[old] = nil }
                 pushGateway[new] = index
+                transport.pushAddressChanged(old: old, new: new)
             case .openSocket(let open):
                 guard !isDraining else { continue }
                 recordSent(operation: open.operation, retryNumber: 0, device: index, at: now)

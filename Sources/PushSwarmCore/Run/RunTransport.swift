@@ -25,6 +25,9 @@ public protocol RunTransport: AnyObject {
     /// The run ended: closes every socket still open.
     func closeAllSockets()
 
+    /// A device's push token changed (`old` nil: its first); see the extension's default.
+    func pushAddressChanged(old: String?, new: String)
+
     /// Simulated time: what the last calls produced for later (socket replies, service timers),
     /// for the partition to schedule. A live transport delivers through `onArrival` instead.
     func takeArrived() -> [Arrival]
@@ -38,6 +41,10 @@ public protocol RunTransport: AnyObject {
 
 extension RunTransport {
     public var isInterrupted: Bool { false }
+
+    /// A device's push token changed (`old` nil: its first). Transports that receive pushes for
+    /// devices (`--push-listen`) route by it; others need not know.
+    public func pushAddressChanged(old: String?, new: String) {}
 }
 
 /// A transport whose answers arrive over real time, on its partition's event loop: it calls the
@@ -60,6 +67,9 @@ public struct Arrival: Sendable {
         case socket(SocketEvent)
         /// A timer of the transport's own (a simulated service's ping); `device` is unused.
         case timer(UInt64)
+        /// A push a real service sent to a device's token (`--push-listen`): its data, and
+        /// whether it carried a notification for the OS to show; `device` is unused.
+        case push(token: String, data: [String: String], isDataOnly: Bool)
     }
 
     public var device: Int

@@ -61,6 +61,21 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         self.handler = handler
     }
 
+    /// Told of every device token change in this partition (set before the run): `PushReceiver`
+    /// routes a push by its token to the partition whose device holds it.
+    public var onPushAddress: (@Sendable (_ old: String?, _ new: String) -> Void)?
+
+    public func pushAddressChanged(old: String?, new: String) {
+        onPushAddress?(old, new)
+    }
+
+    /// From any thread: a push a service posted for `token`, handed to the partition on its loop.
+    public func receivePush(token: String, data: [String: String], isDataOnly: Bool) {
+        loop.execute { [self] in
+            deliver(Arrival(device: -1, payload: .push(token: token, data: data, isDataOnly: isDataOnly), at: clock.now), detail: nil)
+        }
+    }
+
     public func wake(at instant: Instant, _ tick: @escaping () -> Void) {
         let delay = UInt64(max(0, (instant - clock.now).microseconds)) * 1_000
         let deadline = Monotonic.now() &+ delay

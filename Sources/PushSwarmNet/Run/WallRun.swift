@@ -18,6 +18,9 @@ public final class WallRun: @unchecked Sendable {
         public var shard: Shard?
         /// Partitions (event loops) to run on; nil: one per core.
         public var partitions: Int?
+        /// Where to receive pushes a real service sends to the devices' tokens, FCM-shaped
+        /// (`PushReceiver`); nil: none.
+        public var pushListen: SocketAddress?
 
         public init(
             targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64, shard: Shard? = nil,
@@ -77,6 +80,8 @@ public final class WallRun: @unchecked Sendable {
     /// One transport per partition, each on its own event loop.
     public let transports: [NetworkTransport]
     public let mockServer: MockServer?
+    /// `--push-listen`'s endpoint, when asked for.
+    public let pushReceiver: PushReceiver?
     public let client: HTTPClient
     private let group: EventLoopGroup
     private let engine: Run
@@ -149,6 +154,13 @@ public final class WallRun: @unchecked Sendable {
             setups.append(Run.PartitionSetup(executor: loop, transport: transport, mocks: fleets[number], devices: range))
         }
         self.transports = transports
+        if let address = options.pushListen {
+            let receiver = PushReceiver(group: group, transports: transports)
+            try receiver.start(at: address)
+            pushReceiver = receiver
+        } else {
+            pushReceiver = nil
+        }
         engine = Run(scenario: scenario, shard: options.shard, partitions: setups)
     }
 
@@ -185,6 +197,7 @@ public final class WallRun: @unchecked Sendable {
         let result = await engine.run()
         client.shutdown()
         mockServer?.stop()
+        pushReceiver?.stop()
         group.shutdown()
         return result
     }

@@ -1,0 +1,88 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import Synchronization
+
+/// `--push-listen`: an endpoint shaped like FCM's HTTP v1 send API, so that a staging deployment
+/// of a platform, configured to send to it instead of Google, delivers its real pushes to the
+/// virtual devices. `POST /v1/projects/{project}/messages:send` with
+/// `{"message": {"token", "data", "notification"}}` is routed by the token a device registered
+/// and answered as FCM answers: 200 with the message's `name`; 404 `UNREGISTERED` for a token no
+/// device holds; 400 `INVALID_ARGUMENT` for a malformed body. The device then displays, taps and
+/// reports the push with its own data (a real `tracking_token`, say).
+public final class PushReceiver: @unchecked Sendable {
+    private let server: HTTPServer
+    private let transports: [NetworkTransport]
+    /// Token → the partition whose device holds it; written as devices' tokens change (rarely).
+    private let routes = Mutex<[String: Int]>([:])
+    private let sent = Atomic<UInt64>(0)
+
+    public init(group: EventLoopGroup, transports: [NetworkTransport]) {
+        self.transports = transports
+        let box = ReceiverBox()
+        server = HTTPServer(group: group) { request, responder in box.receive?(request, responder) }
+        box.receive = { [weak self] request, responder in self?.receive(request, responder) }
+        for (number, transport) in transports.enumerated() {
+            transport.onPushAddress = { [weak self] old, new in
+                self?.routes.withLock { routes in
+                    if let old, routes[old] == number { routes[old] = nil }
+                    routes[new] = number
+                }
+            }
+        }
+    }
+
+    public func start(at address: SocketAddress) throws(NetError) {
+        try server.start(at: address)
+    }
+
+    public var port: UInt16 { server.port }
+
+    public func stop() { server.stop() }
+
+    private func receive(_ request: ServerRequest, _ responder: HTTPResponder) {
+        let path = request.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.target
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "v1", "projects", "{project}", "messages:send"
+        guard parts.count == 5, parts[1] == "v1", parts[2] == "projects", !parts[3].isEmpty, parts[4] == "messages:send" else {
+            return responder.respond(Self.error(404, "NOT_FOUND", "no such method: \(request.method) \(path); FCM's is POST /v1/projects/{project}/messages:send"))
+        }
+        guard request.method == "POST" else { return responder.respond(Self.error(405, "INVALID_ARGUMENT", "messages:send takes POST")) }
+        guard let body = try? JSONParser.parse(request.body), let message = body["message"]?.objectValue else {
+            return responder.respond(Self.error(400, "INVALID_ARGUMENT", "the body must be {\"message\": {…}}"))
+        }
+        guard let token = message["token"]?.stringValue, !token.isEmpty else {
+            return responder.respond(Self.error(400, "INVALID_ARGUMENT", "message.token is required (topics and conditions are not delivered here)"))
+        }
+        var data: [String: String] = [:]
+        if let given = message["data"] {
+            // FCM: "data: map (key: string, value: string)"; any other value is refused.
+            guard let members = given.objectValue?.members else { return responder.respond(Self.error(400, "INVALID_ARGUMENT", "message.data must be an object of strings")) }
+            for (key, value) in members {
+                guard let text = value.stringValue else { return responder.respond(Self.error(400, "INVALID_ARGUMENT", "message.data.\(key) must be a string")) }
+                data[key] = text
+            }
+        }
+        let isDataOnly = message["notification"] == nil
+        guard let partition = routes.withLock({ $0[token] }) else {
+            return responder.respond(Self.error(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED"))
+        }
+        transports[partition].receivePush(token: token, data: data, isDataOnly: isDataOnly)
+        let number = sent.add(1, ordering: .relaxed).newValue
+        let name = "projects/\(parts[3])/messages/\(number)"
+        responder.respond(Response(status: 200, headers: [Header("Content-Type", "application/json")], body: JSONWriter.bytes(of: ["name": .string(name)])))
+    }
+
+    /// FCM's error body: `{"error": {"code", "message", "status", "details": [{"@type", "errorCode"}]}}`.
+    static func error(_ code: Int, _ status: String, _ message: String, errorCode: String? = nil) -> Response {
+        var error: JSONObject = ["code": .number(Double(code)), "message": .string(message), "status": .string(status)]
+        if let errorCode {
+            error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": .string(errorCode)]]
+        }
+        return Response(status: code, headers: [Header("Content-Type", "application/json")], body: JSONWriter.bytes(of: ["error": .object(error)]))
+    }
+}
+
+private final class ReceiverBox: @unchecked Sendable {
+    var receive: HTTPHandler?
+}
