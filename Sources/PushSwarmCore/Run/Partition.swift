@@ -277,7 +277,7 @@ final class Partition: @unchecked Sendable {
                 return
             }
             nextNotificationID += 1
-            var random = deliveryRandom[index] ?? SeededRandom(seed: scenario.seed, stream: .pushDelivery, index: UInt64(range.lowerBound + index))
+            var random = deliveryStream(of: index)
             let notification = PushNotification(
                 id: nextNotificationID, campaign: data["campaign_id"] ?? "external", data: data, tapRate: nil, timeToOpen: nil,
                 isDataOnly: isDataOnly, fate: random.next()
@@ -492,6 +492,12 @@ final class Partition: @unchecked Sendable {
         }
     }
 
+    /// Device `index`'s push-delivery draws, where the last push to it left them (store the
+    /// stream back after drawing).
+    private func deliveryStream(of index: Int) -> SeededRandom {
+        deliveryRandom[index] ?? SeededRandom(seed: scenario.seed, stream: .pushDelivery, index: UInt64(range.lowerBound + index))
+    }
+
     private func launch(_ campaign: Campaign, now: Instant) {
         let source: MockFleet
         let host: Int
@@ -530,7 +536,7 @@ final class Partition: @unchecked Sendable {
                 continue
             }
             nextNotificationID += 1
-            var random = deliveryRandom[index] ?? SeededRandom(seed: scenario.seed, stream: .pushDelivery, index: UInt64(range.lowerBound + index))
+            var random = deliveryStream(of: index)
             defer { deliveryRandom[index] = random }
             let notification = PushNotification(
                 id: nextNotificationID, campaign: campaign.name, data: message.data,

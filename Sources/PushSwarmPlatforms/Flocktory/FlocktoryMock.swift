@@ -103,7 +103,7 @@ struct FlocktoryMock: MockService {
 
     private mutating func setup(_ body: JSONObject, cookie: String?, callback: String?, operation: String) -> MockReply {
         // "siteId - Flocktory ID of your site".
-        let site = body["siteId"]?.stringValue ?? body["siteId"]?.integerValue.map { String($0) }
+        let site = Self.site(body["siteId"])
         guard let site else { return MockReply(response: Self.jsonp(400, callback, ["error": "siteId is required"]), operation: operation) }
         guard site == settings.siteID else { return MockReply(response: Self.jsonp(400, callback, ["error": .string("unknown siteId \(site)")]), operation: operation) }
         if let profile = body["profile"] {
@@ -131,14 +131,13 @@ struct FlocktoryMock: MockService {
 
     /// The first required field the call's body lacks, as the spec's curl examples give them.
     private func validate(_ operation: String, _ body: JSONObject) -> String? {
-        func site(_ value: JSONValue?) -> String? { value?.stringValue ?? value?.integerValue.map { String($0) } }
         switch operation {
         case FlocktoryMessages.Operation.track:
             guard let data = body["data"]?.objectValue else { return "data is required" }
             guard let action = data["action"]?.stringValue, FlocktoryMessages.trackActions.contains(action) else {
                 return "data.action must be one of \(FlocktoryMessages.trackActions.sorted().joined(separator: ", "))"
             }
-            guard site(data["links"]?["site"]) == settings.siteID else { return "data.links.site must be the site id" }
+            guard Self.site(data["links"]?["site"]) == settings.siteID else { return "data.links.site must be the site id" }
             guard data["payload"]?["url"]?.stringValue != nil else { return "data.payload.url is required (the deep link)" }
             switch action {
             case "customer.item_visit", "customer.add_to_cart", "customer.remove_from_cart":
@@ -150,7 +149,7 @@ struct FlocktoryMock: MockService {
                 if data["payload"]?["resolution"]?.stringValue == nil { return "data.payload.resolution is required" }
             }
         case FlocktoryMessages.Operation.order:
-            guard site(body["site_id"]) == settings.siteID else { return "site_id must be the site id" }
+            guard Self.site(body["site_id"]) == settings.siteID else { return "site_id must be the site id" }
             guard body["i"]?.stringValue.map({ !$0.isEmpty }) == true else { return "i (the order id) is required" }
             guard body["e"]?.stringValue?.contains("@") == true else { return "e (the user's email) is required" }
             guard body["p"]?.numberValue != nil else { return "p (the order price) is required" }
@@ -164,11 +163,11 @@ struct FlocktoryMock: MockService {
             guard body["from-mobile-app"] == .bool(true) else { return "from-mobile-app must be true" }
             guard body["platform"]?.stringValue == "firebase" else { return "platform must be firebase" }
             guard ["android", "ios"].contains(body["os"]?.stringValue ?? "") else { return "os must be android or ios" }
-            guard site(body["site-id"]) == settings.siteID else { return "site-id must be the site id" }
+            guard Self.site(body["site-id"]) == settings.siteID else { return "site-id must be the site id" }
             guard body["token"]?.stringValue.map({ !$0.isEmpty }) == true else { return "token is required" }
         case FlocktoryMessages.Operation.customEvent:
             guard body["event"]?.stringValue.map({ !$0.isEmpty }) == true else { return "event is required" }
-            guard site(body["site-id"]) == settings.siteID else { return "site-id must be the site id" }
+            guard Self.site(body["site-id"]) == settings.siteID else { return "site-id must be the site id" }
         case FlocktoryMessages.Operation.profileMeta:
             guard body["meta"]?.objectValue != nil else { return "meta is required (an object)" }
         default:
@@ -242,6 +241,9 @@ struct FlocktoryMock: MockService {
         }
         return nil
     }
+
+    /// A site id as a string or a whole number ("siteId":"1833", "site_id":1833), nil otherwise.
+    static func site(_ value: JSONValue?) -> String? { value?.stringValue ?? value?.integerValue.map { String($0) } }
 
     static func jsonp(_ status: Int, _ callback: String?, _ value: JSONValue) -> Response {
         let json = JSONWriter.text(of: value)
