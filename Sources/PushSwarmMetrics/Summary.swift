@@ -15,6 +15,110 @@ public struct Summary: Sendable {
         }
     }
 
+    /// The warm-up before a wall run against a real target: the installs from before the run
+    /// registering with the service. Its requests are counted here and nowhere else, so the
+    /// run's own figures are the measured part's alone.
+    public struct WarmUp: Sendable, Equatable {
+        /// Installs whose warm-up started.
+        public var installs: UInt64 = 0
+        public var seconds: Double = 0
+        /// Whether every install finished before the warm-up's `maxDuration`.
+        public var complete = true
+        public var sent: UInt64 = 0
+        public var byStatus: [Int: UInt64] = [:]
+        public var transportErrors: UInt64 = 0
+        public var timeouts: UInt64 = 0
+        public var retries: UInt64 = 0
+        /// Requests still waiting in devices when it ended (retries cut short at `maxDuration`).
+        public var pendingAtEnd: UInt64 = 0
+        /// Requests sent, by operation.
+        public var byOperation: [String: UInt64] = [:]
+        public var droppedByReason: [String: UInt64] = [:]
+
+        public init() {}
+
+        public init(installs: UInt64, seconds: Double, complete: Bool, metrics: RunMetrics, pendingAtEnd: Int) {
+            self.installs = installs
+            self.seconds = seconds
+            self.complete = complete
+            sent = metrics.sent
+            byStatus = metrics.byStatus
+            transportErrors = metrics.transportErrors
+            timeouts = metrics.timeouts
+            retries = metrics.retries
+            self.pendingAtEnd = UInt64(max(0, pendingAtEnd))
+            byOperation = metrics.operations.mapValues(\.sent)
+            droppedByReason = metrics.droppedByReason
+        }
+
+        /// Shards of one run warm up their own installs, concurrently.
+        public mutating func merge(_ other: WarmUp) {
+            installs += other.installs
+            seconds = max(seconds, other.seconds)
+            complete = complete && other.complete
+            sent += other.sent
+            byStatus.merge(other.byStatus, uniquingKeysWith: +)
+            transportErrors += other.transportErrors
+            timeouts += other.timeouts
+            retries += other.retries
+            pendingAtEnd += other.pendingAtEnd
+            byOperation.merge(other.byOperation, uniquingKeysWith: +)
+            droppedByReason.merge(other.droppedByReason, uniquingKeysWith: +)
+        }
+
+        /// Requests answered 2xx.
+        public var succeeded: UInt64 { byStatus.filter { (200..<300).contains($0.key) }.values.reduce(0, +) }
+
+        public var json: JSONValue {
+            func counts(_ pairs: [(String, UInt64)]) -> JSONValue {
+                .object(JSONObject(pairs.sorted { $0.0 < $1.0 }.map { (key: $0.0, value: .number(Double($0.1))) }))
+            }
+            return [
+                "installs": .number(Double(installs)), "seconds": .number((seconds * 1_000).rounded() / 1_000), "complete": .bool(complete),
+                "sent": .number(Double(sent)), "byStatus": counts(byStatus.map { (String($0.key), $0.value) }),
+                "transportErrors": .number(Double(transportErrors)), "timeouts": .number(Double(timeouts)),
+                "retries": .number(Double(retries)), "pendingAtEnd": .number(Double(pendingAtEnd)),
+                "byOperation": counts(byOperation.map { ($0.key, $0.value) }), "droppedByReason": counts(droppedByReason.map { ($0.key, $0.value) }),
+            ]
+        }
+
+        /// Read back from `json` (metrics.json); nil when it is not that shape.
+        public init?(json: JSONValue) {
+            guard let object = json.objectValue else { return nil }
+            func count(_ key: String) -> UInt64? { object[key]?.numberValue.flatMap { UInt64(exactly: $0) } }
+            func counts(_ key: String) -> [String: UInt64]? {
+                guard let members = object[key]?.objectValue?.members else { return nil }
+                var result: [String: UInt64] = [:]
+                for member in members {
+                    guard let value = member.value.numberValue.flatMap({ UInt64(exactly: $0) }) else { return nil }
+                    result[member.key] = value
+                }
+                return result
+            }
+            guard let installs = count("installs"), let seconds = object["seconds"]?.numberValue, seconds >= 0, let complete = object["complete"]?.boolValue,
+                  let sent = count("sent"), let statuses = counts("byStatus"), let transportErrors = count("transportErrors"),
+                  let timeouts = count("timeouts"), let retries = count("retries"), let pending = count("pendingAtEnd"),
+                  let byOperation = counts("byOperation"), let dropped = counts("droppedByReason")
+            else { return nil }
+            var byStatus: [Int: UInt64] = [:]
+            for (key, value) in statuses {
+                guard let status = Int(key) else { return nil }
+                byStatus[status] = value
+            }
+            self.installs = installs
+            self.seconds = seconds
+            self.complete = complete
+            self.sent = sent
+            self.byStatus = byStatus
+            self.transportErrors = transportErrors
+            self.timeouts = timeouts
+            self.retries = retries
+            pendingAtEnd = pending
+            self.byOperation = byOperation
+            droppedByReason = dropped
+        }
+    }
+
     public static let schemaVersion = 1
 
     public var scenario: String
@@ -41,6 +145,8 @@ public struct Summary: Sendable {
     public var thresholds: [String] = []
     /// The scenario file as the run read it (for the HTML report and for reruns).
     public var scenarioText: String?
+    /// The warm-up before the run, when it had one (a wall run against a real target).
+    public var warmUp: WarmUp?
 
     public init(
         scenario: String, seed: UInt64, clock: String, devices: Int, simulatedSeconds: Double, wallSeconds: Double,
@@ -195,6 +301,7 @@ public struct Summary: Sendable {
         root["ledger"] = .object(ledgerObject)
 
         root["queue"] = ["pendingAtEnd": .number(Double(pendingAtEnd))]
+        if let warmUp { root["warmUp"] = warmUp.json }
         root["counters"] = .object(countObject(metrics.counters))
         return .object(root)
     }
@@ -224,6 +331,11 @@ public struct Summary: Sendable {
         }
         for threshold in other.thresholds where !thresholds.contains(threshold) { thresholds.append(threshold) }
         if scenarioText == nil { scenarioText = other.scenarioText }
+        if let theirs = other.warmUp {
+            var mine = warmUp ?? WarmUp()
+            if warmUp == nil { mine = theirs } else { mine.merge(theirs) }
+            warmUp = mine
+        }
     }
 
     /// summary.json's text: pretty, deterministic, ending in a newline.

@@ -93,6 +93,7 @@ public enum SummaryArchive {
         if summary.mergedFrom > 0 { run["mergedFrom"] = .number(Double(summary.mergedFrom)) }
         if !summary.thresholds.isEmpty { run["thresholds"] = .array(summary.thresholds.map(JSONValue.string)) }
         if let scenarioText = summary.scenarioText { run["scenarioText"] = .string(scenarioText) }
+        if let warmUp = summary.warmUp { run["warmUp"] = warmUp.json }
 
         var ledger: JSONValue = .null
         if let operations = summary.ledger {
@@ -313,6 +314,10 @@ public enum SummaryArchive {
                 summary.thresholds = try thresholds.enumerated().map { (position, value) throws(ReadError) in try string(value, "$.run.thresholds[\(position)]") }
             }
             if run["scenarioText"] != nil { summary.scenarioText = try string(run["scenarioText"], "$.run.scenarioText") }
+            if let warmUp = run["warmUp"] {
+                guard let read = Summary.WarmUp(json: warmUp) else { throw fail("$.run.warmUp", "expected the warm-up's counts (installs, seconds, complete, sent, byStatus, …)") }
+                summary.warmUp = read
+            }
             return summary
         }
     }

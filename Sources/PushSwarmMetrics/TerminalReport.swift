@@ -42,6 +42,13 @@ public enum TerminalReport {
 
         let statuses = metrics.byStatus.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
         lines.append("Requests    \(group(metrics.sent)) sent · by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(metrics.transportErrors)) · timeouts \(group(metrics.timeouts))")
+        if let warmUp = summary.warmUp {
+            // Before the run, and not in any figure above.
+            let statuses = warmUp.byStatus.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
+            let ending = warmUp.complete ? "complete" : "cut at its limit, \(group(warmUp.pendingAtEnd)) still waiting"
+            lines.append("Warm-up     \(group(warmUp.installs)) installs from before the run registered first in \(format2(warmUp.seconds)) s (\(ending)): "
+                + "\(group(warmUp.sent)) requests, by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(warmUp.transportErrors)) · timeouts \(group(warmUp.timeouts)) · not in the figures above")
+        }
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")
         let retryParts = metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { "retry \($0.key): \(group($0.value))" }.joined(separator: ", ")
         var retryLine = "Retries     \(group(metrics.retries)) · \(format2(metrics.retryAmplification)) attempts per request"

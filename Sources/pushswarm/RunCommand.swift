@@ -52,6 +52,10 @@ enum RunCommand {
                               staging service sending there reaches the device whose token it
                               names (404 UNREGISTERED for none), which shows, taps and reports
                               it with its own data. See docs/push-listen.md.
+          --warm-up           With --target: first have the installs from before the run
+          --no-warm-up        register with the service (PushExpress instances, SmartAppPush's
+                              first event, Meiro and Smartico tokens), reported apart as
+                              "warmUp" (default: on with --target; scenario "warmUp").
           --out DIR           Write the report into DIR instead of Reports/<run-id>.
           --quiet             Print only the path of the summary.
           -h, --help          Show this help.
@@ -59,7 +63,7 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--push-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--push-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -257,6 +261,10 @@ enum RunCommand {
                 partitions: partitions
             )
             options.pushListen = pushListen
+            var warmUp = scenario.warmUp
+            if arguments.flags.contains("--warm-up") { warmUp.enabled = true }
+            if arguments.flags.contains("--no-warm-up") { warmUp.enabled = false }
+            options.warmUp = warmUp.enabled ?? true ? warmUp : nil
             wall = try WallRun(scenario: scenario, options: options)
         } catch {
             PushSwarmCommand.printError(error.description)
@@ -271,7 +279,11 @@ enum RunCommand {
             }
         }
         Signals.onInterrupt { wall.interrupt() }
-        let result = await wall.run(onProgress: onProgress)
+        let talks = !quiet && !arguments.flags.contains("--quiet")
+        let result = await wall.run(onProgress: onProgress) { warmUp in
+            guard talks else { return }
+            print("warm-up: installs from before the run register with the target, \(TerminalReport.format2(warmUp.rate)) a second, for at most \(warmUp.maxDuration) (--no-warm-up skips it)")
+        }
         for (reason, detail) in wall.errorDetails.sorted(by: { $0.key < $1.key }) {
             var hint = ""
             if reason == "tlsVerification" { hint = " (for a self-signed staging host: --insecure, or --ca-file with its certificate)" }

@@ -27,7 +27,7 @@ enum WorkersRun {
         for option in ["--target", "--threshold"] {
             for value in arguments.values(option) { forwarded += [option, value] }
         }
-        if arguments.flags.contains("--insecure") { forwarded.append("--insecure") }
+        for flag in ["--insecure", "--warm-up", "--no-warm-up"] where arguments.flags.contains(flag) { forwarded.append(flag) }
 
         let quiet = arguments.flags.contains("--quiet")
         if !quiet {

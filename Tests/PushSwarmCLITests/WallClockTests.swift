@@ -45,6 +45,7 @@ import Testing
                     self.send_header("Content-Length", str(len(answer)))
                     self.end_headers()
                     self.wfile.write(answer)
+                do_PUT = do_POST
             http.server.ThreadingHTTPServer(("127.0.0.1", \#(port)), Handler).serve_forever()
             """#
         return try Peer(which("python3")!, ["-c", script])
@@ -202,7 +203,8 @@ import Testing
         #expect(waitForPort(port))
         let scenario = "Tests/Fixtures/nginx-limit-req.json"
         let wall = directory.appendingPathComponent("wall").path
-        let run = try cli.run(["run", scenario, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", wall, "--quiet"])
+        // No warm-up: nginx's log must hold the run's requests alone.
+        let run = try cli.run(["run", scenario, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--out", wall, "--quiet"])
         #expect(run.status == 0, "\(run.error)")
         nginx.stop()
         let lines = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8).split(separator: "\n")
@@ -257,7 +259,8 @@ import Testing
             #expect(waitForPort(port))
             let out = directory.appendingPathComponent("wall-\(round)").path
             let run = try cli.run(
-                ["run", "Tests/Fixtures/retry-after-date.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"] + extra
+                // No warm-up: the peer's 429s are for each device's first event in the run.
+                ["run", "Tests/Fixtures/retry-after-date.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--out", out, "--quiet"] + extra
             )
             #expect(run.status == 0, "\(run.error)")
             let report = try summary(out)
@@ -300,6 +303,7 @@ import Testing
             #expect(run.status == 0, "\(run.error)")
             let report = try summary(out)
             #expect(report["counters"]?["campaigns.launchedLocally"] == .number(1))
+            #expect(report["warmUp"]?["installs"] == .number(200) && report["warmUp"]?["byOperation"]?["smartapppush.events"] == .number(200), "each install's first event came first")
             #expect(report["counters"]?["notifications.deliveredLocally"] == .number(200), "every install has a token and permission")
             let tapped = report["counters"]?["notifications.tapped"]?.numberValue ?? 0
             #expect(tapped > 50, "about half of 200 tap")
@@ -316,6 +320,72 @@ import Testing
             eventBodies.append(Set(events))
         }
         #expect(eventBodies[0].isDisjoint(with: eventBodies[1]), "two runs of one seed send no identical event")
+    }
+
+    /// Issue 14, item 5: against a real target, installs from before the run are unknown to the
+    /// service, so a warm-up has them register first, reported apart. PushExpress's spec 003: "If
+    /// non-nil and non-empty variable found [ic_id], assume it is existing install", and the
+    /// `ic_id` is what "create instance" answered: each install creates its instance and sends
+    /// its info in the warm-up, then uses the id the service issued for every later request. With
+    /// `--no-warm-up` nothing registers first.
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func installsFromBeforeTheRunRegisterWithARealTargetFirstAndKeepWhatItIssued() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-warm-up-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for warmUp in [true, false] {
+            let port = freePort()
+            let log = directory.appendingPathComponent("captured-\(warmUp)").path
+            let peer = try httpPeer(port: port, setup: "log = open(\"\(log)\", \"a\", buffering=1)\nissued = []", respond: #"""
+                log.write(json.dumps({"method": self.command, "path": self.path, "body": body.decode()}) + "\n")
+                if self.command == "POST" and self.path.endswith("/instances"):
+                    issued.append(1)
+                    answer = json.dumps({"id": "issued-%d" % len(issued)}).encode()
+                elif self.path.endswith("/info"):
+                    answer = b'{"update_interval_sec": 60}'
+                else:
+                    answer = b'{}'
+                """#)
+            defer { peer.stop() }
+            #expect(waitForPort(port))
+            let out = directory.appendingPathComponent("run-\(warmUp)").path
+            var arguments = ["run", "Tests/Fixtures/warm-up-pushexpress.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"]
+            if !warmUp { arguments.append("--no-warm-up") }
+            let run = try cli.run(arguments)
+            #expect(run.status == 0, "\(run.error)")
+            let report = try summary(out)
+            let captured = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
+            let creates = captured.filter { $0["method"]?.stringValue == "POST" && $0["path"]?.stringValue?.hasSuffix("/instances") == true }
+            // The instance id of every request after the creations, from its path.
+            let used = captured.compactMap { $0["path"]?.stringValue }.compactMap { path -> String? in
+                let parts = path.split(separator: "/")
+                guard let at = parts.firstIndex(of: "instances"), at + 1 < parts.count else { return nil }
+                return String(parts[at + 1])
+            }
+            let notifications = captured.filter { $0["path"]?.stringValue?.hasSuffix("/events/notification") == true }
+            #expect(notifications.count == 80, "40 pushes delivered and clicked in the run")
+            if warmUp {
+                let section = try #require(report["warmUp"], "summary.json reports the warm-up")
+                #expect(section["installs"] == .number(40))
+                #expect(section["complete"] == .bool(true))
+                #expect(section["byOperation"]?["pushexpress.create_instance"] == .number(40))
+                #expect(section["byOperation"]?["pushexpress.update_info"] == .number(40))
+                #expect(section["byStatus"]?["200"] == .number(80))
+                #expect(creates.count == 40)
+                let tokens = Set(creates.compactMap { $0["body"]?.stringValue }.compactMap { (try? JSONParser.parse($0))?["ic_token"]?.stringValue })
+                #expect(tokens.count == 40, "each install creates its own instance")
+                // Its first info carries the push token, so the service can reach it.
+                let infos = captured.prefix(80).filter { $0["path"]?.stringValue?.hasSuffix("/info") == true }
+                #expect(infos.count == 40 && infos.allSatisfy { (try? JSONParser.parse($0["body"]?.stringValue ?? ""))?["transport_token"]?.stringValue?.isEmpty == false })
+                #expect(!used.isEmpty && used.allSatisfy { $0.hasPrefix("issued-") }, "every later request names an instance the service issued")
+                #expect(report["operations"]?["pushexpress.create_instance"] == nil, "the warm-up's requests are not in the run's figures")
+                #expect(report["requests"]?["sent"]?.numberValue.map { $0 < Double(captured.count) } == true)
+            } else {
+                #expect(report["warmUp"] == nil)
+                #expect(creates.isEmpty, "nothing registers first")
+                #expect(!used.contains { $0.hasPrefix("issued-") })
+            }
+        }
     }
 
     /// `--push-listen`: a service posts to it as to FCM's v1 API; the device holding the token
@@ -422,7 +492,7 @@ import Testing
         let out = directory.appendingPathComponent("run").path
         // 1.4 GiB of address space: what the runtime reserves and a little; a run that buffered
         // what the server announced (a chunk near Int.max) could not fit.
-        let command = "ulimit -v 1468006 && exec \"$0\" run Tests/Fixtures/hostile-server.json --clock wall --target http://127.0.0.1:\(port) --out \(out) --quiet"
+        let command = "ulimit -v 1468006 && exec \"$0\" run Tests/Fixtures/hostile-server.json --clock wall --target http://127.0.0.1:\(port) --no-warm-up --out \(out) --quiet"
         let run = try cli.run(["-c", command, CommandLineTests.binary.path], executable: "/bin/sh")
         #expect(run.status == 0, "\(run.error)")
         let report = try summary(out)

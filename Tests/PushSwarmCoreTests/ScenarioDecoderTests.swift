@@ -119,6 +119,21 @@ struct FakePlatform: Platform {
         #expect(error?.message == "unknown key; expected one of: devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
     }
 
+    /// The warm-up of wall runs against a real target: on unless set off, paced and bounded.
+    @Test func theWarmUpIsReadAndBounded() throws {
+        func scenario(_ warmUp: String) -> String {
+            #"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "warmUp": "# + warmUp + "}"
+        }
+        let defaults = try decode(scenario("{}")).warmUp
+        #expect(defaults.enabled == nil && defaults.rate == 1_000 && defaults.maxDuration == .minutes(5))
+        let set = try decode(scenario(#"{"enabled": false, "rate": "600/m", "maxDuration": "90s"}"#)).warmUp
+        #expect(set.enabled == false && set.rate == 10 && set.maxDuration == .seconds(90))
+        #expect(error(scenario(#"{"rate": 0}"#))?.path == "$.warmUp.rate")
+        #expect(error(scenario(#"{"maxDuration": "2d"}"#))?.path == "$.warmUp.maxDuration")
+        #expect(error(scenario(#"{"enabled": "yes"}"#))?.path == "$.warmUp.enabled")
+        #expect(error(scenario(#"{"rates": 5}"#))?.message == "unknown key; expected one of: enabled, maxDuration, rate")
+    }
+
     @Test func theWebSocketMessageLimitIsReadAndBounded() throws {
         func scenario(_ network: String) -> String {
             #"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": "# + network + "}"

@@ -108,6 +108,29 @@ import Testing
         #expect(read.jsonText == summary.jsonText, "the same summary.json")
     }
 
+    /// A warm-up's counts survive metrics.json (merge and compare read it) and add up across
+    /// shards, which warm up their own installs at once.
+    @Test func theWarmUpReadsBackAndAddsUpAcrossShards() throws {
+        var metrics = RunMetrics()
+        metrics.recordSent(operation: "p.create", retryNumber: 0, at: 0)
+        metrics.recordResponse(operation: "p.create", status: 200, latencyMicroseconds: 900, at: 900)
+        metrics.recordSent(operation: "p.create", retryNumber: 1, at: 1_000)
+        metrics.recordTimeout(operation: "p.create", at: 2_000)
+        var summary = Self.summary()
+        summary.warmUp = Summary.WarmUp(installs: 1, seconds: 1.5, complete: false, metrics: metrics, pendingAtEnd: 1)
+        let read = try SummaryArchive.read(SummaryArchive.text(of: summary))
+        #expect(read.warmUp == summary.warmUp)
+        #expect(read.jsonText == summary.jsonText)
+        #expect(summary.json["warmUp"]?["byOperation"]?["p.create"] == .number(2))
+        var merged = summary
+        merged.merge(read)
+        #expect(merged.warmUp?.installs == 2 && merged.warmUp?.sent == 4 && merged.warmUp?.timeouts == 2 && merged.warmUp?.retries == 2)
+        #expect(merged.warmUp?.seconds == 1.5 && merged.warmUp?.complete == false)
+        var damaged = SummaryArchive.text(of: summary)
+        damaged = damaged.replacingOccurrences(of: "\"installs\":1", with: "\"installs\":-1")
+        #expect(throws: SummaryArchive.ReadError.self) { try SummaryArchive.read(damaged) }
+    }
+
     @Test func aDamagedMetricsFileIsRefusedNamingWhere() {
         var text = SummaryArchive.text(of: Self.summary())
         text = text.replacingOccurrences(of: "\"timeouts\":0", with: "\"timeouts\":\"none\"")

@@ -87,6 +87,21 @@ public actor VirtualDevice {
         return (work.actions, known)
     }
 
+    /// The warm-up of an install from before the run (`WarmUpSettings`): its token as the run will
+    /// issue it, and what its client once sent to register. The device's lifecycle does not start;
+    /// a warm-up device is not the measured run's (that one is made afresh and `remember`s).
+    public func warmUp(now: Instant) -> [Action] {
+        var actions: [Action] = []
+        if let token = lifecycle.issueInitialToken(random: &random) { actions.append(.pushAddress(old: nil, new: token)) }
+        convert(client.warmUp(device: snapshot(), now: now, random: &random), into: &actions)
+        return actions
+    }
+
+    public var warmUpMemory: String? { client.warmUpMemory }
+
+    /// What this install's warm-up learnt (before `start`).
+    public func remember(warmUp memory: String) { client.remember(warmUp: memory) }
+
     /// What a push provider knows of the device now (its token, user, permission), nil before it
     /// has a token: whom a campaign delivered by PushSwarm itself can reach.
     public func knownDevice() -> KnownDevice? {

@@ -33,9 +33,28 @@ public protocol PlatformClient: Sendable {
 
     /// Requests queued but not yet delivered or dropped (reported at the end of a run).
     var pendingRequests: Int { get }
+
+    /// The warm-up of a run against a real target (`WarmUpSettings`), for an install from before
+    /// the run: what it once sent so that the service knows it (its registration), as its SDK
+    /// did. Answers come back through `handle(completion)`; the client retries as its SDK would
+    /// and starts nothing that outlives the registration (no periodic loop, no open socket).
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+
+    /// What the warm-up learnt that the install keeps in its storage (PushExpress's `ic_id` as
+    /// the service issued it), nil when nothing.
+    var warmUpMemory: String? { get }
+
+    /// The same install in the measured run starts with what its warm-up learnt; called before
+    /// `started`.
+    mutating func remember(warmUp memory: String)
 }
 
 extension PlatformClient {
+    /// A platform whose service learns of an install from its first request needs no warm-up.
+    public mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+    public var warmUpMemory: String? { nil }
+    public mutating func remember(warmUp memory: String) {}
+
     /// Most clients do nothing until the app does something.
     public mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
 

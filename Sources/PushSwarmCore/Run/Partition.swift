@@ -26,6 +26,8 @@ final class Partition: @unchecked Sendable {
         case arrival(group: Int)
         /// Wall time: wakes the partition each second to report progress while nothing else is due.
         case progressTick
+        /// The warm-up of device number `index` (an install from before the run).
+        case warmUp(Int)
     }
 
     private struct SocketKey: Hashable {
@@ -47,6 +49,15 @@ final class Partition: @unchecked Sendable {
     private let countsRunEvents: Bool
     private let progress: ProgressBoard?
     private let isWall: Bool
+    /// Set: this partition runs the warm-up before a run, not the run (`WarmUpSettings`).
+    private let warmUp: WarmUpSettings?
+    /// What each install's warm-up learnt, by fleet index: handed to the measured run's devices.
+    private let memories: [Int: String]
+    /// Pushes a real service sent during the warm-up (`--push-listen`): kept for the run after
+    /// it, whose devices show them as it starts.
+    private var heldPushes: [ExternalPush]
+    /// The most pushes a warm-up keeps for the run; more are counted and dropped.
+    static let maximumHeldPushes = 100_000
 
     private var queue = EventQueue<Item>()
     private var devices: [VirtualDevice] = []
@@ -96,7 +107,7 @@ final class Partition: @unchecked Sendable {
 
     init(
         number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
-        devices range: Range<Int>, countsRunEvents: Bool, progress: ProgressBoard?
+        devices range: Range<Int>, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [ExternalPush] = []
     ) {
         self.number = number
         self.scenario = scenario
@@ -108,7 +119,10 @@ final class Partition: @unchecked Sendable {
         self.countsRunEvents = countsRunEvents
         self.progress = progress
         isWall = scenario.clock == .wall
-        end = Instant.start + scenario.duration
+        self.warmUp = warmUp
+        self.memories = memories
+        self.heldPushes = heldPushes
+        end = Instant.start + (warmUp?.maxDuration ?? scenario.duration)
         workloadRandom = SeededRandom(seed: scenario.seed, stream: .delivery, index: 1)
         metrics.timeline = Timeline(intervalMicroseconds: Timeline.interval(forRunMicroseconds: scenario.duration.microseconds))
     }
@@ -146,7 +160,7 @@ final class Partition: @unchecked Sendable {
         self.finished = finished
         live.onArrival { [unowned self] arrival in arrive(arrival) }
         start()
-        if progress != nil { queue.schedule(.progressTick, at: Instant.start + .seconds(1)) }
+        if progress != nil && warmUp == nil { queue.schedule(.progressTick, at: Instant.start + .seconds(1)) }
         tick(live)
     }
 
@@ -159,7 +173,7 @@ final class Partition: @unchecked Sendable {
             handle(item, at: time, lag: time > end ? .zero : now - time)
             if isDone { return }
         }
-        if now >= end && inFlight == 0 { return finish() }
+        if (now >= end || isWarmedUp) && inFlight == 0 { return finish() }
         let wake = min(queue.nextTime ?? end, end)
         live.wake(at: max(wake, now)) { [unowned self] in tick(live) }
     }
@@ -169,7 +183,7 @@ final class Partition: @unchecked Sendable {
         guard !isDone else { return }
         let time = transport.currentTime
         handle(item(for: arrival), at: time, lag: .zero)
-        if !isDone && time >= end && inFlight == 0 { finish() }
+        if !isDone && (time >= end || isWarmedUp) && inFlight == 0 { finish() }
     }
 
     /// Asks the partition to stop starting requests (Ctrl-C); those in flight still finish.
@@ -212,9 +226,14 @@ final class Partition: @unchecked Sendable {
         }
     }
 
+    /// A warm-up is over once nothing is left to do: every install's warm-up handled, no retry
+    /// waiting, no request in flight.
+    private var isWarmedUp: Bool { warmUp != nil && queue.isEmpty && inFlight == 0 }
+
     // MARK: - The run
 
     private func start() {
+        if let warmUp { return startWarmUp(warmUp) }
         devices.reserveCapacity(range.count)
         lastActiveInterval = Array(repeating: -1, count: range.count)
         let executor = executor.asUnownedSerialExecutor()
@@ -225,6 +244,7 @@ final class Partition: @unchecked Sendable {
             sources.append(profile.source)
             platforms.append(profile.platform)
             groupIndices.append(profile.groupIndex)
+            if let memory = memories[range.lowerBound + index] { device.assumeIsolated { $0.remember(warmUp: memory) } }
             let (actions, known) = device.assumeIsolated { $0.start(now: .start) }
             if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
             execute(actions, device: index, now: .start, isDraining: false)
@@ -232,7 +252,27 @@ final class Partition: @unchecked Sendable {
         for (index, campaign) in scenario.campaigns.enumerated() {
             queue.schedule(.campaign(index), at: Instant.start + campaign.at)
         }
+        for push in heldPushes { queue.schedule(.externalPush(token: push.token, data: push.data, isDataOnly: push.isDataOnly), at: .start) }
+        heldPushes = []
         startWorkloads()
+    }
+
+    /// The warm-up: the partition's installs from before the run, each at its turn of the fleet's
+    /// pace (fleet index / rate, so partitions together keep `rate`), send what registered them.
+    private func startWarmUp(_ warmUp: WarmUpSettings) {
+        let executor = executor.asUnownedSerialExecutor()
+        lastActiveInterval = Array(repeating: -1, count: range.count)
+        for index in 0..<range.count {
+            let global = range.lowerBound + index
+            let profile = fleet.profile(at: global)
+            devices.append(fleet.makeDevice(profile, on: executor))
+            sources.append(profile.source)
+            platforms.append(profile.platform)
+            groupIndices.append(profile.groupIndex)
+            guard profile.isInstalledAtStart else { continue }
+            let at = Instant.start + TimeSpan(microseconds: Int64((Double(global) / warmUp.rate * 1_000_000).rounded(.down)))
+            if at <= end { queue.schedule(.warmUp(index), at: at) }
+        }
     }
 
     private func handle(_ item: Item, at time: Instant, lag: TimeSpan) {
@@ -268,7 +308,18 @@ final class Partition: @unchecked Sendable {
         case .transportTimer(let token):
             guard !isDraining else { return }
             transport.timerFired(token, at: time)
+        case .warmUp(let index):
+            guard !isDraining else { return }
+            metrics.increment("warmUp.installs")
+            let actions = devices[index].assumeIsolated { $0.warmUp(now: time) }
+            execute(actions, device: index, now: time, isDraining: false)
         case .externalPush(let token, let data, let isDataOnly):
+            if warmUp != nil {
+                // The run proper's devices show it when they start.
+                guard heldPushes.count < Self.maximumHeldPushes else { return metrics.increment("notifications.droppedDuringWarmUp") }
+                heldPushes.append(ExternalPush(token: token, data: data, isDataOnly: isDataOnly))
+                return metrics.increment("notifications.heldDuringWarmUp")
+            }
             guard !isDraining else { return }
             metrics.increment("notifications.received")
             guard let index = pushGateway[token] else {
@@ -333,9 +384,17 @@ final class Partition: @unchecked Sendable {
         transport.closeAllSockets()
         var pending = 0
         for device in devices { pending += device.pendingRequestsOnExecutor() }
+        var learnt: [Int: String] = [:]
+        if warmUp != nil {
+            for (index, device) in devices.enumerated() {
+                if let memory = device.assumeIsolated({ $0.warmUpMemory }) { learnt[range.lowerBound + index] = memory }
+            }
+        }
+        // A warm-up over before its limit ends when it did.
+        let end = warmUp != nil && isWarmedUp ? min(end, transport.currentTime) : end
         return PartitionResult(
             metrics: metrics, ledgers: mocks?.ledgers ?? [:], lost: lost, pending: pending, devices: range.count,
-            socketChanges: socketChanges, end: end
+            socketChanges: socketChanges, end: end, number: number, memories: learnt, heldPushes: heldPushes
         )
     }
 
@@ -569,6 +628,17 @@ struct PartitionResult: Sendable {
     var devices: Int
     var socketChanges: [Int64]
     var end: Instant
+    var number = 0
+    /// A warm-up's: what each install learnt, by fleet index, and the pushes it kept for the run.
+    var memories: [Int: String] = [:]
+    var heldPushes: [ExternalPush] = []
+}
+
+/// A push a real service sent for a token (`--push-listen`).
+public struct ExternalPush: Sendable {
+    public var token: String
+    public var data: [String: String]
+    public var isDataOnly: Bool
 }
 
 /// Where partitions leave their progress; about once a second of wall time it merges the latest

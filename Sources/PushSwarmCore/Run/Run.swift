@@ -37,6 +37,12 @@ public final class Run: @unchecked Sendable {
     private let threads: [PartitionThread]
     private let live = Mutex<[(Partition, any LiveTransport)]>([])
     private let interruptRequested = Atomic<Bool>(false)
+    /// Set: this run is the warm-up before a measured run (`WarmUpSettings`).
+    private let warmUp: WarmUpSettings?
+    /// What the warm-up learnt, by fleet index, for the measured run's devices.
+    private let memories: [Int: String]
+    /// Pushes the warm-up kept, by partition number.
+    private let heldPushes: [Int: [ExternalPush]]
 
     /// Called about once a second of wall time with the run's progress (the live line, the
     /// metrics endpoint), from whichever partition's thread reports it, one call at a time; set
@@ -44,8 +50,16 @@ public final class Run: @unchecked Sendable {
     public var onProgress: ((RunProgress) -> Void)?
 
     /// `setups`: one per partition. `threads`: executors the run owns and stops at its end.
-    public init(scenario: Scenario, shard: Shard? = nil, partitions setups: [PartitionSetup], ownedThreads threads: [PartitionThread] = []) {
+    /// `warmUp`: run the warm-up before a run instead of the run; `memories`: what a warm-up
+    /// learnt (`RunResult.warmUpMemories`), for this run's devices.
+    public init(
+        scenario: Scenario, shard: Shard? = nil, partitions setups: [PartitionSetup], ownedThreads threads: [PartitionThread] = [],
+        warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [Int: [ExternalPush]] = [:]
+    ) {
         self.scenario = scenario
+        self.warmUp = warmUp
+        self.memories = memories
+        self.heldPushes = heldPushes
         self.shard = shard
         self.setups = setups
         self.threads = threads
@@ -127,7 +141,8 @@ public final class Run: @unchecked Sendable {
         let partitions = setups.enumerated().map { number, setup in
             Partition(
                 number: number, scenario: scenario, fleet: fleet, executor: setup.executor, transport: setup.transport, mocks: setup.mocks,
-                devices: setup.devices, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: board
+                devices: setup.devices, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
+                warmUp: warmUp, memories: memories, heldPushes: heldPushes[number] ?? []
             )
         }
         let results = await withTaskGroup(of: PartitionResult.self) { group in
@@ -180,7 +195,11 @@ public final class Run: @unchecked Sendable {
         var devices = 0
         var changes: [Int64] = []
         var end = Instant.start
+        var memories: [Int: String] = [:]
+        var held: [Int: [ExternalPush]] = [:]
         for part in results {
+            memories.merge(part.memories) { first, _ in first }
+            if !part.heldPushes.isEmpty { held[part.number] = part.heldPushes }
             metrics.merge(part.metrics)
             for (platform, ledger) in part.ledgers { ledgers[platform, default: []].append(ledger) }
             lost += part.lost
@@ -192,11 +211,14 @@ public final class Run: @unchecked Sendable {
         let interval = metrics.timeline.intervalMicroseconds
         metrics.timeline.fit(to: Int(max(1, ((end - .start).microseconds + interval - 1) / interval)))
         if let peak = Self.peakOpen(changes) { metrics.counters["sockets.peakOpen"] = UInt64(peak) }
-        return RunResult(
+        var result = RunResult(
             scenario: scenario.name, seed: scenario.seed, clock: scenario.clock, devices: devices,
             duration: end - .start, wallSeconds: 0, metrics: metrics,
             ledgers: ledgers.mapValues(Ledger.totals), lost: lost, pendingAtEnd: pending
         )
+        result.warmUpMemories = memories
+        result.heldPushes = held
+        return result
     }
 
     /// The most sockets open at once, from every partition's opens and closes

@@ -21,6 +21,12 @@ public struct RunResult: Sendable {
     public var pendingAtEnd: Int
     /// Wall time only: the share of the machine's cores this process kept busy over the run.
     public var cpuBusy: Double? = nil
+    /// A warm-up's: what each install learnt from the service, by fleet index (for the run after).
+    public var warmUpMemories: [Int: String] = [:]
+    /// A warm-up's: pushes a real service sent during it, by partition number, for the run after.
+    public var heldPushes: [Int: [ExternalPush]] = [:]
+    /// The warm-up before this run, when there was one: reported apart from the run's figures.
+    public var warmUp: Summary.WarmUp? = nil
 }
 
 extension RunResult {
@@ -47,6 +53,7 @@ extension RunResult {
             lost: lost, pendingAtEnd: pendingAtEnd
         )
         summary.cpuBusy = cpuBusy
+        summary.warmUp = warmUp
         return summary
     }
 }

@@ -37,3 +37,22 @@ public struct MockBehaviour: Sendable, Equatable {
 
     public init() {}
 }
+
+/// The warm-up of a wall run against a real target (scenario `warmUp`, `--warm-up`/`--no-warm-up`):
+/// before the measured part, each install from before the run sends what once registered it with
+/// the service (a PushExpress instance and its info, SmartAppPush's first event, Meiro's token
+/// registration, Smartico's token over the public API), so that the service knows the fleet the
+/// run assumes. Built-in mocks know those installs already and need none. Its requests are
+/// reported apart (`warmUp` in summary.json), never in the measured figures.
+public struct WarmUpSettings: Sendable, Equatable {
+    /// Nil: on against a real target, off against the built-in mocks.
+    public var enabled: Bool?
+    /// Installs starting their warm-up per second, all partitions together (paced so that a
+    /// staging service's own limits see a steady trickle, not the whole fleet at once).
+    public var rate: Double = 1_000
+    /// The warm-up ends at the latest this long after it began: nothing new starts after it, and
+    /// what is in flight finishes.
+    public var maxDuration: TimeSpan = .minutes(5)
+
+    public init() {}
+}

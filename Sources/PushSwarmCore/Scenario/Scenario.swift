@@ -27,6 +27,8 @@ public struct Scenario: Sendable {
     public var groups: [DeviceGroup]
     public var locales: [LocaleShare]
     public var network: NetworkSettings
+    /// Wall runs against a real target: the installs from before the run register first.
+    public var warmUp = WarmUpSettings()
     public var campaigns: [Campaign]
     /// The configured platforms, by name, for every platform a group or campaign uses.
     public var platforms: [String: any PlatformConfiguration]

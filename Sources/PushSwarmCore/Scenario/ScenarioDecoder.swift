@@ -42,6 +42,7 @@ public struct ScenarioDecoder: Sendable {
         let devices = try root.required("devices") { try $0.integer(minimum: 1, maximum: 10_000_000) }
         let locales = try root.optional("locales") { try decodeLocales($0) } ?? LocaleShare.defaultMix
         let network = try root.optional("network") { try decodeNetwork($0) } ?? NetworkSettings()
+        let warmUp = try root.optional("warmUp") { try decodeWarmUp($0) } ?? WarmUpSettings()
         let behaviour = try root.optional("behaviour") { try decodeBehaviour($0, base: Behaviour()) } ?? Behaviour()
 
         // Platforms first: groups and campaigns refer to them.
@@ -134,6 +135,7 @@ public struct ScenarioDecoder: Sendable {
         )
         scenario.thresholds = thresholds
         scenario.startIsExplicit = root.has("start")
+        scenario.warmUp = warmUp
         return scenario
     }
 
@@ -178,6 +180,25 @@ public struct ScenarioDecoder: Sendable {
         }
         try object.finish()
         return network
+    }
+
+    /// `{"enabled": true, "rate": "500/s", "maxDuration": "2m"}`.
+    private func decodeWarmUp(_ reader: JSONReader) throws -> WarmUpSettings {
+        var object = try reader.object()
+        var warmUp = WarmUpSettings()
+        warmUp.enabled = try object.optional("enabled") { try $0.bool() }
+        warmUp.rate = try object.optional("rate") { reader in
+            let rate = try reader.arrivalRate()
+            guard rate > 0 else { throw reader.fail("must be more than 0 installs a second") }
+            return rate
+        } ?? warmUp.rate
+        warmUp.maxDuration = try object.optional("maxDuration") { reader in
+            let span = try reader.positiveDuration()
+            guard span <= .days(1) else { throw reader.fail("must be at most 1 day") }
+            return span
+        } ?? warmUp.maxDuration
+        try object.finish()
+        return warmUp
     }
 
     /// `{"model": "open", "rate": "100/s"}`; `"rate": {"from": "10/s", "to": "200/s", "over": "5m"}`

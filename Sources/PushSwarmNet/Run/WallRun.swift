@@ -1,5 +1,7 @@
 import Foundation
 public import PushSwarmCore
+import PushSwarmMetrics
+import Synchronization
 
 /// A scenario run in wall time over real sockets, against `targets` or, when there are none, the
 /// built-in mocks started in-process on a loopback port. The devices and the run loop are the
@@ -21,6 +23,9 @@ public final class WallRun: @unchecked Sendable {
         /// Where to receive pushes a real service sends to the devices' tokens, FCM-shaped
         /// (`PushReceiver`); nil: none.
         public var pushListen: SocketAddress?
+        /// Against a real target: run this warm-up first (`WarmUpSettings`); nil: none. Ignored
+        /// against the built-in mocks, which know the installs from before the run already.
+        public var warmUp: WarmUpSettings?
 
         public init(
             targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64, shard: Shard? = nil,
@@ -74,7 +79,8 @@ public final class WallRun: @unchecked Sendable {
         }
     }
 
-    public let scenario: Scenario
+    /// The scenario as run: its calendar is set when the measured part starts.
+    public private(set) var scenario: Scenario
     public let shard: Shard?
     public let plan: SocketPlan
     /// One transport per partition, each on its own event loop.
@@ -84,12 +90,17 @@ public final class WallRun: @unchecked Sendable {
     public let pushReceiver: PushReceiver?
     public let client: HTTPClient
     private let group: EventLoopGroup
-    private let engine: Run
+    private let clock: WallClock
+    private let setups: [Run.PartitionSetup]
+    private let warmUp: WarmUpSettings?
+    /// The engine running now (the warm-up's, then the run's), for Ctrl-C.
+    private let current = Mutex<(engine: Run?, interrupted: Bool)>((nil, false))
 
     /// Sets everything up: starts the in-process mock if there are no targets, makes the TLS
     /// context (a bad CA file is an error here, before any request).
     public init(scenario: Scenario, options: Options) throws(NetError) {
         let clock = WallClock()
+        self.clock = clock
         // A wall run happens now: its calendar is the real one (events stamped today), unless the
         // scenario or `--start` set one. Either way a `Retry-After` date is read against today.
         var scenario = scenario
@@ -103,6 +114,7 @@ public final class WallRun: @unchecked Sendable {
         }
         self.scenario = scenario
         shard = options.shard
+        warmUp = options.targets.isEmpty ? nil : options.warmUp
         let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices
         let count = Run.partitionCount(for: scenario, requested: options.partitions).count
         let ranges = Run.ranges(scenario, shard: options.shard, partitions: count)
@@ -161,7 +173,7 @@ public final class WallRun: @unchecked Sendable {
         } else {
             pushReceiver = nil
         }
-        engine = Run(scenario: scenario, shard: options.shard, partitions: setups)
+        self.setups = setups
     }
 
     /// Each transport error reason seen in any partition, with the first detail
@@ -192,9 +204,35 @@ public final class WallRun: @unchecked Sendable {
         return (devices ?? 0..<scenario.devices).reduce(0) { $0 + (holding[fleet.groupIndex(at: $1)] ? 1 : 0) }
     }
 
-    public func run(onProgress: ((RunProgress) -> Void)? = nil) async -> RunResult {
+    /// The warm-up, if any (`onWarmUp` is told before it starts), then the run.
+    public func run(onProgress: ((RunProgress) -> Void)? = nil, onWarmUp: ((WarmUpSettings) -> Void)? = nil) async -> RunResult {
+        var memories: [Int: String] = [:]
+        var held: [Int: [ExternalPush]] = [:]
+        var warmedUp: Summary.WarmUp?
+        if let warmUp {
+            onWarmUp?(warmUp)
+            let began = ContinuousClock.now
+            let result = await run(Run(scenario: scenario, shard: shard, partitions: setups, warmUp: warmUp))
+            memories = result.warmUpMemories
+            held = result.heldPushes
+            let (whole, attoseconds) = (ContinuousClock.now - began).components
+            let seconds = Double(whole) + Double(attoseconds) / 1e18
+            warmedUp = Summary.WarmUp(
+                installs: result.metrics.counters["warmUp.installs"] ?? 0, seconds: seconds,
+                complete: result.duration < warmUp.maxDuration && result.pendingAtEnd == 0, metrics: result.metrics, pendingAtEnd: result.pendingAtEnd
+            )
+            // The run proper starts now, on its own timeline and (unless set) today's calendar.
+            clock.restart()
+            if scenario.startIsExplicit {
+                scenario.realClockOffsetSeconds = clock.originUnixSeconds - scenario.startUnixSeconds
+            } else {
+                scenario.startUnixSeconds = clock.originUnixSeconds
+            }
+        }
+        let engine = Run(scenario: scenario, shard: shard, partitions: setups, memories: memories, heldPushes: held)
         engine.onProgress = onProgress
-        let result = await engine.run()
+        var result = await run(engine)
+        result.warmUp = warmedUp
         client.shutdown()
         mockServer?.stop()
         pushReceiver?.stop()
@@ -202,6 +240,22 @@ public final class WallRun: @unchecked Sendable {
         return result
     }
 
-    /// Stops starting requests; the run finishes those in flight and reports.
-    public func interrupt() { engine.interrupt() }
+    private func run(_ engine: Run) async -> RunResult {
+        let interrupted = current.withLock { current in
+            current.engine = engine
+            return current.interrupted
+        }
+        if interrupted { engine.interrupt() }
+        return await engine.run()
+    }
+
+    /// Stops starting requests (in the warm-up, and in the run after it); what is in flight
+    /// finishes and the run reports.
+    public func interrupt() {
+        let engine = current.withLock { current in
+            current.interrupted = true
+            return current.engine
+        }
+        engine?.interrupt()
+    }
 }

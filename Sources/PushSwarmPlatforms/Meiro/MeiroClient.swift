@@ -25,6 +25,8 @@ struct MeiroClient: PlatformClient {
     private var lastActivity: Instant?
     /// The token the service last heard registered (nil: none yet).
     private(set) var registeredToken: String?
+    /// The user_id this install's warm-up registered with (`remember(warmUp:)`).
+    private var remembered: String?
 
     init(settings: MeiroSettings, omittedFields: Set<String> = [], queuePolicy: OfflineQueue.Policy? = nil) {
         self.settings = settings
@@ -36,7 +38,9 @@ struct MeiroClient: PlatformClient {
 
     mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         guard device.profile.isInstalledAtStart else { return [] }
-        userID = random.nextUUID()
+        let drawn = random.nextUUID()
+        // The user_id its warm-up registered under, if it had one: the same install's storage.
+        userID = remembered ?? drawn
         // An install from before the run registered when its user consented.
         if device.pushPermissionGranted, let token = device.pushToken { registeredToken = token }
         let phase = TimeSpan(microseconds: Int64(random.nextUnit() * Double(settings.refreshInterval.microseconds)))
@@ -66,6 +70,17 @@ struct MeiroClient: PlatformClient {
             return []
         }
     }
+
+    /// "This event should be sent once the user gives consent to receive mobile push
+    /// notifications": an install from before the run whose user consented registered its token.
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        guard device.pushPermissionGranted, let token = device.pushToken else { return [] }
+        return register(token, device: device, now: now, random: &random)
+    }
+
+    var warmUpMemory: String? { registeredToken == nil ? nil : userID }
+
+    mutating func remember(warmUp memory: String) { remembered = memory }
 
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now))

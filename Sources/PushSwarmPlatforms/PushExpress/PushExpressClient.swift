@@ -56,6 +56,10 @@ struct PushExpressClient: PlatformClient {
     private var inFlight: [UInt64: Purpose] = [:]
     private var nextID: UInt64 = 0
     private var updateInterval: TimeSpan
+    /// The warm-up's install: it creates its instance and sends its info once, no loop after.
+    private var isWarmingUp = false
+    /// The `ic_id` the service issued in this install's warm-up (`remember(warmUp:)`).
+    private var remembered: String?
 
     /// An event's request and ledger key, built once the instance id is known.
     private typealias EventBuilder = @Sendable (String) -> (Request, LedgerKey?)
@@ -76,11 +80,29 @@ struct PushExpressClient: PlatformClient {
         // An install from before the run created its instance long ago.
         guard device.profile.isInstalledAtStart, let token = device.pushToken else { return [] }
         icToken = PushExpressMessages.preRunICToken(pushToken: token)
-        instanceID = icToken.map(PushExpressMessages.instanceID(icToken:))
+        instanceID = remembered ?? icToken.map(PushExpressMessages.instanceID(icToken:))
         onscreenCount = 1 + random.nextIndex(below: 40)
         onscreenSeconds = Double(onscreenCount) * (60 + random.nextUnit() * 600)
         return []
     }
+
+    /// An install from before the run once created its instance ("create instance from
+    /// ic_token") and sent its first info ("As soon as possible after app startup issue first
+    /// update app info request"), carrying its transport token: the warm-up does both, retrying
+    /// as the SDK does, and keeps the `ic_id` the service issued.
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        guard let token = device.pushToken else { return [] }
+        icToken = PushExpressMessages.preRunICToken(pushToken: token)
+        instanceID = nil
+        isWarmingUp = true
+        isRunning = true
+        generation += 1
+        return createInstance(now: now)
+    }
+
+    var warmUpMemory: String? { isWarmingUp ? instanceID : nil }
+
+    mutating func remember(warmUp memory: String) { remembered = memory }
 
     mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         switch intent {
@@ -162,6 +184,8 @@ struct PushExpressClient: PlatformClient {
             }
             guard let loop, isRunning, loop < loops.count else { return [] }
             if isSuccess {
+                // The warm-up's one update went through: its loop ends there.
+                if isWarmingUp { loops = []; return [] }
                 return loopSucceeded(loop, now: now)
             }
             return retryLoop(loop, now: now, random: &random)

@@ -67,6 +67,14 @@ struct SmartAppPushClient: PlatformClient {
         }
     }
 
+    /// An event "Registers or updates the device (token + push permission status)": an install from
+    /// before the run once sent the first event every new install sends, its first `app_opened`.
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        var actions: [ClientAction] = []
+        sendEvent("app_opened", parameters: ["source": .string("organic")], device: device, now: now, random: &random, into: &actions)
+        return actions
+    }
+
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
         queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now), into: &actions)
     }

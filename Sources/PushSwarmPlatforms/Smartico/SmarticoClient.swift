@@ -94,6 +94,14 @@ struct SmarticoClient: PlatformClient {
         return []
     }
 
+    /// An install from before the run told the service its user's token long ago, over its socket
+    /// or the public API. The warm-up tells it the way that needs no session (section 4,
+    /// "Registering push token via POST Request"): the same registration (`cid` 1003), one request.
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+        reported = nil
+        return registerOverHTTPIfChanged(device: device, now: now)
+    }
+
     mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         switch intent {
         case .installed:
