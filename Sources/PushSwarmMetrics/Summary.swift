@@ -66,56 +66,14 @@ public struct Summary: Sendable {
             droppedByReason.merge(other.droppedByReason, uniquingKeysWith: +)
         }
 
-        /// Requests answered 2xx.
-        public var succeeded: UInt64 { byStatus.filter { (200..<300).contains($0.key) }.values.reduce(0, +) }
-
         public var json: JSONValue {
-            func counts(_ pairs: [(String, UInt64)]) -> JSONValue {
-                .object(JSONObject(pairs.sorted { $0.0 < $1.0 }.map { (key: $0.0, value: .number(Double($0.1))) }))
-            }
-            return [
+            [
                 "installs": .number(Double(installs)), "seconds": .number((seconds * 1_000).rounded() / 1_000), "complete": .bool(complete),
-                "sent": .number(Double(sent)), "byStatus": counts(byStatus.map { (String($0.key), $0.value) }),
+                "sent": .number(Double(sent)), "byStatus": .object(Summary.statusObject(byStatus)),
                 "transportErrors": .number(Double(transportErrors)), "timeouts": .number(Double(timeouts)),
                 "retries": .number(Double(retries)), "pendingAtEnd": .number(Double(pendingAtEnd)),
-                "byOperation": counts(byOperation.map { ($0.key, $0.value) }), "droppedByReason": counts(droppedByReason.map { ($0.key, $0.value) }),
+                "byOperation": .object(Summary.countObject(byOperation)), "droppedByReason": .object(Summary.countObject(droppedByReason)),
             ]
-        }
-
-        /// Read back from `json` (metrics.json); nil when it is not that shape.
-        public init?(json: JSONValue) {
-            guard let object = json.objectValue else { return nil }
-            func count(_ key: String) -> UInt64? { object[key]?.numberValue.flatMap { UInt64(exactly: $0) } }
-            func counts(_ key: String) -> [String: UInt64]? {
-                guard let members = object[key]?.objectValue?.members else { return nil }
-                var result: [String: UInt64] = [:]
-                for member in members {
-                    guard let value = member.value.numberValue.flatMap({ UInt64(exactly: $0) }) else { return nil }
-                    result[member.key] = value
-                }
-                return result
-            }
-            guard let installs = count("installs"), let seconds = object["seconds"]?.numberValue, seconds >= 0, let complete = object["complete"]?.boolValue,
-                  let sent = count("sent"), let statuses = counts("byStatus"), let transportErrors = count("transportErrors"),
-                  let timeouts = count("timeouts"), let retries = count("retries"), let pending = count("pendingAtEnd"),
-                  let byOperation = counts("byOperation"), let dropped = counts("droppedByReason")
-            else { return nil }
-            var byStatus: [Int: UInt64] = [:]
-            for (key, value) in statuses {
-                guard let status = Int(key) else { return nil }
-                byStatus[status] = value
-            }
-            self.installs = installs
-            self.seconds = seconds
-            self.complete = complete
-            self.sent = sent
-            self.byStatus = byStatus
-            self.transportErrors = transportErrors
-            self.timeouts = timeouts
-            self.retries = retries
-            pendingAtEnd = pending
-            self.byOperation = byOperation
-            droppedByReason = dropped
         }
     }
 
@@ -215,10 +173,10 @@ public struct Summary: Sendable {
 
         var requests = JSONObject()
         requests["sent"] = count(metrics.sent)
-        requests["byStatus"] = .object(statusObject(metrics.byStatus))
+        requests["byStatus"] = .object(Self.statusObject(metrics.byStatus))
         requests["transportErrors"] = count(metrics.transportErrors)
         requests["timeouts"] = count(metrics.timeouts)
-        requests["transportErrorsByReason"] = .object(countObject(metrics.transportErrorsByReason))
+        requests["transportErrorsByReason"] = .object(Self.countObject(metrics.transportErrorsByReason))
         requests["inFlightAtEnd"] = count(metrics.sent - min(metrics.sent, metrics.operations.values.reduce(0) { $0 + $1.completed }))
         root["requests"] = .object(requests)
 
@@ -240,7 +198,7 @@ public struct Summary: Sendable {
         retries["backoffByRetry"] = .object(byRetry)
         root["retries"] = .object(retries)
 
-        root["dropped"] = .object(["total": count(metrics.droppedByReason.values.reduce(0, +)), "byReason": .object(countObject(metrics.droppedByReason))])
+        root["dropped"] = .object(["total": count(metrics.droppedByReason.values.reduce(0, +)), "byReason": .object(Self.countObject(metrics.droppedByReason))])
         root["rateLimited"] = count(rateLimited)
         var durations = JSONObject()
         for (name, histogram) in metrics.durations.sorted(by: { $0.key < $1.key }) {
@@ -272,7 +230,7 @@ public struct Summary: Sendable {
             entry["count"] = count(operation.sent)
             entry["retries"] = count(operation.retries)
             entry["retryAmplification"] = .number((min(operation.retryAmplification, 1e9) * 1_000).rounded() / 1_000)
-            entry["byStatus"] = .object(statusObject(operation.byStatus))
+            entry["byStatus"] = .object(Self.statusObject(operation.byStatus))
             entry["transportErrors"] = count(operation.transportErrors)
             entry["timeouts"] = count(operation.timeouts)
             entry["latencyMs"] = percentiles(operation.latency)
@@ -302,7 +260,7 @@ public struct Summary: Sendable {
 
         root["queue"] = ["pendingAtEnd": .number(Double(pendingAtEnd))]
         if let warmUp { root["warmUp"] = warmUp.json }
-        root["counters"] = .object(countObject(metrics.counters))
+        root["counters"] = .object(Self.countObject(metrics.counters))
         return .object(root)
     }
 
@@ -332,9 +290,7 @@ public struct Summary: Sendable {
         for threshold in other.thresholds where !thresholds.contains(threshold) { thresholds.append(threshold) }
         if scenarioText == nil { scenarioText = other.scenarioText }
         if let theirs = other.warmUp {
-            var mine = warmUp ?? WarmUp()
-            if warmUp == nil { mine = theirs } else { mine.merge(theirs) }
-            warmUp = mine
+            if warmUp == nil { warmUp = theirs } else { warmUp?.merge(theirs) }
         }
     }
 
@@ -343,12 +299,12 @@ public struct Summary: Sendable {
 
     private func count(_ value: UInt64) -> JSONValue { .number(Double(value)) }
 
-    private func statusObject(_ statuses: [Int: UInt64]) -> JSONObject {
-        JSONObject(statuses.sorted { $0.key < $1.key }.map { (key: String($0.key), value: count($0.value)) })
+    private static func statusObject(_ statuses: [Int: UInt64]) -> JSONObject {
+        JSONObject(statuses.sorted { $0.key < $1.key }.map { (key: String($0.key), value: .number(Double($0.value))) })
     }
 
-    private func countObject(_ counts: [String: UInt64]) -> JSONObject {
-        JSONObject(counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: count($0.value)) })
+    private static func countObject(_ counts: [String: UInt64]) -> JSONObject {
+        JSONObject(counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: .number(Double($0.value))) })
     }
 
     /// p50, p90, p99, p999 and max in milliseconds (3 decimals) from a microsecond histogram.

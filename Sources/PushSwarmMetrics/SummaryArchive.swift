@@ -215,6 +215,25 @@ public enum SummaryArchive {
             return restored
         }
 
+        func warmUp(_ value: JSONValue?, _ path: String) throws(ReadError) -> Summary.WarmUp {
+            let object = try object(value, path)
+            var warmUp = Summary.WarmUp()
+            warmUp.installs = try count("installs", of: object, at: path)
+            warmUp.seconds = try number(object["seconds"], "\(path).seconds")
+            guard warmUp.seconds >= 0 else { throw fail("\(path).seconds", "expected a number from 0, found \(warmUp.seconds)") }
+            guard let complete = object["complete"]?.boolValue else { throw fail("\(path).complete", "expected true or false") }
+            warmUp.complete = complete
+            warmUp.sent = try count("sent", of: object, at: path)
+            warmUp.byStatus = try intCounts(object["byStatus"], "\(path).byStatus")
+            warmUp.transportErrors = try count("transportErrors", of: object, at: path)
+            warmUp.timeouts = try count("timeouts", of: object, at: path)
+            warmUp.retries = try count("retries", of: object, at: path)
+            warmUp.pendingAtEnd = try count("pendingAtEnd", of: object, at: path)
+            warmUp.byOperation = try counts(object["byOperation"], "\(path).byOperation")
+            warmUp.droppedByReason = try counts(object["droppedByReason"], "\(path).droppedByReason")
+            return warmUp
+        }
+
         func histograms(_ value: JSONValue?, _ path: String) throws(ReadError) -> [String: LatencyHistogram] {
             var result: [String: LatencyHistogram] = [:]
             for (key, entry) in try object(value, path).members { result[key] = try histogram(entry, "\(path).\(key)") }
@@ -314,10 +333,7 @@ public enum SummaryArchive {
                 summary.thresholds = try thresholds.enumerated().map { (position, value) throws(ReadError) in try string(value, "$.run.thresholds[\(position)]") }
             }
             if run["scenarioText"] != nil { summary.scenarioText = try string(run["scenarioText"], "$.run.scenarioText") }
-            if let warmUp = run["warmUp"] {
-                guard let read = Summary.WarmUp(json: warmUp) else { throw fail("$.run.warmUp", "expected the warm-up's counts (installs, seconds, complete, sent, byStatus, …)") }
-                summary.warmUp = read
-            }
+            if run["warmUp"] != nil { summary.warmUp = try warmUp(run["warmUp"], "$.run.warmUp") }
             return summary
         }
     }

@@ -232,8 +232,9 @@ final class Partition: @unchecked Sendable {
 
     // MARK: - The run
 
-    private func start() {
-        if let warmUp { return startWarmUp(warmUp) }
+    /// Makes the partition's devices, in fleet order, and hands each (with its local index and
+    /// profile) to `made`.
+    private func makeDevices(_ made: (Int, DeviceProfile, VirtualDevice) -> Void) {
         devices.reserveCapacity(range.count)
         lastActiveInterval = Array(repeating: -1, count: range.count)
         let executor = executor.asUnownedSerialExecutor()
@@ -244,6 +245,13 @@ final class Partition: @unchecked Sendable {
             sources.append(profile.source)
             platforms.append(profile.platform)
             groupIndices.append(profile.groupIndex)
+            made(index, profile, device)
+        }
+    }
+
+    private func start() {
+        if let warmUp { return startWarmUp(warmUp) }
+        makeDevices { index, profile, device in
             if let memory = memories[range.lowerBound + index] { device.assumeIsolated { $0.remember(warmUp: memory) } }
             let (actions, known) = device.assumeIsolated { $0.start(now: .start) }
             if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
@@ -260,17 +268,9 @@ final class Partition: @unchecked Sendable {
     /// The warm-up: the partition's installs from before the run, each at its turn of the fleet's
     /// pace (fleet index / rate, so partitions together keep `rate`), send what registered them.
     private func startWarmUp(_ warmUp: WarmUpSettings) {
-        let executor = executor.asUnownedSerialExecutor()
-        lastActiveInterval = Array(repeating: -1, count: range.count)
-        for index in 0..<range.count {
-            let global = range.lowerBound + index
-            let profile = fleet.profile(at: global)
-            devices.append(fleet.makeDevice(profile, on: executor))
-            sources.append(profile.source)
-            platforms.append(profile.platform)
-            groupIndices.append(profile.groupIndex)
-            guard profile.isInstalledAtStart else { continue }
-            let at = Instant.start + TimeSpan(microseconds: Int64((Double(global) / warmUp.rate * 1_000_000).rounded(.down)))
+        makeDevices { index, profile, _ in
+            guard profile.isInstalledAtStart else { return }
+            let at = Instant.start + TimeSpan(microseconds: Int64((Double(profile.index) / warmUp.rate * 1_000_000).rounded(.down)))
             if at <= end { queue.schedule(.warmUp(index), at: at) }
         }
     }
@@ -391,7 +391,7 @@ final class Partition: @unchecked Sendable {
             }
         }
         // A warm-up over before its limit ends when it did.
-        let end = warmUp != nil && isWarmedUp ? min(end, transport.currentTime) : end
+        let end = isWarmedUp ? min(end, transport.currentTime) : end
         return PartitionResult(
             metrics: metrics, ledgers: mocks?.ledgers ?? [:], lost: lost, pending: pending, devices: range.count,
             socketChanges: socketChanges, end: end, number: number, memories: learnt, heldPushes: heldPushes

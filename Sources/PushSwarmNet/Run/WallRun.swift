@@ -107,11 +107,7 @@ public final class WallRun: @unchecked Sendable {
         // Unique per run: two runs of one seed must not send identical events to a real service
         // (SmartAppPush, for one, ignores a repeated event). Only identifiers change, not draws.
         scenario.identifierNonce = UInt64.random(in: 1...UInt64.max)
-        if scenario.startIsExplicit {
-            scenario.realClockOffsetSeconds = clock.originUnixSeconds - scenario.startUnixSeconds
-        } else {
-            scenario.startUnixSeconds = clock.originUnixSeconds
-        }
+        Self.setCalendar(of: &scenario, at: clock)
         self.scenario = scenario
         shard = options.shard
         warmUp = options.targets.isEmpty ? nil : options.warmUp
@@ -211,23 +207,16 @@ public final class WallRun: @unchecked Sendable {
         var warmedUp: Summary.WarmUp?
         if let warmUp {
             onWarmUp?(warmUp)
-            let began = ContinuousClock.now
             let result = await run(Run(scenario: scenario, shard: shard, partitions: setups, warmUp: warmUp))
             memories = result.warmUpMemories
             held = result.heldPushes
-            let (whole, attoseconds) = (ContinuousClock.now - began).components
-            let seconds = Double(whole) + Double(attoseconds) / 1e18
             warmedUp = Summary.WarmUp(
-                installs: result.metrics.counters["warmUp.installs"] ?? 0, seconds: seconds,
+                installs: result.metrics.counters["warmUp.installs"] ?? 0, seconds: result.wallSeconds,
                 complete: result.duration < warmUp.maxDuration && result.pendingAtEnd == 0, metrics: result.metrics, pendingAtEnd: result.pendingAtEnd
             )
             // The run proper starts now, on its own timeline and (unless set) today's calendar.
             clock.restart()
-            if scenario.startIsExplicit {
-                scenario.realClockOffsetSeconds = clock.originUnixSeconds - scenario.startUnixSeconds
-            } else {
-                scenario.startUnixSeconds = clock.originUnixSeconds
-            }
+            Self.setCalendar(of: &scenario, at: clock)
         }
         let engine = Run(scenario: scenario, shard: shard, partitions: setups, memories: memories, heldPushes: held)
         engine.onProgress = onProgress
@@ -238,6 +227,16 @@ public final class WallRun: @unchecked Sendable {
         pushReceiver?.stop()
         group.shutdown()
         return result
+    }
+
+    /// A wall run's calendar: the real one from the clock's instant zero, unless the scenario or
+    /// `--start` set one, which then keeps its offset from the real time (for reading HTTP-dates).
+    private static func setCalendar(of scenario: inout Scenario, at clock: WallClock) {
+        if scenario.startIsExplicit {
+            scenario.realClockOffsetSeconds = clock.originUnixSeconds - scenario.startUnixSeconds
+        } else {
+            scenario.startUnixSeconds = clock.originUnixSeconds
+        }
     }
 
     private func run(_ engine: Run) async -> RunResult {
