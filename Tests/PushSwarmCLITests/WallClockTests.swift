@@ -46,6 +46,9 @@ import Testing
                     self.end_headers()
                     self.wfile.write(answer)
                 do_PUT = do_POST
+            # A listen backlog of 1,024 like nginx's, not socketserver's 5: a burst of connections
+            # (a warm-up's, a campaign's taps) must not stall in an overflowing accept queue.
+            http.server.ThreadingHTTPServer.request_queue_size = 1024
             http.server.ThreadingHTTPServer(("127.0.0.1", \#(port)), Handler).serve_forever()
             """#
         return try Peer(which("python3")!, ["-c", script])
