@@ -4,11 +4,12 @@
 Usage: check_report.py REPORT_DIR [--screenshot FILE]
 
 Two checks, both on what the browser made of the file (no JavaScript involved):
-  1. the DOM chromium parsed holds the four charts (svg.chart by id), each with drawn series;
+  1. the DOM chromium parsed holds the four charts (svg.chart by id), each with drawn series, and,
+     when the run had 429s (summary.json beside it), the storm chart and "What happened";
   2. the screenshot holds each series colour on more pixels than its legend swatch has (40), so
      lines and areas were painted, not just declared.
 """
-import os, re, struct, subprocess, sys, tempfile, zlib
+import json, os, re, struct, subprocess, sys, tempfile, zlib
 
 CHARTS = ["chart-throughput", "chart-latency", "chart-status", "chart-retries"]
 # Colours from Sources/PushSwarmMetrics/HTMLReport.swift (HTMLReport.Colour): series always drawn,
@@ -84,7 +85,13 @@ def main():
 
     dom = browser("--dump-dom", url).stdout.decode("utf-8", "replace")
     problems = []
-    for chart in CHARTS:
+    charts = list(CHARTS)
+    summary = os.path.join(os.path.dirname(report), "summary.json")
+    if os.path.exists(summary) and json.load(open(summary))["requests"]["byStatus"].get("429", 0) > 0:
+        charts.append("chart-storm")
+        if "What happened" not in dom:
+            problems.append("the run had 429s but the report does not say what happened")
+    for chart in charts:
         match = re.search(r'<svg[^>]*id="%s"[^>]*>(.*?)</svg>' % chart, dom, re.S)
         if not match:
             problems.append(f"{chart}: not in the page chromium parsed")
@@ -111,7 +118,7 @@ def main():
     for name, count in counts.items():
         if count <= SWATCH_PIXELS * 3:
             problems.append(f"series {name}: {count} pixels of its colour on screen; its line or area was not painted")
-    print(f"report {report}: {len(CHARTS)} charts in the DOM; pixels per series colour: "
+    print(f"report {report}: {len(charts)} charts in the DOM; pixels per series colour: "
           + ", ".join(f"{name} {count}" for name, count in counts.items()) + f"; screenshot {shot}")
     if problems:
         print("\n".join("FAIL " + problem for problem in problems))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The engine's figures, each beside a reference measured in the same run (issue 13):
 #
-#   1. CPU per simulated request on Scenarios/quickstart.json: this tree (a partition per core, and
+#   1. CPU per simulated request on Benchmarks/engine-quickstart.json: this tree (a partition per core, and
 #      one partition like the baseline's one thread) against a baseline commit (default 78ebe26,
 #      the last sequential engine) built in a temporary directory, and the ratios.
 #   2. Memory per device: 100,000 devices for 10 simulated minutes (max RSS / devices), and what
@@ -68,7 +68,7 @@ echo "this tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+chang
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 
 echo
-echo "== 1. CPU per simulated request: Scenarios/quickstart.json (3 runs of each build, alternating; the least CPU counts)"
+echo "== 1. CPU per simulated request: Benchmarks/engine-quickstart.json (3 runs of each build, alternating; the least CPU counts)"
 # The baseline runs on one thread; this tree runs one partition per core by default and once more
 # with --partitions 1, like for like: two busy threads on a shared machine each run slower, so the
 # default's CPU time includes what the cores cost each other, not only the work.
@@ -79,8 +79,8 @@ for round in 1 2 3; do
         binary=${!build}
         extra=()
         [ "$build" = now1 ] && extra=(--partitions 1)
-        [ "$round" = 1 ] && echo "command: $binary run Scenarios/quickstart.json --out DIR --quiet ${extra[*]:-}"
-        read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --out "$work/q-$build" --quiet "${extra[@]}")
+        [ "$round" = 1 ] && echo "command: $binary run Benchmarks/engine-quickstart.json --out DIR --quiet ${extra[*]:-}"
+        read -r cpu rss wall < <(measure "$binary" run Benchmarks/engine-quickstart.json --out "$work/q-$build" --quiet "${extra[@]}")
         sent=$(summary "$work/q-$build/summary.json" 's["requests"]["sent"]')
         per=$(python3 -c "print(f'{$cpu / $sent * 1e6:.2f}')")
         echo "$build run $round: $sent requests, $cpu s CPU, $wall s wall, $((rss / 1024)) MiB: $per µs of CPU per request"
@@ -100,8 +100,8 @@ echo "== 2-3. 100,000 devices: 10 simulated minutes and 24 simulated hours"
 for length in 10m 24h; do
     for build in base now; do
         binary=${!build}
-        echo "command: $binary run Scenarios/quickstart.json --devices 100000 --duration $length --out DIR --quiet"
-        read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --devices 100000 --duration "$length" --out "$work/m-$build-$length" --quiet)
+        echo "command: $binary run Benchmarks/engine-quickstart.json --devices 100000 --duration $length --out DIR --quiet"
+        read -r cpu rss wall < <(measure "$binary" run Benchmarks/engine-quickstart.json --devices 100000 --duration "$length" --out "$work/m-$build-$length" --quiet)
         sent=$(summary "$work/m-$build-$length/summary.json" 's["requests"]["sent"]')
         echo "$build $length: $sent requests, $wall s wall, $cpu s CPU, max RSS $((rss / 1024)) MiB = $((rss * 1024 / 100000)) bytes per device"
         eval "rss_${build}_${length}=$rss"
@@ -111,8 +111,8 @@ done
 # the same 10 minutes with 200,000 devices, less the 100,000 run, per device added.
 for build in base now; do
     binary=${!build}
-    echo "command: $binary run Scenarios/quickstart.json --devices 200000 --duration 10m --out DIR --quiet"
-    read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --devices 200000 --duration 10m --out "$work/m-$build-200k" --quiet)
+    echo "command: $binary run Benchmarks/engine-quickstart.json --devices 200000 --duration 10m --out DIR --quiet"
+    read -r cpu rss wall < <(measure "$binary" run Benchmarks/engine-quickstart.json --devices 200000 --duration 10m --out "$work/m-$build-200k" --quiet)
     echo "$build 200k 10m: max RSS $((rss / 1024)) MiB"
     eval "rss_${build}_200k=$rss"
 done
@@ -125,8 +125,8 @@ builds="now"
 [ "${BASELINE_1M:-0}" = 1 ] && builds="base now"
 for build in $builds; do
     binary=${!build}
-    echo "command: $binary run Scenarios/quickstart.json --devices 1000000 --duration 24h --out DIR --quiet"
-    read -r cpu rss wall < <(measure "$binary" run Scenarios/quickstart.json --devices 1000000 --duration 24h --out "$work/g-$build" --quiet)
+    echo "command: $binary run Benchmarks/engine-quickstart.json --devices 1000000 --duration 24h --out DIR --quiet"
+    read -r cpu rss wall < <(measure "$binary" run Benchmarks/engine-quickstart.json --devices 1000000 --duration 24h --out "$work/g-$build" --quiet)
     sent=$(summary "$work/g-$build/summary.json" 's["requests"]["sent"]')
     echo "$build: $sent requests, $wall s wall, $cpu s CPU, max RSS $((rss / 1024)) MiB (target < 120 s and < 2 GiB)"
 done

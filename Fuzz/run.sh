@@ -11,7 +11,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(http-request http-response websocket-server websocket-client json scenario mock-http mock-socket)
+    targets=(http-request http-response websocket-server websocket-client json scenario mock-http mock-socket metrics-archive)
 fi
 
 echo "== building the fuzz targets (-sanitize=fuzzer,address)"
@@ -27,7 +27,7 @@ for target in "${targets[@]}"; do
     inputs=("$work" "Fuzz/corpus/$target")
     [ -d "Fuzz/regressions/$target" ] && inputs+=("Fuzz/regressions/$target")
     if [ "$seconds" = 0 ]; then limit=(-runs=0); else limit=(-max_total_time="$seconds"); fi
-    case $target in json | scenario | mock-http | mock-socket) limit+=(-dict=Fuzz/json.dict) ;; esac
+    case $target in json | scenario | mock-http | mock-socket | metrics-archive) limit+=(-dict=Fuzz/json.dict) ;; esac
     log=.build/fuzz/$target.log
     # The Swift runtime's backtracer would wait on a crash inside libFuzzer's handler: off.
     FUZZ_TARGET=$target SWIFT_BACKTRACE=enable=no timeout -k 10 $((seconds + 120)) "$binary" "${limit[@]}" -timeout=10 \

@@ -20,11 +20,7 @@ public enum HTMLReport {
 
     public static func render(_ summary: Summary) -> String {
         let metrics = summary.metrics
-        let timeline = metrics.timeline
-        let seconds = Double(timeline.intervalMicroseconds) / 1_000_000
-        let intervals = timeline.intervals
-        func perSecond(_ value: (Timeline.Interval) -> UInt64) -> [Double?] { intervals.map { Double(value($0)) / seconds } }
-        func latency(_ quantile: Double) -> [Double?] { intervals.map { $0.latency.milliseconds(atQuantile: quantile) } }
+        let seconds = Double(metrics.timeline.intervalMicroseconds) / 1_000_000
 
         var html = """
             <!DOCTYPE html>
@@ -83,27 +79,17 @@ public enum HTMLReport {
             html += "</table>\n"
         }
 
+        let story = Story(summary)
+        if !story.sentences.isEmpty {
+            html += "<h2>What happened</h2>\n<ul class=\"story\">" + story.sentences.map { "<li>\(escape($0))</li>" }.joined() + "</ul>\n"
+        }
+
         html += "<h2>Over time</h2>\n<p class=\"meta\">Each point is one \(TerminalReport.formatDuration(seconds)) interval of the run's \(escape(summary.clock)) timeline.</p>\n"
-        html += SVGChart(id: chartIDs[0], title: "Throughput (per second)", intervalSeconds: seconds, series: [
-            .init(name: "sent", colour: Colour.sent, values: perSecond(\.sent)),
-            .init(name: "answered 1xx–3xx", colour: Colour.ok, values: perSecond(\.ok)),
-        ]).svg
-        html += SVGChart(id: chartIDs[1], title: "Latency from the intended start (ms)", intervalSeconds: seconds, series: [
-            .init(name: "p50", colour: Colour.p50, values: latency(0.5)),
-            .init(name: "p90", colour: Colour.p90, values: latency(0.9)),
-            .init(name: "p99", colour: Colour.p99, values: latency(0.99)),
-        ]).svg
-        html += SVGChart(id: chartIDs[2], title: "Outcomes (per second, stacked)", intervalSeconds: seconds, series: [
-            .init(name: "1xx–3xx", colour: Colour.ok, values: perSecond(\.ok)),
-            .init(name: "429", colour: Colour.rateLimited, values: perSecond(\.rateLimited)),
-            .init(name: "other 4xx", colour: Colour.clientErrors, values: perSecond(\.clientErrors)),
-            .init(name: "5xx", colour: Colour.serverErrors, values: perSecond(\.serverErrors)),
-            .init(name: "transport errors and timeouts", colour: Colour.failed, values: perSecond { $0.transportErrors + $0.timeouts }),
-        ], stacked: true).svg
-        html += SVGChart(id: chartIDs[3], title: "Rate limiting and retries (per second)", intervalSeconds: seconds, series: [
-            .init(name: "429 answers", colour: Colour.rateLimited, values: perSecond(\.rateLimited)),
-            .init(name: "retries sent", colour: Colour.retries, values: perSecond(\.retries)),
-        ]).svg
+        html += overTime(metrics).map(\.svg).joined()
+        if let storm = story.storm {
+            html += "<h2>The storm, tick by tick</h2>\n<p class=\"meta\">Each point is one \(TerminalReport.formatDuration(story.tickSeconds)) tick, from a little before the first 429 to a little after the backlog drained.</p>\n"
+            html += stormChart(storm, story: story, metrics: metrics).svg
+        }
 
         html += "<h2>By platform</h2>\n" + table(rows(grouping: metrics.operations, by: { String($0.prefix { $0 != "." }) }), first: "platform")
         html += "<h2>By operation</h2>\n<p class=\"meta\">Latency counts from when the device wanted the request sent (queueing and back-off waits included); service time from its first byte on the wire.</p>\n"
@@ -163,6 +149,59 @@ public enum HTMLReport {
         return html
     }
 
+    /// The four charts over the run's intervals (report.html's, and the live dashboard's), with
+    /// the run's marks (campaign launches) drawn across them.
+    public static func overTime(_ metrics: RunMetrics) -> [SVGChart] {
+        let timeline = metrics.timeline
+        let seconds = Double(timeline.intervalMicroseconds) / 1_000_000
+        let intervals = timeline.intervals
+        func perSecond(_ value: (Timeline.Interval) -> UInt64) -> [Double?] { intervals.map { Double(value($0)) / seconds } }
+        func latency(_ quantile: Double) -> [Double?] { intervals.map { $0.latency.milliseconds(atQuantile: quantile) } }
+        let marks = metrics.marks.map { SVGChart.Mark(name: $0.name, seconds: Double($0.microseconds) / 1_000_000) }
+        return [
+            SVGChart(id: chartIDs[0], title: "Throughput (per second)", intervalSeconds: seconds, series: [
+                .init(name: "sent", colour: Colour.sent, values: perSecond(\.sent)),
+                .init(name: "answered 1xx–3xx", colour: Colour.ok, values: perSecond(\.ok)),
+            ], marks: marks),
+            SVGChart(id: chartIDs[1], title: "Latency from the intended start (ms)", intervalSeconds: seconds, series: [
+                .init(name: "p50", colour: Colour.p50, values: latency(0.5)),
+                .init(name: "p90", colour: Colour.p90, values: latency(0.9)),
+                .init(name: "p99", colour: Colour.p99, values: latency(0.99)),
+            ], marks: marks),
+            SVGChart(id: chartIDs[2], title: "Outcomes (per second, stacked)", intervalSeconds: seconds, series: [
+                .init(name: "1xx–3xx", colour: Colour.ok, values: perSecond(\.ok)),
+                .init(name: "429", colour: Colour.rateLimited, values: perSecond(\.rateLimited)),
+                .init(name: "other 4xx", colour: Colour.clientErrors, values: perSecond(\.clientErrors)),
+                .init(name: "5xx", colour: Colour.serverErrors, values: perSecond(\.serverErrors)),
+                .init(name: "transport errors and timeouts", colour: Colour.failed, values: perSecond { $0.transportErrors + $0.timeouts }),
+            ], stacked: true, marks: marks),
+            SVGChart(id: chartIDs[3], title: "Rate limiting and retries (per second)", intervalSeconds: seconds, series: [
+                .init(name: "429 answers", colour: Colour.rateLimited, values: perSecond(\.rateLimited)),
+                .init(name: "retries sent", colour: Colour.retries, values: perSecond(\.retries)),
+            ], marks: marks),
+        ]
+    }
+
+    /// The storm at the ticks' resolution: a quarter of its length (ten ticks at least) before
+    /// its first 429 and after the backlog drained.
+    static func stormChart(_ storm: Story.Storm, story: Story, metrics: RunMetrics) -> SVGChart {
+        let ticks = metrics.timeline.ticks
+        let margin = max(10, (storm.lastTick - storm.firstTick + 1) / 4)
+        let first = max(0, min(storm.firstTick, storm.firstRateLimitedTick) - margin)
+        let last = min(ticks.count - 1, storm.lastTick + margin)
+        let window = ticks[first...last]
+        let seconds = story.tickSeconds
+        func perSecond(_ value: (Timeline.Tick) -> UInt32) -> [Double?] { window.map { Double(value($0)) / seconds } }
+        let marks = metrics.marks.map { SVGChart.Mark(name: $0.name, seconds: Double($0.microseconds) / 1_000_000) }
+            .filter { $0.seconds >= Double(first) * seconds && $0.seconds <= Double(last + 1) * seconds }
+        return SVGChart(id: "chart-storm", title: "The storm (per second)", intervalSeconds: seconds, series: [
+            .init(name: "sent", colour: Colour.sent, values: perSecond(\.sent)),
+            .init(name: "answered 1xx–3xx", colour: Colour.ok, values: perSecond(\.ok)),
+            .init(name: "429 answers", colour: Colour.rateLimited, values: perSecond(\.rateLimited)),
+            .init(name: "retries sent", colour: Colour.retries, values: perSecond(\.retries)),
+        ], startSeconds: Double(first) * seconds, marks: marks)
+    }
+
     private static func rows(grouping operations: [String: OperationMetrics], by key: (String) -> String) -> [(String, OperationMetrics)] {
         var grouped: [String: OperationMetrics] = [:]
         for (name, operation) in operations { grouped[key(name), default: OperationMetrics()].merge(operation) }
@@ -192,11 +231,11 @@ public enum HTMLReport {
         share == 0 ? "0 %" : share < 0.001 ? "<0.1 %" : "\(TerminalReport.format2(share * 100)) %"
     }
 
-    static func escape(_ text: String) -> String { JUnit.escape(text) }
+    public static func escape(_ text: String) -> String { JUnit.escape(text) }
 }
 
 /// A line or stacked-area chart over a run's intervals, as inline SVG with axes, grid and legend.
-struct SVGChart {
+public struct SVGChart: Sendable {
     struct Series {
         var name: String
         var colour: String
@@ -204,11 +243,21 @@ struct SVGChart {
         var values: [Double?]
     }
 
+    /// A moment drawn as a dashed vertical line with its name (a campaign's launch).
+    struct Mark {
+        var name: String
+        /// On the run's timeline.
+        var seconds: Double
+    }
+
     var id: String
     var title: String
     var intervalSeconds: Double
     var series: [Series]
     var stacked = false
+    /// Where the first point is on the run's timeline (a zoomed chart starts later than 0).
+    var startSeconds = 0.0
+    var marks: [Mark] = []
 
     static let width = 960.0
     static let height = 280.0
@@ -217,7 +266,7 @@ struct SVGChart {
     static let top = 30.0
     static let bottom = 44.0
 
-    var svg: String {
+    public var svg: String {
         let plotWidth = Self.width - Self.left - Self.right
         let plotHeight = Self.height - Self.top - Self.bottom
         let count = series.map(\.values.count).max() ?? 0
@@ -250,12 +299,20 @@ struct SVGChart {
         let last = Double(max(count - 1, 0)) * intervalSeconds
         let step = [1.0, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 10_800, 14_400, 21_600, 43_200, 86_400]
             .first { last / $0 <= 8 } ?? (last / 8).rounded(.up)
-        var tick = 0.0
+        var tick = (startSeconds / step).rounded(.up) * step - startSeconds
         while tick <= last + 1e-9 {
             let tickX = count <= 1 ? x(0) : Self.left + plotWidth * tick / last
-            svg += "<text x=\"\(f(tickX))\" y=\"\(f(Self.height - Self.bottom + 16))\" text-anchor=\"middle\">\(Self.clockLabel(tick))</text>"
+            svg += "<text x=\"\(f(tickX))\" y=\"\(f(Self.height - Self.bottom + 16))\" text-anchor=\"middle\">\(Self.clockLabel(startSeconds + tick, step: step))</text>"
             if count <= 1 { break }
             tick += step
+        }
+        // Marks: a dashed line where each happened, named at the top.
+        for mark in marks where count > 1 && last > 0 {
+            let offset = mark.seconds - startSeconds
+            guard offset >= 0, offset <= last + intervalSeconds else { continue }
+            let markX = Self.left + plotWidth * min(offset, last) / last
+            svg += "<line class=\"mark\" x1=\"\(f(markX))\" x2=\"\(f(markX))\" y1=\"\(f(Self.top))\" y2=\"\(f(y(0)))\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>"
+            svg += "<text x=\"\(f(markX + 4))\" y=\"\(f(Self.top + 10))\">\(HTMLReport.escape(mark.name))</text>\n"
         }
         svg += "\n<line x1=\"\(Self.left)\" x2=\"\(Self.width - Self.right)\" y1=\"\(f(y(0)))\" y2=\"\(f(y(0)))\" stroke=\"#888\"/>\n"
         // Series, drawn last first when stacked so lower layers stay on top of the fill.
@@ -310,10 +367,13 @@ struct SVGChart {
         return text
     }
 
-    /// Elapsed time as h:mm for long runs, m:ss for short ones.
-    static func clockLabel(_ seconds: Double) -> String {
+    /// Elapsed time as h:mm for long runs (h:mm:ss when the labels are under a minute apart),
+    /// m:ss for short ones.
+    static func clockLabel(_ seconds: Double, step: Double = 60) -> String {
         let whole = Int(seconds.rounded())
-        if whole >= 3_600 { return "\(whole / 3_600)h\(String(format2: (whole % 3_600) / 60))" }
+        if whole >= 3_600 {
+            return "\(whole / 3_600)h\(String(format2: (whole % 3_600) / 60))" + (step < 60 ? ":\(String(format2: whole % 60))" : "")
+        }
         return "\(whole / 60):\(String(format2: whole % 60))"
     }
 }

@@ -22,8 +22,27 @@ public struct RunMetrics: Sendable, Equatable {
     /// The same measurements interval by interval, for charts and time series (recorded when the
     /// caller says when: `at` microseconds after the run's start).
     public var timeline = Timeline()
+    /// Moments worth pointing at on the timeline (a campaign's launch), in time order: recorded
+    /// once per run, by the one partition that counts run-wide events.
+    public var marks: [Mark] = []
+
+    public struct Mark: Sendable, Equatable {
+        public var name: String
+        /// After the run's start.
+        public var microseconds: Int64
+
+        public init(name: String, microseconds: Int64) {
+            self.name = name
+            self.microseconds = microseconds
+        }
+    }
 
     public init() {}
+
+    public mutating func mark(_ name: String, at microseconds: Int64) {
+        marks.append(Mark(name: name, microseconds: microseconds))
+        marks.sort { ($0.microseconds, $0.name) < ($1.microseconds, $1.name) }
+    }
 
     public var sent: UInt64 { operations.values.reduce(0) { $0 + $1.sent } }
     public var transportErrors: UInt64 { operations.values.reduce(0) { $0 + $1.transportErrors } }
@@ -121,5 +140,6 @@ public struct RunMetrics: Sendable, Equatable {
             return merged
         }
         timeline.merge(other.timeline)
+        for mark in other.marks { self.mark(mark.name, at: mark.microseconds) }
     }
 }

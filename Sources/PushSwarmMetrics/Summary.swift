@@ -261,6 +261,7 @@ public struct Summary: Sendable {
         root["queue"] = ["pendingAtEnd": .number(Double(pendingAtEnd))]
         if let warmUp { root["warmUp"] = warmUp.json }
         root["counters"] = .object(Self.countObject(metrics.counters))
+        root["story"] = Story(self).json
         return .object(root)
     }
 

@@ -68,6 +68,17 @@ public enum SummaryArchive {
             if writer.bytes.count >= 1 << 20 { try writer.flush(to: output) }
         }
         writer.endArray()
+        // Ticks that are not empty, as [index, sent, retries, ok, rateLimited, failed].
+        writer.key("tickMicroseconds"); writer.integer(Int(timeline.tickMicroseconds))
+        writer.key("ticks")
+        writer.beginArray()
+        for (index, tick) in timeline.ticks.enumerated() where !tick.isEmpty {
+            writer.beginArray()
+            for value in [index, Int(tick.sent), Int(tick.retries), Int(tick.ok), Int(tick.rateLimited), Int(tick.failed)] { writer.integer(value) }
+            writer.endArray()
+            if writer.bytes.count >= 1 << 20 { try writer.flush(to: output) }
+        }
+        writer.endArray()
         writer.endObject()
         writer.endObject()
         writer.endObject()
@@ -123,6 +134,7 @@ public enum SummaryArchive {
         object["transportErrorsByReason"] = counts(metrics.transportErrorsByReason.map { ($0.key, $0.value) })
         object["counters"] = counts(metrics.counters.map { ($0.key, $0.value) })
         object["durations"] = .object(JSONObject(metrics.durations.sorted { $0.key < $1.key }.map { (key: $0.key, value: histogram($0.value)) }))
+        object["marks"] = .array(metrics.marks.map { ["name": .string($0.name), "microseconds": .number(Double($0.microseconds))] })
         return (.object(run), ledger, object)
     }
 
@@ -299,7 +311,39 @@ public enum SummaryArchive {
                 restored.append(item)
             }
             timeline.restore(restored)
+            // Ticks and marks came later: an archive without them reads as having none.
+            if timelineObject["ticks"] != nil {
+                let tick = try count(timelineObject["tickMicroseconds"], "$.metrics.timeline.tickMicroseconds")
+                guard tick > 0 else { throw fail("$.metrics.timeline.tickMicroseconds", "expected a length above zero") }
+                guard let rows = timelineObject["ticks"]?.arrayValue else { throw fail("$.metrics.timeline.ticks", "expected an array") }
+                var saved: [(index: Int, tick: Timeline.Tick)] = []
+                saved.reserveCapacity(rows.count)
+                for (position, row) in rows.enumerated() {
+                    let path = "$.metrics.timeline.ticks[\(position)]"
+                    guard let items = row.arrayValue, items.count == 6 else { throw fail(path, "expected [index, sent, retries, ok, rateLimited, failed]") }
+                    let index = try count(items[0], "\(path)[0]")
+                    guard index < UInt64(Timeline.tickLimit) else { throw fail("\(path)[0]", "expected a tick index under \(Timeline.tickLimit), found \(index)") }
+                    guard saved.last.map({ $0.index < Int(index) }) ?? true else { throw fail("\(path)[0]", "tick indices must ascend") }
+                    var values: [UInt32] = []
+                    for column in 1..<6 {
+                        let value = try count(items[column], "\(path)[\(column)]")
+                        guard value <= UInt64(UInt32.max) else { throw fail("\(path)[\(column)]", "expected at most \(UInt32.max) in one tick, found \(value)") }
+                        values.append(UInt32(value))
+                    }
+                    saved.append((Int(index), Timeline.Tick(sent: values[0], retries: values[1], ok: values[2], rateLimited: values[3], failed: values[4])))
+                }
+                timeline.restoreTicks(microseconds: Int64(tick), saved)
+            }
             metrics.timeline = timeline
+            if let marks = source["marks"] {
+                guard let array = marks.arrayValue else { throw fail("$.metrics.marks", "expected an array") }
+                for (position, value) in array.enumerated() {
+                    let path = "$.metrics.marks[\(position)]"
+                    let entry = try object(value, path)
+                    let at = try count(entry["microseconds"], "\(path).microseconds")
+                    metrics.mark(try string(entry["name"], "\(path).name"), at: Int64(at))
+                }
+            }
 
             var ledger: [String: Summary.LedgerOperation]?
             if let ledgerValue = top["ledger"], ledgerValue != .null {

@@ -91,6 +91,12 @@ public enum TerminalReport {
         if !notifications.isEmpty {
             lines.append("Pushes      " + notifications.joined(separator: " · "))
         }
+        let story = Story(summary).sentences
+        if !story.isEmpty {
+            lines.append("")
+            lines.append("What happened")
+            lines += story.map { "  " + $0 }
+        }
         if let path = reportPath {
             lines.append("")
             lines.append("Summary written to \(path)")

@@ -13,6 +13,10 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         case ledgerDuplicates
         case requestsSent
         case retryAmplification
+        /// How long the run's worst storm of 429s took to drain, from its first 429 to its last
+        /// retry (the story's `storm.drainedSeconds`), in milliseconds; 0 without a storm, and
+        /// infinite when it had not drained by the run's end.
+        case stormDrained
         case counter(String)
     }
 
@@ -59,6 +63,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         case "ledger.duplicates": return .ledgerDuplicates
         case "requests.sent": return .requestsSent
         case "retries.amplification": return .retryAmplification
+        case "storm.drained": return .stormDrained
         case "rate(errors)": return .errorRate
         default: break
         }
@@ -74,7 +79,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         }
         if head == "max" { return .latency(quantile: 1, operation: operation) }
         if let quantile = Quantity.quantile(named: head), quantile < 1 { return .latency(quantile: quantile, operation: operation) }
-        throw ParseError(message: "unknown metric \"\(name)\": use pNN(operation), max(operation), rate(status=NNN), rate(errors), ledger.lost, ledger.duplicates, requests.sent, retries.amplification or counter(name)")
+        throw ParseError(message: "unknown metric \"\(name)\": use pNN(operation), max(operation), rate(status=NNN), rate(errors), ledger.lost, ledger.duplicates, requests.sent, retries.amplification, storm.drained or counter(name)")
     }
 
     private static func value(_ text: String, for metric: Metric) throws(ParseError) -> Double {
@@ -83,10 +88,10 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
             return value
         }
         switch metric {
-        case .latency:
+        case .latency, .stormDrained:
             if let milliseconds = Quantity.milliseconds(text) { return milliseconds }
             if text.hasSuffix("s") { throw ParseError(message: "\"\(text)\" is not a number") }
-            throw ParseError(message: "a latency limit needs a unit: \"\(text)\" should be like 200ms or 1.5s")
+            throw ParseError(message: "a time limit needs a unit: \"\(text)\" should be like 200ms or 30s")
         case .statusRate, .errorRate:
             guard let share = Quantity.share(text) else { throw ParseError(message: "\"\(text)\" is not a number") }
             return share
@@ -118,6 +123,11 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         case .ledgerDuplicates: return summary.ledger == nil ? nil : Double(summary.ledgerDuplicates)
         case .requestsSent: return Double(metrics.sent)
         case .retryAmplification: return metrics.retryAmplification
+        case .stormDrained:
+            let story = Story(summary)
+            guard let storm = story.storm else { return 0 }
+            guard storm.drained else { return .infinity }
+            return (Double(storm.lastTick + 1 - storm.firstRateLimitedTick) * story.tickSeconds * 1_000).rounded()
         case .counter(let name): return Double(metrics.counters[name] ?? 0)
         }
     }
@@ -140,6 +150,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         guard let value else { return "no data" }
         switch metric {
         case .latency: return String(format2: value) + " ms"
+        case .stormDrained: return value.isInfinite ? "not drained by the run's end" : String(format2: value / 1_000) + " s"
         case .statusRate, .errorRate: return String(format2: value * 100) + " %"
         default: return value == value.rounded() ? String(Int(value)) : String(format2: value)
         }

@@ -47,6 +47,10 @@ enum RunCommand {
                               scenario's start.
           --metrics-listen A  Wall clock: serve the run's measurements so far in Prometheus's
                               text format at http://A/metrics (A such as 127.0.0.1:9464).
+          --dashboard A       Wall clock: serve a live page at http://A/ (A such as
+                              127.0.0.1:8089) with the report's charts, requests by status,
+                              429s, retries, latency, devices, sockets and generator lag,
+                              refreshed each second while the run goes.
           --push-listen A     Wall clock: receive pushes for the devices at http://A, shaped
                               like FCM's HTTP v1 API (POST /v1/projects/P/messages:send): a
                               staging service sending there reaches the device whose token it
@@ -63,7 +67,7 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--push-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--dashboard", "--push-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -108,7 +112,10 @@ enum RunCommand {
             return .badInput
         }
         // Listeners of one process: real time only, and one port cannot serve several workers.
-        for (option, why) in [("--push-listen", "a service sends pushes in real time"), ("--metrics-listen", "a simulated run is over before anything could scrape it")]
+        for (option, why) in [
+            ("--push-listen", "a service sends pushes in real time"), ("--metrics-listen", "a simulated run is over before anything could scrape it"),
+            ("--dashboard", "a simulated run is over before a page could show it; open its report.html"),
+        ]
         where arguments.value(option) != nil {
             guard scenario.clock == .wall else {
                 PushSwarmCommand.printError("\(option) needs --clock wall (\(why))")
@@ -119,23 +126,31 @@ enum RunCommand {
                 return .badInput
             }
         }
-        var endpoint: MetricsEndpoint?
-        if let text = arguments.value("--metrics-listen") {
+        // The run's live listeners: each gets every progress snapshot.
+        var listeners: [any LiveEndpoint] = []
+        defer { for listener in listeners { listener.stop() } }
+        let offered: [(option: String, example: String, what: String, path: String, make: () -> any LiveEndpoint)] = [
+            ("--metrics-listen", "127.0.0.1:9464", "metrics for Prometheus", "/metrics", { MetricsEndpoint(scenario: scenario.name) }),
+            ("--dashboard", "127.0.0.1:8089", "live dashboard", "/", { Dashboard(scenario: scenario.name) }),
+        ]
+        for (option, example, what, path, make) in offered {
+            guard let text = arguments.value(option) else { continue }
             guard let address = SocketAddress(parsing: text) else {
-                PushSwarmCommand.printError("--metrics-listen: expected ADDRESS:PORT with a literal IP address, such as 127.0.0.1:9464; found \"\(text)\"")
+                PushSwarmCommand.printError("\(option): expected ADDRESS:PORT with a literal IP address, such as \(example); found \"\(text)\"")
                 return .badInput
             }
-            let metrics = MetricsEndpoint(scenario: scenario.name)
+            let listener = make()
             do {
-                try metrics.start(at: address)
+                try listener.start(at: address)
             } catch {
-                PushSwarmCommand.printError("--metrics-listen: cannot listen on \(text): \(error)")
+                PushSwarmCommand.printError("\(option): cannot listen on \(text): \(error)")
                 return .failure
             }
-            if !arguments.flags.contains("--quiet") { print("metrics for Prometheus at http://\(text)/metrics while the run goes") }
-            endpoint = metrics
+            listeners.append(listener)
+            // With port 0 the system chose one: print the one it chose.
+            let host = text.hasPrefix("[") ? String(text[...(text.lastIndex(of: "]") ?? text.startIndex)]) : String(text.prefix { $0 != ":" })
+            if !arguments.flags.contains("--quiet") { print("\(what) at http://\(host):\(listener.port)\(path) while the run goes") }
         }
-        defer { endpoint?.stop() }
         let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
         if let workers {
@@ -150,9 +165,9 @@ enum RunCommand {
             PushSwarmCommand.printError("note: --partitions \(partitions): \(note)")
         }
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
-        let onProgress: ((RunProgress) -> Void)? = line == nil && endpoint == nil ? nil : { progress in
+        let onProgress: ((RunProgress) -> Void)? = line == nil && listeners.isEmpty ? nil : { [listeners] progress in
             line?.update(progress)
-            endpoint?.publish(progress)
+            for listener in listeners { listener.publish(progress) }
         }
         let result: RunResult
         if scenario.clock == .wall {

@@ -156,7 +156,7 @@ import PushSwarmMetrics
         #expect(try String(contentsOfFile: junit, encoding: .utf8).contains("failures=\"0\""))
         // A threshold that cannot be read is bad input, named.
         let bad = try run(["run", "Scenarios/meiro.json", "--threshold", "p99 < 200"])
-        #expect(bad.status == 2 && bad.error.contains("--threshold: a latency limit needs a unit"))
+        #expect(bad.status == 2 && bad.error.contains("--threshold: a time limit needs a unit"))
         // In a scenario file, the error names the JSON path.
         var object = try #require(try JSONParser.parse(Array(try Data(contentsOf: Self.root.appendingPathComponent("Scenarios/meiro.json")))).objectValue)
         object["thresholds"] = ["ledger.lost == 0", "rate(status=429) < lots"]

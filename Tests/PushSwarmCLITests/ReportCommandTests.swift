@@ -82,6 +82,9 @@ import Testing
         (["run", "Scenarios/quickstart.json", "--start-at", "tomorrow"], "--start-at: expected an instant as RFC 3339"),
         (["run", "Scenarios/quickstart.json", "--metrics-listen", "127.0.0.1:9464"], "--metrics-listen needs --clock wall"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-listen", "localhost"], "--metrics-listen: expected ADDRESS:PORT"),
+        (["run", "Scenarios/quickstart.json", "--dashboard", "127.0.0.1:8089"], "--dashboard needs --clock wall"),
+        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "localhost"], "--dashboard: expected ADDRESS:PORT"),
+        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "127.0.0.1:8089", "--workers", "2"], "--dashboard does not go with --workers"),
     ])
     func badReportArgumentsExitTwoWithAMessage(arguments: [String], expected: String) throws {
         let outcome = try cli.run(arguments)
@@ -104,7 +107,6 @@ import Testing
         #expect(twice.error.contains("shard 1/4 is already in"), "\(twice.error)")
         let notShard = try cli.run(["merge", "\(work)/whole"])
         #expect(notShard.error.contains("not a shard's report"), "\(notShard.error)")
-
         let merged = try cli.run(["merge"] + (1...4).map { "\(work)/shard-\($0)" } + ["--out", "\(work)/merged", "--threshold", "ledger.lost == 0", "--junit", "\(work)/junit.xml"])
         #expect(merged.status == 0, "\(merged.error)")
         let whole = try json("\(work)/whole/metrics.json")

@@ -446,6 +446,46 @@ import Testing
         #expect(opens.count == 1 && opens.first?.contains(#""tracking_token":"real-tracking-token-1""#) == true, "\(opens)")
     }
 
+    /// `--dashboard`: the live page, opened in headless chromium while a wall run goes, draws the
+    /// report's four charts from what its script fetched, and, left open, shows the request count
+    /// grow by its own refresh (Tests/Browser/dashboard.py reads the page over the DevTools
+    /// protocol; each wait ends on a change in the page, not after a set time).
+    @Test(.enabled(if: which("chromium") != nil && which("curl") != nil && pythonHasWebsockets(), "needs chromium, curl and Python's websockets"))
+    func theLiveDashboardDrawsTheChartsAndItsCountGrowsWhileTheRunGoes() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-dashboard-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = freePort()
+        let out = directory.appendingPathComponent("run").path
+        let process = Process()
+        process.executableURL = CommandLineTests.binary
+        process.arguments = ["run", "Tests/Fixtures/wall-vs-simulated.json", "--clock", "wall", "--duration", "15s", "--dashboard", "127.0.0.1:\(port)", "--out", out, "--quiet"]
+        process.currentDirectoryURL = CommandLineTests.root
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        #expect(waitForPort(port))
+        let page = try cli.shell("curl", ["-s", "http://127.0.0.1:\(port)/"])
+        #expect(page.hasPrefix("<!DOCTYPE html>") && page.contains("<script>"), "the page")
+        #expect(!page.contains("src=") && !page.contains("href="), "one file: no script, style or image from anywhere else")
+
+        let browser = try cli.run(["python3", "Tests/Browser/dashboard.py", "http://127.0.0.1:\(port)/", "12"], executable: "/usr/bin/env")
+        #expect(browser.status == 0, "\(browser.error.suffix(600))")
+        let seen = browser.output
+        let shown = try JSONParser.parse(seen.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(shown["first"]?["charts"] == .number(4) && shown["first"]?["drawn"] == .number(4), "the report's four charts, each with a series: \(seen)")
+        let first = try #require(shown["first"]?["value"]?.numberValue)
+        let later = try #require(shown["later"]?["value"]?.numberValue)
+        #expect(first > 0 && later > first, "the count grew on the open page: \(seen)")
+
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        // What the page showed is the run's own count, on its way to the total.
+        let sent = try #require(summary(out)["requests"]?["sent"]?.numberValue)
+        #expect(later <= sent, "\(later) shown, \(sent) sent in the end")
+    }
+
     /// A server that answers every way a broken or hostile one can, in turn: the run neither
     /// crashes nor hangs, stays within a small address space, ends on time, and accounts for
     /// every request it sent (an answer, a transport error by reason, or a timeout).

@@ -18,7 +18,9 @@ import Testing
     }
 
     @Test func theTextFormatHasCountersAndALatencySummary() {
-        let text = MetricsEndpoint.text(Self.progress(), scenario: "quick\"start")
+        var progress = Self.progress()
+        progress.openConnections = 3
+        let text = MetricsEndpoint.text(progress, scenario: "quick\"start")
         let lines = Set(text.split(separator: "\n").map(String.init))
         let labels = "scenario=\"quick\\\"start\",operation=\"smartapppush.events\""
         #expect(lines.contains("pushswarm_requests_sent_total{\(labels)} 40"))
@@ -29,6 +31,8 @@ import Testing
         #expect(lines.contains("# TYPE pushswarm_latency_seconds summary"))
         #expect(lines.contains("pushswarm_events_total{scenario=\"quick\\\"start\",name=\"notifications.tapped\"} 2"))
         #expect(lines.contains("pushswarm_run_elapsed_seconds{scenario=\"quick\\\"start\"} 4.0"))
+        #expect(lines.contains("pushswarm_http_connections_open{scenario=\"quick\\\"start\"} 3"))
+        #expect(!MetricsEndpoint.text(Self.progress(), scenario: "s").contains("connections_open"), "no gauge in simulated time")
         // Every sample line is `name{labels} value`.
         for line in lines where !line.hasPrefix("#") {
             #expect(line.split(separator: " ").last.flatMap { Double($0) } != nil, "\(line)")

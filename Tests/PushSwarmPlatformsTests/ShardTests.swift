@@ -64,7 +64,11 @@ import PushSwarmPlatforms
     }
 
     @Test func aShardHoldsOnlyItsDevices() async throws {
-        let scenario = try loadScenario("quickstart") { $0["devices"] = 1_000 }
+        // Eight NAT addresses of 125 devices: a shard of four holds two whole addresses.
+        let scenario = try loadScenario("quickstart") { object in
+            object["devices"] = 1_000
+            object["network"] = ["devicesPerSourceIP": 125]
+        }
         let part = await Run.simulated(scenario, shard: Shard(index: 2, count: 4)).run()
         #expect(part.devices == 250)
         let whole = await Run.simulated(scenario).run()

@@ -41,6 +41,7 @@ enum FuzzTarget: String, CaseIterable {
     case scenario
     case mockHTTP = "mock-http"
     case mockSocket = "mock-socket"
+    case metricsArchive = "metrics-archive"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -54,6 +55,7 @@ enum FuzzTarget: String, CaseIterable {
         case .scenario: _ = try? ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: bytes)
         case .mockHTTP: Self.mockHTTP(bytes)
         case .mockSocket: Self.mockSocket(bytes)
+        case .metricsArchive: Self.metricsArchive(bytes)
         }
     }
 
@@ -114,6 +116,16 @@ enum FuzzTarget: String, CaseIterable {
             let again = try? JSONParser.parse(JSONWriter.bytes(of: tree))
             precondition(again != nil, "what was read does not write back as JSON")
         }
+    }
+
+    /// A metrics.json as `merge` and `compare` read it; one that reads is told and drawn as a
+    /// report would (its ticks and marks feed the story, its intervals the charts).
+    static func metricsArchive(_ bytes: [UInt8]) {
+        guard let summary = try? SummaryArchive.read(String(decoding: bytes, as: UTF8.self)) else { return }
+        _ = TerminalReport.render(summary, reportPath: nil)
+        _ = HTMLReport.render(summary)
+        _ = JSONWriter.bytes(of: summary.json)
+        _ = try? Threshold(parsing: "storm.drained < 30s").measure(summary)
     }
 
     static let platforms: [String: any PlatformConfiguration] = Dictionary(

@@ -124,7 +124,10 @@ final class Partition: @unchecked Sendable {
         self.heldPushes = heldPushes
         end = Instant.start + (warmUp?.maxDuration ?? scenario.duration)
         workloadRandom = SeededRandom(seed: scenario.seed, stream: .delivery, index: 1)
-        metrics.timeline = Timeline(intervalMicroseconds: Timeline.interval(forRunMicroseconds: scenario.duration.microseconds))
+        metrics.timeline = Timeline(
+            intervalMicroseconds: Timeline.interval(forRunMicroseconds: scenario.duration.microseconds),
+            tickMicroseconds: Timeline.tick(forRunMicroseconds: scenario.duration.microseconds)
+        )
     }
 
     /// This partition's number for fleet device `global`, when it holds it.
@@ -577,7 +580,10 @@ final class Partition: @unchecked Sendable {
         }
         let (messages, sessionMessages) = source.launchCampaign(platform: host, campaign, at: now)
         // One event for the whole run: counted once, however many partitions and shards.
-        if countsRunEvents { metrics.increment(isLocal ? "campaigns.launchedLocally" : "campaigns.launched") }
+        if countsRunEvents {
+            metrics.increment(isLocal ? "campaigns.launchedLocally" : "campaigns.launched")
+            metrics.mark("campaign \(campaign.name)", at: (now - .start).microseconds)
+        }
         if isLocal {
             // Messages a service sends on its own sockets (Smartico's popups) are the real
             // service's to send: counted, not made up.

@@ -68,6 +68,8 @@ public struct RunProgress: Sendable {
     public var metrics: RunMetrics
     /// Devices in the run (a shard's, for a shard).
     public var devices: Int
+    /// Wall time: HTTP connections open now in the client's pools (nil in simulated time).
+    public var openConnections: Int?
 
     public init(elapsed: TimeSpan, duration: TimeSpan, metrics: RunMetrics, devices: Int) {
         self.elapsed = elapsed

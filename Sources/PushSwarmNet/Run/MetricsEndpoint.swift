@@ -3,10 +3,20 @@ public import PushSwarmCore
 import PushSwarmMetrics
 import Synchronization
 
+/// A server that shows a wall run while it goes (`--metrics-listen`, `--dashboard`): it takes
+/// each second's progress snapshot and serves its own rendering of it.
+public protocol LiveEndpoint: Sendable {
+    func start(at address: SocketAddress) throws(NetError)
+    /// The port it listens on (the chosen one when asked for port 0).
+    var port: UInt16 { get }
+    func publish(_ progress: RunProgress)
+    func stop()
+}
+
 /// `--metrics-listen ADDRESS:PORT`: a wall run's measurements so far in Prometheus's text format
 /// at `GET /metrics`, refreshed each second from the run's progress, for a dashboard that
 /// watches a long run (Prometheus scrapes it; curl reads it).
-public final class MetricsEndpoint: Sendable {
+public final class MetricsEndpoint: LiveEndpoint {
     /// The latest progress, shared with the server's handler.
     private final class Latest: Sendable {
         let progress = Mutex<RunProgress?>(nil)
@@ -59,6 +69,10 @@ public final class MetricsEndpoint: Sendable {
         lines.append("pushswarm_devices{\(run)} \(progress.devices)")
         family("pushswarm_devices_active", "gauge", "Devices that sent a request in the latest whole interval.")
         lines.append("pushswarm_devices_active{\(run)} \(progress.activeDevices)")
+        if let open = progress.openConnections {
+            family("pushswarm_http_connections_open", "gauge", "HTTP connections open now in the client's pools.")
+            lines.append("pushswarm_http_connections_open{\(run)} \(open)")
+        }
         let operations = metrics.operations.sorted { $0.key < $1.key }
         family("pushswarm_requests_sent_total", "counter", "Requests sent, retries included, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_requests_sent_total{\(run),operation=\"\(escape(name))\"} \(operation.sent)") }

@@ -219,7 +219,14 @@ public final class WallRun: @unchecked Sendable {
             Self.setCalendar(of: &scenario, at: clock)
         }
         let engine = Run(scenario: scenario, shard: shard, partitions: setups, memories: memories, heldPushes: held)
-        engine.onProgress = onProgress
+        // Connections open now is the client's gauge, not a count the partitions add up.
+        engine.onProgress = onProgress.map { report in
+            { [client] progress in
+                var progress = progress
+                progress.openConnections = client.openConnections
+                report(progress)
+            }
+        }
         var result = await run(engine)
         result.warmUp = warmedUp
         client.shutdown()
