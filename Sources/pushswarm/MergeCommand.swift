@@ -90,6 +90,12 @@ enum MergeCommand {
             guard whole.metrics.timeline.intervalMicroseconds == shard.metrics.timeline.intervalMicroseconds else {
                 throw MergeError(description: "\(path): a shard of another run (its time series has another interval)")
             }
+            // Ticks of different lengths cannot be added up (an archive from before ticks has none).
+            guard whole.metrics.timeline.ticks.isEmpty || shard.metrics.timeline.ticks.isEmpty
+                || whole.metrics.timeline.tickMicroseconds == shard.metrics.timeline.tickMicroseconds
+            else {
+                throw MergeError(description: "\(path): a shard of another run (its ticks are \(shard.metrics.timeline.tickMicroseconds) µs long, not \(whole.metrics.timeline.tickMicroseconds) µs)")
+            }
             whole.merge(shard)
             merged = whole
         }

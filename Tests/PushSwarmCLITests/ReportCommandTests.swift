@@ -107,6 +107,20 @@ import Testing
         #expect(twice.error.contains("shard 1/4 is already in"), "\(twice.error)")
         let notShard = try cli.run(["merge", "\(work)/whole"])
         #expect(notShard.error.contains("not a shard's report"), "\(notShard.error)")
+        // A shard whose ticks are another length (edited, or of another run) is refused with the
+        // lengths, not added up (nor a trap).
+        let edited = "\(work)/shard-2-other-ticks"
+        try FileManager.default.copyItem(atPath: "\(work)/shard-2", toPath: edited)
+        let archive = try String(contentsOfFile: "\(edited)/metrics.json", encoding: .utf8)
+        #expect(archive.contains(#""tickMicroseconds":1000000"#))
+        try archive.replacingOccurrences(of: #""tickMicroseconds":1000000"#, with: #""tickMicroseconds":2000000"#)
+            .write(toFile: "\(edited)/metrics.json", atomically: true, encoding: .utf8)
+        let otherTicks = try cli.run(["merge", "\(work)/shard-1", edited, "\(work)/shard-3", "\(work)/shard-4", "--out", "\(work)/refused"])
+        // (Which shard is named depends on which non-empty one came first: 1,200 devices fill
+        // three NAT addresses of 500, so one shard of four holds none.)
+        #expect(otherTicks.status == 2, "\(otherTicks.error)")
+        #expect(otherTicks.error.contains("a shard of another run (its ticks are") && otherTicks.error.contains("2000000 µs"), "\(otherTicks.error)")
+
         let merged = try cli.run(["merge"] + (1...4).map { "\(work)/shard-\($0)" } + ["--out", "\(work)/merged", "--threshold", "ledger.lost == 0", "--junit", "\(work)/junit.xml"])
         #expect(merged.status == 0, "\(merged.error)")
         let whole = try json("\(work)/whole/metrics.json")
