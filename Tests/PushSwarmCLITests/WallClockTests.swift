@@ -572,20 +572,31 @@ import Testing
         #expect((dropped["full"] ?? 9_999) < (dropped["none"] ?? 0), "and requests given up: \(dropped)")
     }
 
+    /// capacity-events.json: the mock's edge admits 200 events/s in all (a token bucket, burst 20).
+    /// Steps of 5 s in wall time from 100/s, halving the gap to 4 %: 100, 200, 150, 175, 187.5,
+    /// 193.75. Judged on errors alone, so the limiter sets the answer, not how fast a debug build
+    /// answers on a loaded machine (a p99 objective here once failed at 187.5/s beside other
+    /// suites). Open-model arrivals are Poisson: at the limit itself more than 1 % meet an empty
+    /// bucket, so the answer lies just below 200/s (187.5 or 193.75 alone on this machine).
+    /// It must be within one step below the limit, and never above it. On a machine so loaded
+    /// that the generator could not put a step's load on (marked saturated in capacity.json: beside
+    /// two busy loops a debug build stalls at about 130/s), the search rightly refuses to credit the
+    /// service with that rate; the answer may then be lower, but still never above the limit.
     @Test func capacityAgainstTheLoopbackMockFindsItsConfiguredLimit() throws {
-        // capacity-events.json: the mock's edge admits 200 events/s in all. Steps of 5 s in wall time.
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-capacity-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: out) }
         let run = try cli.run([
-            "capacity", "Scenarios/capacity-events.json", "--slo", "p99<200ms,errors<1%", "--clock", "wall",
+            "capacity", "Scenarios/capacity-events.json", "--slo", "errors<1%", "--clock", "wall",
             "--duration", "5s", "--from", "100/s", "--precision", "4%", "--out", out,
         ])
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("rate/s"), "the step table is printed")
         let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
         let capacity = try #require(report["capacityPerSecond"]?.numberValue)
-        #expect(abs(capacity - 200) <= 10, "capacity \(capacity)/s against a limit of 200/s")
-        #expect((report["steps"]?.arrayValue?.count ?? 0) >= 4)
+        let steps = report["steps"]?.arrayValue ?? []
+        let starved = steps.contains { $0["saturated"] == .bool(true) }
+        #expect(capacity >= (starved ? 100 : 175) && capacity <= 205, "capacity \(capacity)/s against a limit of 200/s:\n\(run.output)")
+        #expect(steps.count >= 4)
     }
 
     @Test(arguments: [[], ["--workers", "2"]])
