@@ -43,7 +43,10 @@ public struct Story: Sendable, Equatable {
         self.tickSeconds = tickSeconds
         // The run's own ticks: what came in while it drained after its end is not a minute of it.
         let runTicks = max(1, Int((summary.simulatedSeconds / tickSeconds).rounded(.up)))
-        peak = Self.peak(of: Array(ticks.prefix(runTicks)), tickSeconds: tickSeconds)
+        // Ticks exist up to the last one with anything in it: a run's quiet end is empty ticks.
+        var ownTicks = Array(ticks.prefix(runTicks))
+        if ownTicks.count < runTicks { ownTicks += repeatElement(Timeline.Tick(), count: runTicks - ownTicks.count) }
+        peak = Self.peak(of: ownTicks, tickSeconds: tickSeconds)
         storm = Self.storm(of: ticks, tickSeconds: tickSeconds, longestBackoffSeconds: Double(metrics.backoffDelays.maximum) / 1_000_000)
         if let last = storm?.lastTick, last >= runTicks - 1 { storm?.drained = false }
         let clock = { (tick: Int) in Self.clock(Double(tick) * tickSeconds, long: summary.simulatedSeconds >= 3_600) }
@@ -52,7 +55,7 @@ public struct Story: Sendable, Equatable {
         if let peak, peak.sent > 0, peak.firstTick == 0, peak.ticks >= runTicks {
             // A run shorter than a minute has no busiest minute: it is one.
             let seconds = Double(peak.ticks) * tickSeconds
-            sentences.append("In its \(Self.span(seconds, atLeast: 0)) the run sent \(group(peak.sent)) requests, \(Self.rate(Double(peak.sent) / seconds)) per second"
+            sentences.append("In its \(Self.span(seconds, atLeast: 0)) the run sent \(Self.count(peak.sent, "request")), \(Self.rate(Double(peak.sent) / seconds)) per second"
                 + (peak.rateLimited > 0 ? "; \(Self.share(peak.rateLimited, of: peak.answered)) of the answers were 429." : "."))
         } else if let peak, peak.sent > 0 {
             let seconds = Double(peak.ticks) * tickSeconds
@@ -64,7 +67,7 @@ public struct Story: Sendable, Equatable {
                     ? ", when \(mark.name) launched (\(Self.clock(launch, long: summary.simulatedSeconds >= 3_600)))"
                     : ", \(Self.span(Double(peak.firstTick) * tickSeconds - launch, atLeast: 0)) after \(mark.name) launched"
             }
-            sentence += ": \(group(peak.sent)) requests, \(Self.rate(Double(peak.sent) / seconds)) per second"
+            sentence += ": \(Self.count(peak.sent, "request")), \(Self.rate(Double(peak.sent) / seconds)) per second"
             if average > 0 { sentence += " (\(Self.times(Double(peak.sent) / seconds / average)) the run's average of \(Self.rate(average)))" }
             sentence += peak.rateLimited > 0 ? "; \(Self.share(peak.rateLimited, of: peak.answered)) of its answers were 429." : "."
             sentences.append(sentence)
@@ -77,7 +80,7 @@ public struct Story: Sendable, Equatable {
                 let after = start + tickSeconds - Double(mark.microseconds) / 1_000_000
                 sentence += after <= tickSeconds ? ", within \(Self.span(tickSeconds, atLeast: 0)) of \(mark.name)'s launch" : ", \(Self.span(after, atLeast: 0)) after \(mark.name) launched"
             }
-            sentence += ": \(group(storm.rateLimited)) requests were refused and \(group(storm.retries)) retries sent"
+            sentence += ": \(Self.count(storm.rateLimited, "request")) \(storm.rateLimited == 1 ? "was" : "were") refused and \(Self.count(storm.retries, "retry", "retries")) sent"
             sentence += ", \(TerminalReport.format2(storm.attemptsPerRequest)) attempts per request while it lasted (\(TerminalReport.format2(metrics.retryAmplification)) over the whole run)."
             sentences.append(sentence)
             var recovery: String
@@ -87,7 +90,7 @@ public struct Story: Sendable, Equatable {
                 recovery += storm.lastRateLimitedTick == storm.lastTick ? " (its last 429)" : " (last 429 at \(clock(storm.lastRateLimitedTick)), last retry at \(clock(storm.lastTick)))"
             } else {
                 recovery = "The backlog had not drained when the run ended at \(clock(runTicks)): 429s or retries went on into its last second"
-                if summary.pendingAtEnd > 0 { recovery += ", and \(group(UInt64(summary.pendingAtEnd))) requests were still waiting in devices" }
+                if summary.pendingAtEnd > 0 { recovery += ", and \(Self.count(UInt64(summary.pendingAtEnd), "request")) \(summary.pendingAtEnd == 1 ? "was" : "were") still waiting in devices" }
             }
             if let recoveries = metrics.durations["rateLimitRecovery"], let median = recoveries.value(atQuantile: 0.5), let p99 = recoveries.value(atQuantile: 0.99) {
                 recovery += "; a refused request that got through waited p50 \(Self.span(Double(median) / 1_000_000, atLeast: 0)), p99 \(Self.span(Double(p99) / 1_000_000, atLeast: 0)) from its first 429"
@@ -95,7 +98,7 @@ public struct Story: Sendable, Equatable {
             sentences.append(recovery + ".")
         } else if metrics.sent > 0 {
             sentences.append(metrics.retries > 0
-                ? "No request was answered 429; \(group(metrics.retries)) retries followed other failures (\(TerminalReport.format2(metrics.retryAmplification)) attempts per request)."
+                ? "No request was answered 429; \(Self.count(metrics.retries, "retry", "retries")) followed other failures (\(TerminalReport.format2(metrics.retryAmplification)) attempts per request)."
                 : "No request was answered 429 and none was retried.")
         }
 
@@ -225,6 +228,11 @@ public struct Story: Sendable, Equatable {
         guard whole > 0, part > 0 else { return "0 %" }
         let percent = Double(part) * 100 / Double(whole)
         return percent < 1 ? "<1 %" : "\(Int(percent.rounded())) %"
+    }
+
+    /// "1 request", "2,000 requests".
+    static func count(_ value: UInt64, _ one: String, _ many: String? = nil) -> String {
+        "\(TerminalReport.group(value)) \(value == 1 ? one : many ?? one + "s")"
     }
 
     static func times(_ ratio: Double) -> String {

@@ -72,6 +72,22 @@ import Testing
         #expect(Story(ReportDataTests.summary()).storm == nil)
     }
 
+    /// A run's quiet end has no ticks recorded: a 25 s wall run that sent one request at 0:02 is
+    /// still 25 s long (it once said "The busiest 20 s began at 0:00: 1 requests").
+    @Test func aShortRunIsToldWholeAndOneRequestIsOne() {
+        var metrics = RunMetrics()
+        metrics.timeline = Timeline(intervalMicroseconds: 1_000_000, tickMicroseconds: 1_000_000)
+        metrics.recordSent(operation: "p.events", retryNumber: 0, at: 2_000_000)
+        metrics.recordResponse(operation: "p.events", status: 200, latencyMicroseconds: 30_000, at: 2_030_000)
+        let summary = Summary(
+            scenario: "short", seed: 1, clock: "wall", devices: 10, simulatedSeconds: 25, wallSeconds: 25,
+            runID: "short-1", version: "test", metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0
+        )
+        let sentences = Story(summary).sentences
+        #expect(sentences.first == "In its 25 s the run sent 1 request, 0.04 per second.", "\(sentences)")
+        #expect(sentences.contains("No request was answered 429 and none was retried."), "\(sentences)")
+    }
+
     /// report.html opens with the story, marks the campaign on every chart over time and zooms
     /// on the storm, second by second, from a little before its first 429.
     @Test func theHTMLReportTellsTheStoryAndZoomsOnTheStorm() throws {
