@@ -312,7 +312,9 @@ public struct SVGChart: Sendable {
             guard offset >= 0, offset <= last + intervalSeconds else { continue }
             let markX = Self.left + plotWidth * min(offset, last) / last
             svg += "<line class=\"mark\" x1=\"\(f(markX))\" x2=\"\(f(markX))\" y1=\"\(f(Self.top))\" y2=\"\(f(y(0)))\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>"
-            svg += "<text x=\"\(f(markX + 4))\" y=\"\(f(Self.top + 10))\">\(HTMLReport.escape(mark.name))</text>\n"
+            // In the right third the name reads leftwards from the line, so the chart's edge does not cut it.
+            let leftwards = markX > Self.left + plotWidth * 2 / 3
+            svg += "<text x=\"\(f(leftwards ? markX - 4 : markX + 4))\" y=\"\(f(Self.top + 10))\"\(leftwards ? " text-anchor=\"end\"" : "")>\(HTMLReport.escape(mark.name))</text>\n"
         }
         svg += "\n<line x1=\"\(Self.left)\" x2=\"\(Self.width - Self.right)\" y1=\"\(f(y(0)))\" y2=\"\(f(y(0)))\" stroke=\"#888\"/>\n"
         // Series, drawn last first when stacked so lower layers stay on top of the fill.

@@ -105,6 +105,22 @@ import Testing
         #expect(!HTMLReport.render(ReportDataTests.summary()).contains("chart-storm"), "no storm, no zoom")
     }
 
+    /// A mark near the chart's right edge names itself leftwards of its line, so the edge does not
+    /// cut its name (a campaign at 5:00 of a 5:40 run once read "campaign fla").
+    @Test func aLateMarkIsNamedLeftwardsOfItsLine() throws {
+        var summary = Self.stormy()
+        summary.metrics.mark("late push", at: 580_000_000)
+        let html = HTMLReport.render(summary)
+        let chart = try #require(html.components(separatedBy: "id=\"chart-throughput\"").dropFirst().first?.components(separatedBy: "</svg>").first)
+        func text(naming name: String) -> String? {
+            chart.components(separatedBy: "<text ").first { $0.contains(">\(name)</text>") }
+        }
+        let late = try #require(text(naming: "late push"))
+        let early = try #require(text(naming: "campaign flash"))
+        #expect(late.contains("text-anchor=\"end\""), "\(late)")
+        #expect(!early.contains("text-anchor"), "a mark in the middle still reads rightwards: \(early)")
+    }
+
     /// summary.json's `story` carries the figures, and a threshold can judge the drain.
     @Test func theStoryIsInSummaryJSONAndAThresholdJudgesTheDrain() throws {
         let summary = Self.stormy()
