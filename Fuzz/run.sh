@@ -28,10 +28,13 @@ for target in "${targets[@]}"; do
     [ -d "Fuzz/regressions/$target" ] && inputs+=("Fuzz/regressions/$target")
     if [ "$seconds" = 0 ]; then limit=(-runs=0); else limit=(-max_total_time="$seconds"); fi
     case $target in json | scenario | mock-http | mock-socket | metrics-archive) limit+=(-dict=Fuzz/json.dict) ;; esac
+    # A metrics.json holds a run's intervals: its seed, a small stormy run's, is about 30 KB.
+    max_len=8192
+    [ "$target" = metrics-archive ] && max_len=65536
     log=.build/fuzz/$target.log
     # The Swift runtime's backtracer would wait on a crash inside libFuzzer's handler: off.
     FUZZ_TARGET=$target SWIFT_BACKTRACE=enable=no timeout -k 10 $((seconds + 120)) "$binary" "${limit[@]}" -timeout=10 \
-        -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 -artifact_prefix=.build/fuzz/artifacts/"$target"- "${inputs[@]}" >"$log" 2>&1
+        -rss_limit_mb=2048 -max_len=$max_len -print_final_stats=1 -artifact_prefix=.build/fuzz/artifacts/"$target"- "${inputs[@]}" >"$log" 2>&1
     status=$?
     runs=$(grep -E "^stat::number_of_executed_units" "$log" | awk '{print $2}')
     if [ $status -eq 0 ]; then
