@@ -157,7 +157,7 @@ public enum HTMLReport {
         let intervals = timeline.intervals
         func perSecond(_ value: (Timeline.Interval) -> UInt64) -> [Double?] { intervals.map { Double(value($0)) / seconds } }
         func latency(_ quantile: Double) -> [Double?] { intervals.map { $0.latency.milliseconds(atQuantile: quantile) } }
-        let marks = metrics.marks.map { SVGChart.Mark(name: $0.name, seconds: Double($0.microseconds) / 1_000_000) }
+        let marks = Self.marks(of: metrics)
         return [
             SVGChart(id: chartIDs[0], title: "Throughput (per second)", intervalSeconds: seconds, series: [
                 .init(name: "sent", colour: Colour.sent, values: perSecond(\.sent)),
@@ -182,6 +182,11 @@ public enum HTMLReport {
         ]
     }
 
+    /// The run's marks (campaign launches) as charts draw them.
+    static func marks(of metrics: RunMetrics) -> [SVGChart.Mark] {
+        metrics.marks.map { SVGChart.Mark(name: $0.name, seconds: Double($0.microseconds) / 1_000_000) }
+    }
+
     /// The storm at the ticks' resolution: a quarter of its length (ten ticks at least) before
     /// its first 429 and after the backlog drained.
     static func stormChart(_ storm: Story.Storm, story: Story, metrics: RunMetrics) -> SVGChart {
@@ -192,7 +197,7 @@ public enum HTMLReport {
         let window = ticks[first...last]
         let seconds = story.tickSeconds
         func perSecond(_ value: (Timeline.Tick) -> UInt32) -> [Double?] { window.map { Double(value($0)) / seconds } }
-        let marks = metrics.marks.map { SVGChart.Mark(name: $0.name, seconds: Double($0.microseconds) / 1_000_000) }
+        let marks = Self.marks(of: metrics)
             .filter { $0.seconds >= Double(first) * seconds && $0.seconds <= Double(last + 1) * seconds }
         return SVGChart(id: "chart-storm", title: "The storm (per second)", intervalSeconds: seconds, series: [
             .init(name: "sent", colour: Colour.sent, values: perSecond(\.sent)),

@@ -36,6 +36,13 @@ public struct Story: Sendable, Equatable {
     public var storm: Storm?
     public var tickSeconds: Double
 
+    /// How long the storm took to drain, from its first 429 to the end of its last troubled
+    /// tick, in seconds; nil without a storm or when it had not drained by the run's end.
+    public var drainedSeconds: Double? {
+        guard let storm, storm.drained else { return nil }
+        return Double(storm.lastTick + 1 - storm.firstRateLimitedTick) * tickSeconds
+    }
+
     public init(_ summary: Summary) {
         let metrics = summary.metrics
         let ticks = metrics.timeline.ticks
@@ -84,8 +91,7 @@ public struct Story: Sendable, Equatable {
             sentence += ", \(TerminalReport.format2(storm.attemptsPerRequest)) attempts per request while it lasted (\(TerminalReport.format2(metrics.retryAmplification)) over the whole run)."
             sentences.append(sentence)
             var recovery: String
-            if storm.drained {
-                let drained = Double(storm.lastTick + 1) * tickSeconds - start
+            if let drained = drainedSeconds {
                 recovery = "The backlog drained \(Self.span(drained, atLeast: tickSeconds)) after the first 429, at \(clock(storm.lastTick + 1))"
                 recovery += storm.lastRateLimitedTick == storm.lastTick ? " (its last 429)" : " (last 429 at \(clock(storm.lastRateLimitedTick)), last retry at \(clock(storm.lastTick)))"
             } else {
@@ -129,7 +135,7 @@ public struct Story: Sendable, Equatable {
             let start = Double(storm.firstRateLimitedTick) * tickSeconds
             object["storm"] = [
                 "startSeconds": round(start), "drained": .bool(storm.drained),
-                "drainedSeconds": storm.drained ? round(Double(storm.lastTick + 1) * tickSeconds - start) : .null,
+                "drainedSeconds": drainedSeconds.map(round) ?? .null,
                 "lastRateLimitedSeconds": round(Double(storm.lastRateLimitedTick) * tickSeconds),
                 "rateLimited": .number(Double(storm.rateLimited)), "retries": .number(Double(storm.retries)),
                 "sent": .number(Double(storm.sent)), "attemptsPerRequest": round(storm.attemptsPerRequest),

@@ -125,9 +125,8 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         case .retryAmplification: return metrics.retryAmplification
         case .stormDrained:
             let story = Story(summary)
-            guard let storm = story.storm else { return 0 }
-            guard storm.drained else { return .infinity }
-            return (Double(storm.lastTick + 1 - storm.firstRateLimitedTick) * story.tickSeconds * 1_000).rounded()
+            guard story.storm != nil else { return 0 }
+            return story.drainedSeconds.map { ($0 * 1_000).rounded() } ?? .infinity
         case .counter(let name): return Double(metrics.counters[name] ?? 0)
         }
     }

@@ -19,6 +19,11 @@ public struct ServerRequest: Sendable {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 
+    /// The target's path, without its query (searched as bytes, as `Request.pathWithoutQuery`).
+    public var path: String {
+        target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(target[..<$0]) } ?? target
+    }
+
     /// A WebSocket opening handshake (RFC 6455 section 4.2.1).
     public var isWebSocketUpgrade: Bool {
         method == "GET" && header("Upgrade")?.lowercased() == "websocket"

@@ -22,7 +22,7 @@ public final class Dashboard: LiveEndpoint {
         group = EventLoopGroup(threads: 1, name: "pushswarm-dashboard")
         let state = self.state
         server = HTTPServer(group: group) { request, responder in
-            let path = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
+            let path = request.path
             guard request.method == "GET" else {
                 return responder.respond(Response(status: 405, headers: [Header("Allow", "GET"), Header("Content-Type", "text/plain")], body: Array("the dashboard answers GET only\n".utf8)))
             }

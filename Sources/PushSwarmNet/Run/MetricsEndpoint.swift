@@ -32,7 +32,7 @@ public final class MetricsEndpoint: LiveEndpoint {
         group = EventLoopGroup(threads: 1, name: "pushswarm-metrics")
         let latest = self.latest
         server = HTTPServer(group: group) { request, responder in
-            let path = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
+            let path = request.path
             guard request.method == "GET", path == "/metrics" else {
                 return responder.respond(Response(status: 404, headers: [Header("Content-Type", "text/plain")], body: Array("PushSwarm serves GET /metrics here\n".utf8)))
             }

@@ -55,7 +55,7 @@ public final class MockServer: Sendable {
     public func stop() { server.stop() }
 
     private func handle(_ request: ServerRequest, _ responder: HTTPResponder) {
-        let path = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
+        let path = request.path
         switch (request.method, path) {
         case ("GET", "/metrics"):
             return responder.respond(Response(status: 200, headers: [Header("Content-Type", "text/plain; version=0.0.4")], body: Array(metricsText().utf8)))

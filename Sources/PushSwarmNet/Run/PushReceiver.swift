@@ -41,7 +41,7 @@ public final class PushReceiver: @unchecked Sendable {
     public func stop() { server.stop() }
 
     private func receive(_ request: ServerRequest, _ responder: HTTPResponder) {
-        let path = request.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.target
+        let path = request.path
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "v1", "projects", "{project}", "messages:send"
         guard parts.count == 5, parts[1] == "v1", parts[2] == "projects", !parts[3].isEmpty, parts[4] == "messages:send" else {
