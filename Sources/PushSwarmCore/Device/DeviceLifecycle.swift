@@ -420,28 +420,33 @@ public struct DeviceLifecycle: Sendable {
         case .stableID:
             return random.nextUUID()
         case .fcm:
-            // An FCM registration token: an instance id, a colon, and "APA91b" with a long tail.
-            return Self.base64URL(count: 22, random: &random) + ":APA91b" + Self.base64URL(count: 134, random: &random)
+            // An FCM registration token: an instance id, a colon, and "APA91b" with a long tail,
+            // written as bytes into the string's own storage (one allocation).
+            let middle = ":APA91b".utf8
+            return String(unsafeUninitializedCapacity: 22 + middle.count + 134) { buffer in
+                Self.base64URL(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<22]), random: &random)
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[22...]).initialize(from: middle)
+                Self.base64URL(into: UnsafeMutableBufferPointer(rebasing: buffer[(22 + middle.count)...]), random: &random)
+                return buffer.count
+            }
         }
     }
 
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    private static func base64URL(count: Int, random: inout SeededRandom) -> String {
-        var text = ""
-        text.reserveCapacity(count)
+    /// Fills `buffer` with random base64url characters, six bits of the stream each.
+    private static func base64URL(into buffer: UnsafeMutableBufferPointer<UInt8>, random: inout SeededRandom) {
         var bits: UInt64 = 0
         var available = 0
-        for _ in 0..<count {
+        for index in buffer.indices {
             if available < 6 {
                 bits = random.next()
                 available = 64
             }
-            text.append(alphabet[Int(bits & 63)])
+            buffer[index] = alphabet[Int(bits & 63)]
             bits >>= 6
             available -= 6
         }
-        return text
     }
 }
 

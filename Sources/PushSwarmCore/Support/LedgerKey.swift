@@ -42,8 +42,7 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
     /// `("ab", "c")` and `("a", "bc")` differ; JSON objects are hashed with their members sorted
     /// by name, so member order on the wire does not change the key.
     ///
-    /// The mixing step is the 64×64→128-bit multiply-and-fold of wyhash: every input bit reaches
-    /// every output bit within two words.
+    /// The mixing is wyhash's 64×64→128-bit multiply-and-fold (`ByteMix`).
     public struct Builder: Sendable {
         private var state: UInt64 = 0x243F_6A88_85A3_08D3
 
@@ -101,24 +100,10 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
 
         private mutating func add(bytes: UnsafeBufferPointer<UInt8>, kind: UInt64) {
             mix(kind << 56 | UInt64(bytes.count))
-            guard let base = bytes.baseAddress else { return }
-            let raw = UnsafeRawPointer(base)
-            var offset = 0
-            while offset + 8 <= bytes.count {
-                mix(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
-                offset += 8
-            }
-            if offset < bytes.count {
-                var tail: UInt64 = 0
-                for index in offset..<bytes.count { tail |= UInt64(bytes[index]) << UInt64(8 * (index - offset)) }
-                mix(tail)
-            }
+            ByteMix.absorb(bytes, into: &state)
         }
 
         @inline(__always)
-        private mutating func mix(_ word: UInt64) {
-            let product = (state ^ word ^ 0xE703_7ED1_A0B4_28DB).multipliedFullWidth(by: 0xA076_1D64_78BD_642F)
-            state = product.high ^ product.low
-        }
+        private mutating func mix(_ word: UInt64) { ByteMix.mix(word, into: &state) }
     }
 }

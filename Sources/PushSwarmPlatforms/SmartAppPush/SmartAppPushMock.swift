@@ -33,7 +33,7 @@ public struct SmartAppPushMock: MockService {
     private var limiter: SlidingWindowLimiter<LimitKey>
     /// Devices in the order the service first saw them (campaigns walk this order).
     private var devices: [DeviceRecord] = []
-    private var slotByToken: [String: Int] = [:]
+    private var slotByToken = TokenIndex()
     /// Computes each accepted event's fingerprint and ledger key, reusing its buffers.
     private var identity = SmartAppPushMessages.EventIdentity()
     private static let fingerprintAnswerPrefix = Array(#"{"fingerprint":""#.utf8)
@@ -161,7 +161,9 @@ public struct SmartAppPushMock: MockService {
         )
         // "Registers or updates the device (token + push permission status)".
         let user = appUserID.flatMap { $0.content.isEmpty ? nil : body.text($0) }
-        register(token: body.text(deviceToken), userID: user, isPushPermissionGranted: permission)
+        body.withUTF8(deviceToken) { token in
+            register(token: token, makeToken: { body.text(deviceToken) }, userID: user, isPushPermissionGranted: permission)
+        }
         // {"fingerprint":"…"}, its 64 hex digits written straight into the body.
         var answer: [UInt8] = []
         answer.reserveCapacity(Self.fingerprintAnswerPrefix.count + 64 + 2)
@@ -221,12 +223,20 @@ public struct SmartAppPushMock: MockService {
     // MARK: - Helpers
 
     private mutating func register(token: String, userID: String?, isPushPermissionGranted: Bool) {
-        if let slot = slotByToken[token] {
+        var bytes = token
+        bytes.withUTF8 { utf8 in register(token: utf8, makeToken: { token }, userID: userID, isPushPermissionGranted: isPushPermissionGranted) }
+    }
+
+    /// Registers a device by its token's UTF-8, as the request holds it: a `String` of the token
+    /// is made (`makeToken`) only for a device the service has not seen.
+    private mutating func register(token: UnsafeBufferPointer<UInt8>, makeToken: () -> String, userID: String?, isPushPermissionGranted: Bool) {
+        if let slot = slotByToken.value(utf8: token) {
             devices[slot].isPushPermissionGranted = isPushPermissionGranted
             if let userID { devices[slot].userID = userID }
         } else {
-            slotByToken[token] = devices.count
-            devices.append(DeviceRecord(token: token, userID: userID, isPushPermissionGranted: isPushPermissionGranted))
+            let text = makeToken()
+            slotByToken[text] = devices.count
+            devices.append(DeviceRecord(token: text, userID: userID, isPushPermissionGranted: isPushPermissionGranted))
         }
     }
 

@@ -1,0 +1,36 @@
+/// The multiply-and-fold step of wyhash, and bytes absorbed with it: the one fast non-cryptographic
+/// hash PushSwarm uses (`LedgerKey.Builder` for ledger keys, `TokenIndex` for token tables).
+/// Every input bit reaches every output bit within two words.
+enum ByteMix {
+    @inline(__always)
+    static func mix(_ word: UInt64, into state: inout UInt64) {
+        let product = (state ^ word ^ 0xE703_7ED1_A0B4_28DB).multipliedFullWidth(by: 0xA076_1D64_78BD_642F)
+        state = product.high ^ product.low
+    }
+
+    /// Mixes `bytes` into `state`: 16 bytes a multiply, as wyhash does, then a word, then the
+    /// tail. A two-word product is zero only when a word equals the constant it is xored with;
+    /// both constants are invalid UTF-8, so no text can zero the state.
+    @inline(__always)
+    static func absorb(_ bytes: UnsafeBufferPointer<UInt8>, into state: inout UInt64) {
+        guard let base = bytes.baseAddress else { return }
+        let raw = UnsafeRawPointer(base)
+        var offset = 0
+        while offset + 16 <= bytes.count {
+            let first = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            let second = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+            let product = (state ^ first ^ 0xE703_7ED1_A0B4_28DB).multipliedFullWidth(by: second ^ 0x8EBC_6AF0_9C88_C6E3)
+            state = product.high ^ product.low
+            offset += 16
+        }
+        if offset + 8 <= bytes.count {
+            mix(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)), into: &state)
+            offset += 8
+        }
+        if offset < bytes.count {
+            var tail: UInt64 = 0
+            for index in offset..<bytes.count { tail |= UInt64(bytes[index]) << UInt64(8 * (index - offset)) }
+            mix(tail, into: &state)
+        }
+    }
+}
