@@ -202,8 +202,8 @@ public struct Story: Sendable, Equatable {
     }
 
     /// A moment of the run's timeline: h:mm:ss from its start in runs of an hour or more, m:ss
-    /// in shorter ones.
-    static func clock(_ seconds: Double, long: Bool) -> String {
+    /// in shorter ones (the story's sentences, the live dashboard's status).
+    public static func clock(_ seconds: Double, long: Bool) -> String {
         let whole = Int(seconds.rounded(.down))
         let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
         return long || whole >= 3_600 ? "\(whole / 3_600):\(two(whole % 3_600 / 60)):\(two(whole % 60))" : "\(whole / 60):\(two(whole % 60))"

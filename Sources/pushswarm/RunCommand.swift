@@ -148,8 +148,8 @@ enum RunCommand {
             }
             listeners.append(listener)
             // With port 0 the system chose one: print the one it chose.
-            let host = text.hasPrefix("[") ? String(text[...(text.lastIndex(of: "]") ?? text.startIndex)]) : String(text.prefix { $0 != ":" })
-            if !arguments.flags.contains("--quiet") { print("\(what) at http://\(host):\(listener.port)\(path) while the run goes") }
+            let listening = SocketAddress(ip: address.ip, port: listener.port)
+            if !arguments.flags.contains("--quiet") { print("\(what) at http://\(listening)\(path) while the run goes") }
         }
         let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"

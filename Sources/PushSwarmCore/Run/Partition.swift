@@ -71,7 +71,7 @@ final class Partition: @unchecked Sendable {
     private var workloadRandom: SeededRandom
     /// Closed-model devices, their think time and their own draws of it.
     private var closedLoop: [Int: (think: Distribution, random: SeededRandom)] = [:]
-    private var pushGateway = TokenIndex()
+    private var pushGateway: TokenIndex
     private var metrics = RunMetrics()
     /// Items devices saw accepted that this partition's mocks never recorded.
     private var lost = 0
@@ -116,7 +116,7 @@ final class Partition: @unchecked Sendable {
         self.transport = transport
         self.mocks = mocks
         self.range = range
-        pushGateway.reserveCapacity(range.count)
+        pushGateway = TokenIndex(minimumCapacity: range.count)
         self.countsRunEvents = countsRunEvents
         self.progress = progress
         isWall = scenario.clock == .wall

@@ -1,9 +1,10 @@
 import Glibc
 
 /// A table from strings (push tokens, 150-odd bytes) to small integers, looked up by the string's
-/// UTF-8 as a request body holds it: no `String` is made to find a key, and the key is hashed 8
-/// bytes at a time, not by SipHash. A mock service looks the device token of every event up here;
-/// with `[String: Int]`, that made a `String` of the token (an allocation) and SipHashed it.
+/// UTF-8 as a request body holds it: no `String` is made to find a key, and the key is hashed 16
+/// bytes at a time (`ByteMix`), not by SipHash. A mock service looks the device token of every
+/// event up here; with `[String: Int]`, that made a `String` of the token (an allocation) and
+/// SipHashed it.
 ///
 /// Open addressing with linear probing, at most three quarters full (as `Dictionary`), 24 bytes a
 /// position (a 32-bit hash, a 32-bit value, the key): the memory of the `[String: Int]` it
@@ -24,10 +25,6 @@ public struct TokenIndex: Sendable {
         values = Array(repeating: 0, count: size)
         keys = Array(repeating: "", count: size)
         mask = size - 1
-    }
-
-    public mutating func reserveCapacity(_ minimumCapacity: Int) {
-        while 4 * minimumCapacity > 3 * hashes.count { grow() }
     }
 
     /// The value of the key whose UTF-8 is `utf8`.
@@ -52,17 +49,6 @@ public struct TokenIndex: Sendable {
             } else if let newValue {
                 insert(key, value: newValue, hash: hash, at: position)
             }
-        }
-    }
-
-    /// Sets `key`'s value, given its UTF-8 (`key` is made only for a key not in the table).
-    public mutating func set(_ value: Int, utf8: UnsafeBufferPointer<UInt8>, key: () -> String) {
-        let hash = Self.hash(utf8)
-        let position = find(utf8, hash: hash)
-        if hashes[position] != 0 {
-            values[position] = Int32(value)
-        } else {
-            insert(key(), value: value, hash: hash, at: position)
         }
     }
 

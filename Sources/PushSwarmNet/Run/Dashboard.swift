@@ -94,7 +94,8 @@ public final class Dashboard: LiveEndpoint {
             tile("lag", "generator lag p99", lag, Double(metrics.durations["generatorLag"]?.value(atQuantile: 0.99) ?? 0) / 1_000),
         ]
         let share = progress.duration.microseconds > 0 ? min(1, Double(progress.elapsed.microseconds) / Double(progress.duration.microseconds)) : 0
-        let status = "\(Self.clock(progress.elapsed.seconds)) of \(Self.clock(progress.duration.seconds)) (\(Int((share * 100).rounded())) %)"
+        let clock = { (seconds: Double) in Story.clock(max(0, seconds), long: false) }
+        let status = "\(clock(progress.elapsed.seconds)) of \(clock(progress.duration.seconds)) (\(Int((share * 100).rounded())) %)"
         return [
             "scenario": .string(scenario), "status": .string(status),
             "elapsedSeconds": .number(progress.elapsed.seconds), "durationSeconds": .number(progress.duration.seconds),
@@ -113,11 +114,6 @@ public final class Dashboard: LiveEndpoint {
         return metrics
     }
 
-    private static func clock(_ seconds: Double) -> String {
-        let whole = max(0, Int(seconds.rounded(.down)))
-        let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
-        return whole >= 3_600 ? "\(whole / 3_600):\(two(whole % 3_600 / 60)):\(two(whole % 60))" : "\(whole / 60):\(two(whole % 60))"
-    }
 
     /// The page: styles as report.html's, a script that polls `data` each second.
     static func page(scenario: String) -> String {
