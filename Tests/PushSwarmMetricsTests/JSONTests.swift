@@ -55,8 +55,8 @@ import Testing
                     case .number(let number)?: .number(number)
                     case .bool(let flag)?: .bool(flag)
                     case .null?: .null
-                    case .array(let elements)?: .array(elements)
-                    case .object(let object)?: .object(object)
+                    case .array(let nested)?: fields.value(nested)
+                    case .object(let nested)?: fields.value(nested)
                     }
                 #expect(found == tree[name], "\(name) in \(document)")
             }
@@ -71,6 +71,55 @@ import Testing
             }
             #expect(throws: expected) { _ = try JSONFields.parse(Array(bad.utf8)) }
         }
+    }
+
+    /// A nested object or array is kept as its bytes, and those bytes are its canonical form
+    /// (what `write(_:sortingKeys: true)` gives, which fingerprints and ledger keys hash) only when
+    /// they are exactly that form, with no escape; any difference (space, member order, an escape,
+    /// a number written another way) goes through a tree. Either way `writeCanonical` gives the canonical text.
+    @Test func aNestedValueIsCanonicalExactlyWhenItsBytesAreItsCanonicalForm() throws {
+        let nested = [
+            #"{}"#, #"[]"#, #"{"a":1,"b":2}"#, #"{"b":2,"a":1}"#, #"{"a":1,"ab":2}"#, #"{"ab":1,"a":2}"#, #"{"a": 1}"#, #"[1, 2]"#,
+            #"{"a":"x\"y"}"#, #"{"a":"\u0041"}"#, #"{"a":"\/"}"#, #"{"a":"é😀"}"#, #"{"\u0061":1}"#,
+            #"[0]"#, #"[-0]"#, #"[-5]"#, #"[1.0]"#, #"[1.5]"#, #"[12.34]"#, #"[12.340]"#, #"[1e2]"#, #"[1E2]"#, #"[0.1]"#,
+            #"[0.00001]"#, #"[1e-05]"#, #"[123456789012345]"#, #"[1234567890123456]"#, #"[9007199254740993]"#, #"[-123456789012345]"#,
+            #"[true,false,null]"#, #"[true, false]"#, #"{"a":{"c":[{"e":1,"d":2}],"b":null}}"#, #"{"a":{"b":null,"c":[{"d":2,"e":1}]}}"#,
+            #"[[[[]]]]"#, #"{"z":[],"y":{}}"#,
+        ]
+        for text in nested {
+            let bytes = Array(#"{"n":\#(text),"after":"x"}"#.utf8)
+            let fields = try #require(try JSONFields.parse(bytes), "\(text)")
+            let value: JSONFields.Nested
+            switch fields["n"] {
+            case .object(let found)?, .array(let found)?: value = found
+            default:
+                Issue.record("\(text) is nested")
+                continue
+            }
+            let canonical = JSONWriter.bytes(of: try JSONParser.parse(text), sortingKeys: true)
+            // A string with an escape always goes through a tree, even where the writer would
+            // write the same escape.
+            #expect(value.isCanonical == (canonical == Array(text.utf8) && !text.contains("\\")), "\(text)")
+            var writer = JSONWriter()
+            fields.writeCanonical(value, into: &writer)
+            #expect(writer.text == String(decoding: canonical, as: UTF8.self), "\(text)")
+            #expect(fields.value(value) == (try JSONParser.parse(text)), "\(text)")
+            guard case .string(let after)? = fields["after"] else {
+                Issue.record("the member after \(text) is read")
+                continue
+            }
+            #expect(fields.text(after) == "x")
+        }
+        // What the parser refuses inside a nested value is refused, with its error, whether or
+        // not the rest of it looked canonical.
+        for bad in [#"{"n":{"a":1,"a":2}}"#, #"{"n":{"b":1,"a":1,"b":2}}"#, #"{"n":[1,]}"#, #"{"n":{"a":01}}"#, #"{"n":[tru]}"#, #"{"n":{"a":"\x"}}"#] {
+            var expected: JSONParser.SyntaxError?
+            do { _ = try JSONParser.parse(bad) } catch { expected = error }
+            let error = try #require(expected, "\(bad) is not JSON")
+            #expect(throws: error) { _ = try JSONFields.parse(Array(bad.utf8)) }
+        }
+        let deep = #"{"n":"# + String(repeating: "[", count: 200) + String(repeating: "]", count: 200) + "}"
+        #expect(throws: JSONParser.SyntaxError.self) { try JSONFields.parse(Array(deep.utf8)) }
     }
 
     /// Strings are scanned eight bytes at a time while they are plain ASCII; an escape, a

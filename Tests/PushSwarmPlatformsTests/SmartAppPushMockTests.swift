@@ -150,16 +150,39 @@ import PushSwarmMetrics
         #expect(key(nil, context: ["a": 1]) != key(["a": 1]), "context and params are different fields")
     }
 
-    // The client writes the context from plain strings; the mock hashes the object it parsed.
-    // Both must give one key, or every accepted event would count as lost.
-    @Test func theClientsStepwiseEventKeyEqualsTheMocksKeyOfTheParsedBody() {
-        var stepwise = SmartAppPushMessages.EventKey(tenantID: "t", appID: "a", appUserID: nil, eventName: "e", eventTime: "x", deviceToken: "d")
-        stepwise.add(context: [("app_version", "1.0"), ("os_version", "14"), ("screen", "home")])
-        stepwise.add(params: ["k": "v"])
+    // The client hashes the context and params as it wrote them into its body (in canonical form);
+    // the mock hashes the canonical form of what it parsed, however the body wrote it. Both must
+    // give one key, or every accepted event would count as lost.
+    @Test mutating func theClientsStepwiseEventKeyEqualsTheMocksKeyOfTheParsedBody() {
+        var body = JSONWriter()
+        body.beginObject()
+        for (name, value) in [("app_version", "1.0"), ("os_version", "14"), ("screen", "home")] {
+            body.key(name)
+            body.string(value)
+        }
+        body.endObject()
+        var stepwise = SmartAppPushMessages.EventKey(
+            tenantID: "t1", appID: "app1", appUserID: nil, eventName: "e", eventTime: "2026-03-29T14:30:00+03:00", deviceToken: "d")
+        body.bytes.withUnsafeBufferPointer { stepwise.add(canonicalJSON: $0) }
+        stepwise.add(["k": "v", "n": 2])
         let parsed = SmartAppPushMessages.eventKey(
-            tenantID: "t", appID: "a", appUserID: nil, eventName: "e", eventTime: "x", deviceToken: "d",
-            context: ["screen": "home", "os_version": "14", "app_version": "1.0"], params: ["k": "v"])
+            tenantID: "t1", appID: "app1", appUserID: nil, eventName: "e", eventTime: "2026-03-29T14:30:00+03:00", deviceToken: "d",
+            context: ["screen": "home", "os_version": "14", "app_version": "1.0"], params: ["n": 2.0, "k": "v"])
         #expect(stepwise.key == parsed)
+        // What the mock records for the same event, its objects written with members in another
+        // order, spaces, a fraction and an escape: the same key.
+        var event = Self.validEvent()
+        event["event_name"] = "e"
+        event["event_time"] = "2026-03-29T14:30:00+03:00"
+        event["device_token"] = "d"
+        event["context"] = nil
+        event["params"] = nil
+        var text = JSONWriter.text(of: .object(event))
+        text.removeLast()
+        text += #", "params": { "n": 2.0, "k": "\u0076" }, "context": {"screen":"home","app_version":"1.0","os_version":"14"}}"#
+        let reply = mock.handle(Request(method: "POST", path: "/events", body: Array(text.utf8)), from: source, at: .start)
+        #expect(reply.response.status == 200)
+        #expect(reply.accepted == stepwise.key)
     }
 
     // "`POST /events` 10 requests/second per IP"; "`POST /pushes/opened` 10 requests/second per IP".

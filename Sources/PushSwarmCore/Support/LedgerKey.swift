@@ -86,7 +86,7 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
                 mix(5 << 56 | UInt64(elements.count))
                 for element in elements { add(element) }
             case .object(let object):
-                addObjectHeader(memberCount: object.members.count)
+                mix(6 << 56 | UInt64(object.members.count))
                 for member in object.sortedMembers {
                     add(member.key)
                     add(member.value)
@@ -94,9 +94,10 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
             }
         }
 
-        /// Starts an object of `memberCount` members; add each member's name and value after it,
-        /// in byte order of the names (as `add(_ value: JSONValue)` does for a whole object).
-        public mutating func addObjectHeader(memberCount: Int) { mix(6 << 56 | UInt64(memberCount)) }
+        /// A JSON value given as its canonical text (`JSONWriter.write(_:sortingKeys: true)`):
+        /// hashed as bytes, which is cheaper than walking a tree and gives equal values one key.
+        /// Not the same key as `add(_ value:)` of that value: both sides of a ledger must use one.
+        public mutating func add(canonicalJSON text: UnsafeBufferPointer<UInt8>) { add(bytes: text, kind: 7) }
 
         private mutating func add(bytes: UnsafeBufferPointer<UInt8>, kind: UInt64) {
             mix(kind << 56 | UInt64(bytes.count))

@@ -2,7 +2,9 @@ import Glibc
 
 /// The top-level members of a JSON object, found in one validating pass over its bytes without
 /// building a tree for them: a string member is the range of its bytes, turned into a `String`
-/// only when asked. Nested objects and arrays are parsed into `JSONValue`s (they are small).
+/// only when asked. A nested object or array is checked and kept as its range too: a tree is
+/// made of it only when asked (`value(_:)`), and its canonical form, when its bytes are that form
+/// already, is those bytes (`writeCanonical`).
 ///
 /// For mock services, which look at a dozen fields of every request body: the same checks as
 /// `JSONParser` (it is the same cursor), a fraction of its allocations. Names are compared byte
@@ -21,8 +23,15 @@ public struct JSONFields {
         case number(Double)
         case bool(Bool)
         case null
-        case array([JSONValue])
-        case object(JSONObject)
+        case array(Nested)
+        case object(Nested)
+    }
+
+    /// A nested object or array: its bytes' range, and whether they are in the canonical form of
+    /// `JSONWriter.write(_:sortingKeys: true)` already (compact, members in byte order of names).
+    public struct Nested: Sendable {
+        public var range: Range<Int>
+        public var isCanonical: Bool
     }
 
     private struct Member {
@@ -53,14 +62,24 @@ public struct JSONFields {
                 if bytes[cursor.index] == UInt8(ascii: "\"") {
                     let (content, isPlainValue) = try cursor.scanString()
                     value = .string(Text(content: content, isPlain: isPlainValue))
+                } else if bytes[cursor.index] == UInt8(ascii: "{") || bytes[cursor.index] == UInt8(ascii: "[") {
+                    // Checked without a tree when canonical; otherwise parsed, which checks it and
+                    // reports what is wrong, and the tree is dropped.
+                    let start = cursor.index
+                    var isCanonical = cursor.skipCanonical(depth: 1)
+                    if !isCanonical {
+                        cursor.index = start
+                        _ = try cursor.parseValue(depth: 1)
+                        isCanonical = false
+                    }
+                    let nested = Nested(range: start..<cursor.index, isCanonical: isCanonical)
+                    value = bytes[start] == UInt8(ascii: "{") ? .object(nested) : .array(nested)
                 } else {
                     switch try cursor.parseValue(depth: 1) {
                     case .null: value = .null
                     case .bool(let flag): value = .bool(flag)
                     case .number(let number): value = .number(number)
-                    case .string: throw cursor.error("a string where none was expected")  // not reached: strings are scanned above
-                    case .array(let elements): value = .array(elements)
-                    case .object(let object): value = .object(object)
+                    case .string, .array, .object: throw cursor.error("unexpected value")  // not reached: handled above
                     }
                 }
                 fields.members.append(Member(name: name, isPlainName: isPlain, value: value))
@@ -96,6 +115,24 @@ public struct JSONFields {
                 }
             }
             return nil
+        }
+    }
+
+    /// A nested object or array as a tree. It was checked when the fields were parsed, so this
+    /// cannot fail.
+    public func value(_ nested: Nested) -> JSONValue {
+        var cursor = JSONParser.Cursor(bytes: bytes)
+        cursor.index = nested.range.lowerBound
+        return (try? cursor.parseValue(depth: 1)) ?? .null
+    }
+
+    /// Writes a nested object or array in canonical form (`JSONWriter.write(_:sortingKeys: true)`):
+    /// its bytes as they stand when they are that form already, else through a tree.
+    public func writeCanonical(_ nested: Nested, into writer: inout JSONWriter) {
+        if nested.isCanonical {
+            bytes.withUnsafeBufferPointer { writer.json(UnsafeBufferPointer(rebasing: $0[nested.range])) }
+        } else {
+            writer.write(value(nested), sortingKeys: true)
         }
     }
 

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Parses JSON text (RFC 8259) into a `JSONValue`, reporting where a syntax error is.
 ///
 /// Written for two callers with different needs: scenario files, where an error must say line and
@@ -322,6 +324,96 @@ public struct JSONParser {
                 }
             }
             return scalars
+        }
+
+        /// Moves past the value at `index` when it is valid JSON already in canonical form, the
+        /// form `JSONWriter.write(_:sortingKeys: true)` gives it: no whitespace, object members in
+        /// strictly ascending byte order of their names (so none repeats), names and strings
+        /// without escapes, numbers as the writer writes them. Returns false for anything else,
+        /// valid or not, leaving `index` anywhere: the caller starts again at the value with
+        /// `parseValue`, which decides and reports. `depth` is that of the container holding the
+        /// value, as for `parseValue`.
+        ///
+        /// What a mock keeps of a nested object it only hashes: checked without building a tree,
+        /// and its canonical form is its bytes as they stand.
+        mutating func skipCanonical(depth: Int) -> Bool {
+            guard index < bytes.count else { return false }
+            switch bytes[index] {
+            case UInt8(ascii: "{"):
+                guard depth + 1 <= JSONParser.maximumDepth else { return false }
+                index += 1
+                if passes(UInt8(ascii: "}")) { return true }
+                var previous: Range<Int>?
+                while true {
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: "\""),
+                        let (name, isPlain) = try? scanString(), isPlain
+                    else { return false }
+                    if let previous, !namePrecedes(previous, name) { return false }
+                    previous = name
+                    guard passes(UInt8(ascii: ":")), skipCanonical(depth: depth + 1) else { return false }
+                    if passes(UInt8(ascii: "}")) { return true }
+                    guard passes(UInt8(ascii: ",")) else { return false }
+                }
+            case UInt8(ascii: "["):
+                guard depth + 1 <= JSONParser.maximumDepth else { return false }
+                index += 1
+                if passes(UInt8(ascii: "]")) { return true }
+                while true {
+                    guard skipCanonical(depth: depth + 1) else { return false }
+                    if passes(UInt8(ascii: "]")) { return true }
+                    guard passes(UInt8(ascii: ",")) else { return false }
+                }
+            case UInt8(ascii: "\""):
+                guard let (_, isPlain) = try? scanString() else { return false }
+                return isPlain
+            case UInt8(ascii: "t"): return (try? expectWord("true")) != nil
+            case UInt8(ascii: "f"): return (try? expectWord("false")) != nil
+            case UInt8(ascii: "n"): return (try? expectWord("null")) != nil
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return skipCanonicalNumber()
+            default: return false
+            }
+        }
+
+        /// Moves past `byte` when it is next; false when something else (or nothing) is.
+        private mutating func passes(_ byte: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+
+        /// A number written as the writer writes it. An integer of up to 15 digits without a
+        /// leading zero (nor `-0`) is decided from its digits; any other number is parsed and
+        /// written again, and must come out the same.
+        private mutating func skipCanonicalNumber() -> Bool {
+            let start = index
+            var digitsStart = index
+            if bytes[index] == UInt8(ascii: "-") {
+                index += 1
+                digitsStart = index
+            }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            let digits = index - digitsStart
+            let isPlainInteger = digits > 0 && digits <= 15 && (bytes[digitsStart] != UInt8(ascii: "0") || digits == 1 && digitsStart == start)
+            if isPlainInteger, index == bytes.count || !Self.continuesNumber(bytes[index]) { return true }
+            index = start
+            guard let value = try? parseNumber() else { return false }
+            var written: [UInt8] = []
+            JSONWriter.appendNumber(value, to: &written)
+            return written.elementsEqual(bytes[start..<index])
+        }
+
+        private static func continuesNumber(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+        }
+
+        /// Whether the plain name at `a` comes before the one at `b` in byte order (a prefix first):
+        /// `JSONObject.sortedMembers`'s order.
+        private func namePrecedes(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+            bytes.withUnsafeBufferPointer { all in
+                let common = min(a.count, b.count)
+                let order = common == 0 ? 0 : memcmp(all.baseAddress! + a.lowerBound, all.baseAddress! + b.lowerBound, common)
+                return order != 0 ? order < 0 : a.count < b.count
+            }
         }
 
         mutating func parseNumber() throws(SyntaxError) -> Double {

@@ -93,6 +93,12 @@ public struct JSONWriter: Sendable {
         appendQuoted(utf8)
     }
 
+    /// A value already in JSON form (compact, as this writer would write it), copied as it stands.
+    public mutating func json(_ text: UnsafeBufferPointer<UInt8>) {
+        prepareForValue()
+        bytes.append(contentsOf: text)
+    }
+
     /// Empties the writer for another document, keeping its buffer's capacity.
     public mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
@@ -207,7 +213,11 @@ public struct JSONWriter: Sendable {
         for _ in 0..<(depth * indentUnit) { bytes.append(UInt8(ascii: " ")) }
     }
 
-    private mutating func appendNumber(_ value: Double) {
+    private mutating func appendNumber(_ value: Double) { Self.appendNumber(value, to: &bytes) }
+
+    /// A number as the writer writes it: integral ones without a fraction, others in Swift's
+    /// shortest round-trip form, non-finite ones as null.
+    static func appendNumber(_ value: Double, to bytes: inout [UInt8]) {
         guard value.isFinite else {
             bytes.append(contentsOf: "null".utf8)
             return

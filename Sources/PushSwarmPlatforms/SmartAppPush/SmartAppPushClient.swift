@@ -108,8 +108,7 @@ struct SmartAppPushClient: PlatformClient {
     /// The context's member names, in byte order, and in JSON form.
     private static let contextMembers = ["app_version", "os_version", "screen"]
     private static let quotedContextMembers = contextMembers.map(JSONWriter.Quoted.init)
-    private static let contextBit = SmartAppPushMessages.EventField.context.bit
-    private static let paramsBit = SmartAppPushMessages.EventField.params.bit
+    private static let null: StaticString = "null"
 
     /// The event's body is written field by field straight into bytes, in the spec's order: no
     /// JSON tree is built for it. Its ledger key hashes the fingerprint's fields as the mock will
@@ -122,11 +121,14 @@ struct SmartAppPushClient: PlatformClient {
         let token = device.pushToken ?? ""
         let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
         let settings = self.settings
-        // The context's members in byte order of their names: written so, and hashed so by the key.
-        let names = Self.contextMembers
-        let context = [(names[0], profile.appVersion), (names[1], profile.osVersion), (names[2], device.currentScreen)]
+        // The context's members in byte order of their names (`contextMembers`): its canonical form.
+        let context = [profile.appVersion, profile.osVersion, device.currentScreen]
 
         var body = JSONWriter()
+        // Where the context and the params are in the body: in canonical form, as the mock will
+        // write them for the fingerprint, so the ledger key hashes those bytes.
+        var contextBytes: Range<Int>?
+        var paramsBytes: Range<Int>?
         body.beginObject()
         for (position, field) in SmartAppPushMessages.EventField.ordered.enumerated() where omitted & 1 << position == 0 {
             let fieldName = SmartAppPushMessages.EventField.quotedNames[position]
@@ -147,15 +149,22 @@ struct SmartAppPushClient: PlatformClient {
             case .country: body.key(fieldName); body.string(profile.locale.country)
             case .sessionID: body.key(fieldName); body.string(session)
             case .params:
-                if !parameters.isEmpty { body.key(fieldName); body.write(.object(parameters)) }
+                if !parameters.isEmpty {
+                    body.key(fieldName)
+                    let start = body.bytes.count
+                    body.write(.object(parameters), sortingKeys: true)
+                    paramsBytes = start..<body.bytes.count
+                }
             case .context:
                 body.key(fieldName)
+                let start = body.bytes.count
                 body.beginObject()
-                for (member, (_, value)) in zip(Self.quotedContextMembers, context) {
+                for (member, value) in zip(Self.quotedContextMembers, context) {
                     body.key(member)
                     body.string(value)
                 }
                 body.endObject()
+                contextBytes = start..<body.bytes.count
             }
         }
         body.endObject()
@@ -164,12 +173,12 @@ struct SmartAppPushClient: PlatformClient {
             tenantID: settings.tenantID, appID: settings.appID, appUserID: device.userID, eventName: name,
             eventTime: eventTime, deviceToken: token
         )
-        if omitted & Self.contextBit != 0 {
-            key.addNull()
-        } else {
-            key.add(context: context)
+        body.bytes.withUnsafeBufferPointer { written in
+            Self.null.withUTF8Buffer { null in
+                key.add(canonicalJSON: contextBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)
+                key.add(canonicalJSON: paramsBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)
+            }
         }
-        key.add(params: omitted & Self.paramsBit != 0 || parameters.isEmpty ? nil : .object(parameters))
         let request = Request(
             method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders, body: body.bytes
         )

@@ -61,12 +61,13 @@ public enum SmartAppPushMessages {
         var identity = EventIdentity()
         return identity.identify(
             tenantID: tenantID, appID: appID, appUserID: appUserID.map { Array($0.utf8)[...] }, eventName: Array(eventName.utf8)[...],
-            eventTime: Array(eventTime.utf8)[...], deviceToken: Array(deviceToken.utf8)[...], context: context, params: params
+            eventTime: Array(eventTime.utf8)[...], deviceToken: Array(deviceToken.utf8)[...],
+            context: { $0.write(context ?? .null, sortingKeys: true) }, params: { $0.write(params ?? .null, sortingKeys: true) }
         ).fingerprint
     }
 
     /// The ledger key of an event: the fingerprint's fields, in its order and with its rules
-    /// (objects by sorted member names, the anonymous user resolved), so two events share a key
+    /// (objects in canonical form, the anonymous user resolved), so two events share a key
     /// exactly when the service would call them duplicates.
     public static func eventKey(
         tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: String,
@@ -74,14 +75,17 @@ public enum SmartAppPushMessages {
     ) -> LedgerKey {
         var key = EventKey(
             tenantID: tenantID, appID: appID, appUserID: appUserID, eventName: eventName, eventTime: eventTime, deviceToken: deviceToken)
-        key.add(context ?? .null)
-        key.add(params: params)
+        key.add(context)
+        key.add(params)
         return key.key
     }
 
     /// An event's fingerprint and ledger key together, from its fields' UTF-8 as the mock reads
     /// them out of a request body: one pass over the fields, no `String` made of them, and a
     /// canonical buffer kept from one event to the next (the mock holds one identity).
+    ///
+    /// `context` and `params` write their field's canonical form (`JSONWriter.write(_:sortingKeys:
+    /// true)`, null when absent) into the writer they are given; the ledger key hashes that text.
     public struct EventIdentity: Sendable {
         private var canonical = JSONWriter()
         private var builder = LedgerKey.Builder()
@@ -90,7 +94,7 @@ public enum SmartAppPushMessages {
 
         public mutating func identify(
             tenantID: String, appID: String, appUserID: ArraySlice<UInt8>?, eventName: ArraySlice<UInt8>, eventTime: ArraySlice<UInt8>,
-            deviceToken: ArraySlice<UInt8>, context: JSONValue?, params: JSONValue?
+            deviceToken: ArraySlice<UInt8>, context: (inout JSONWriter) -> Void, params: (inout JSONWriter) -> Void
         ) -> (fingerprint: SHA256Digest, key: LedgerKey) {
             canonical.removeAll()
             builder = LedgerKey.Builder()
@@ -108,8 +112,8 @@ public enum SmartAppPushMessages {
             eventName.withUnsafeBufferPointer { add($0) }
             eventTime.withUnsafeBufferPointer { add($0) }
             deviceToken.withUnsafeBufferPointer { add($0) }
-            add(context ?? .null)
-            add(params ?? .null)
+            add(context)
+            add(params)
             canonical.endArray()
             return (SHA256.hash(canonical.bytes), builder.key.once)
         }
@@ -119,14 +123,20 @@ public enum SmartAppPushMessages {
             builder.add(utf8: field)
         }
 
-        private mutating func add(_ object: JSONValue) {
-            canonical.write(object, sortingKeys: true)
-            builder.add(object)
+        private mutating func add(_ write: (inout JSONWriter) -> Void) {
+            var start = canonical.bytes.count
+            write(&canonical)
+            canonical.bytes.withUnsafeBufferPointer { written in
+                // The value's own text, after the comma the writer put before it.
+                if written[start] == UInt8(ascii: ",") { start += 1 }
+                builder.add(canonicalJSON: UnsafeBufferPointer(rebasing: written[start...]))
+            }
         }
     }
 
-    /// `eventKey` in steps, for a client that has the context as plain strings and would rather
-    /// not build a JSON tree to hash it: the scalar fields, then the context, then the params.
+    /// `eventKey` in steps, for a client that writes the context and params into its request body
+    /// in canonical form and hashes those bytes: the scalar fields, then the context, then the
+    /// params.
     public struct EventKey {
         private var builder = LedgerKey.Builder()
 
@@ -145,20 +155,13 @@ public enum SmartAppPushMessages {
             builder.add(deviceToken)
         }
 
-        public mutating func add(_ context: JSONValue) { builder.add(context) }
+        /// A field given as its canonical JSON text (`JSONWriter.write(_:sortingKeys: true)`).
+        public mutating func add(canonicalJSON text: UnsafeBufferPointer<UInt8>) { builder.add(canonicalJSON: text) }
 
-        public mutating func addNull() { builder.addNull() }
-
-        /// A context object of string members, given in byte order of their names.
-        public mutating func add(context members: [(String, String)]) {
-            builder.addObjectHeader(memberCount: members.count)
-            for (name, value) in members {
-                builder.add(name)
-                builder.add(value)
-            }
+        /// A field given as a value (nil: absent, hashed as null).
+        public mutating func add(_ value: JSONValue?) {
+            JSONWriter.bytes(of: value ?? .null, sortingKeys: true).withUnsafeBufferPointer { add(canonicalJSON: $0) }
         }
-
-        public mutating func add(params: JSONValue?) { builder.add(params ?? .null) }
 
         /// An event is sent once: its time is in its key.
         public var key: LedgerKey { builder.key.once }

@@ -157,7 +157,9 @@ public struct SmartAppPushMock: MockService {
         }
         let (fingerprint, key) = identity.identify(
             tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID.map(body.utf8), eventName: body.utf8(eventName),
-            eventTime: body.utf8(eventTime), deviceToken: body.utf8(deviceToken), context: context, params: params
+            eventTime: body.utf8(eventTime), deviceToken: body.utf8(deviceToken),
+            context: { writer in Self.writeCanonical(context, of: body, into: &writer) },
+            params: { writer in Self.writeCanonical(params, of: body, into: &writer) }
         )
         // "Registers or updates the device (token + push permission status)".
         let user = appUserID.flatMap { $0.content.isEmpty ? nil : body.text($0) }
@@ -255,10 +257,15 @@ public struct SmartAppPushMock: MockService {
         tenants.first { body.text(apiKey, equals: $0.apiKey) }
     }
 
-    private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONValue? {
+    /// A field's canonical form for the fingerprint, null when it is absent.
+    private static func writeCanonical(_ object: JSONFields.Nested?, of body: JSONFields, into writer: inout JSONWriter) {
+        if let object { body.writeCanonical(object, into: &writer) } else { writer.null() }
+    }
+
+    private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONFields.Nested? {
         switch body[field] {
         case nil, .null?: return nil
-        case .object(let object)?: return .object(object)
+        case .object(let object)?: return object
         default:
             problems.append(FieldProblem(field, "must be an object"))
             return nil
