@@ -20,13 +20,15 @@ import PushSwarmMetrics
         var random = SeededRandom(seed: 5, stream: .device)
         var popped = 0
         for index in 0..<10_000 {
-            queue.schedule(index, at: Instant(microseconds: Int64(random.nextIndex(below: 1_000))))
+            queue.schedule(index, at: Instant(microseconds: Int64(random.nextIndex(below: 300))))
             if index % 3 == 0, queue.popNext() != nil { popped += 1 }
         }
-        var last = Int64.min
-        while let (time, _) = queue.popNext() {
-            #expect(time.microseconds >= last)
-            last = time.microseconds
+        var last = (time: Int64.min, index: -1)
+        while let (time, index) = queue.popNext() {
+            #expect(time.microseconds >= last.time)
+            // Of two items due at one instant, the one scheduled first comes out first.
+            if time.microseconds == last.time { #expect(index > last.index, "\(index) after \(last.index) at \(time.microseconds)") }
+            last = (time.microseconds, index)
             popped += 1
         }
         #expect(popped == 10_000, "every item comes out once")

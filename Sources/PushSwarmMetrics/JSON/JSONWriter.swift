@@ -13,10 +13,12 @@ public struct JSONWriter: Sendable {
     private var deeperHasItems: [Bool] = []
     private var afterKey = false
 
-    /// - Parameter indent: spaces per level for pretty output; 0 writes compact JSON.
-    public init(indent: Int = 0) {
+    /// - Parameters:
+    ///   - indent: spaces per level for pretty output; 0 writes compact JSON.
+    ///   - capacity: bytes reserved up front; a document that outgrows them is copied as it grows.
+    public init(indent: Int = 0, capacity: Int = 512) {
         self.indentUnit = indent
-        bytes.reserveCapacity(512)
+        bytes.reserveCapacity(capacity)
     }
 
     public var text: String { String(decoding: bytes, as: UTF8.self) }

@@ -105,9 +105,10 @@ struct SmartAppPushClient: PlatformClient {
 
     // MARK: - Requests
 
-    /// The context's member names, in byte order, and in JSON form.
-    private static let contextMembers = ["app_version", "os_version", "screen"]
-    private static let quotedContextMembers = contextMembers.map(JSONWriter.Quoted.init)
+    /// The context's member names in JSON form (written in this order, their byte order).
+    private static let quotedContextMembers = (
+        appVersion: JSONWriter.Quoted("app_version"), osVersion: JSONWriter.Quoted("os_version"), screen: JSONWriter.Quoted("screen")
+    )
     private static let null: StaticString = "null"
 
     /// The event's body is written field by field straight into bytes, in the spec's order: no
@@ -120,11 +121,9 @@ struct SmartAppPushClient: PlatformClient {
         let profile = device.profile
         let token = device.pushToken ?? ""
         let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
-        let settings = self.settings
-        // The context's members in byte order of their names (`contextMembers`): its canonical form.
-        let context = [profile.appVersion, profile.osVersion, device.currentScreen]
 
-        var body = JSONWriter()
+        // An event with an FCM token is about 600 bytes: room for it at once.
+        var body = JSONWriter(capacity: 768)
         // Where the context and the params are in the body: in canonical form, as the mock will
         // write them for the fingerprint, so the ledger key hashes those bytes.
         var contextBytes: Range<Int>?
@@ -158,11 +157,14 @@ struct SmartAppPushClient: PlatformClient {
             case .context:
                 body.key(fieldName)
                 let start = body.bytes.count
+                // Its members in byte order of their names: its canonical form.
                 body.beginObject()
-                for (member, value) in zip(Self.quotedContextMembers, context) {
-                    body.key(member)
-                    body.string(value)
-                }
+                body.key(Self.quotedContextMembers.appVersion)
+                body.string(profile.appVersion)
+                body.key(Self.quotedContextMembers.osVersion)
+                body.string(profile.osVersion)
+                body.key(Self.quotedContextMembers.screen)
+                body.string(device.currentScreen)
                 body.endObject()
                 contextBytes = start..<body.bytes.count
             }
@@ -170,7 +172,7 @@ struct SmartAppPushClient: PlatformClient {
         body.endObject()
 
         var key = SmartAppPushMessages.EventKey(
-            tenantID: settings.tenantID, appID: settings.appID, appUserID: device.userID, eventName: name,
+            tenantID: shared.value.tenantID, appID: shared.value.appID, appUserID: device.userID, eventName: name,
             eventTime: eventTime, deviceToken: token
         )
         body.bytes.withUnsafeBufferPointer { written in
