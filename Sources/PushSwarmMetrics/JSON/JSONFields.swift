@@ -66,11 +66,10 @@ public struct JSONFields {
                     // Checked without a tree when canonical; otherwise parsed, which checks it and
                     // reports what is wrong, and the tree is dropped.
                     let start = cursor.index
-                    var isCanonical = cursor.skipCanonical(depth: 1)
+                    let isCanonical = cursor.skipCanonical(depth: 1)
                     if !isCanonical {
                         cursor.index = start
                         _ = try cursor.parseValue(depth: 1)
-                        isCanonical = false
                     }
                     let nested = Nested(range: start..<cursor.index, isCanonical: isCanonical)
                     value = bytes[start] == UInt8(ascii: "{") ? .object(nested) : .array(nested)

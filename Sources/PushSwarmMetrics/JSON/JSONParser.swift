@@ -397,9 +397,7 @@ public struct JSONParser {
             if isPlainInteger, index == bytes.count || !Self.continuesNumber(bytes[index]) { return true }
             index = start
             guard let value = try? parseNumber() else { return false }
-            var written: [UInt8] = []
-            JSONWriter.appendNumber(value, to: &written)
-            return written.elementsEqual(bytes[start..<index])
+            return JSONWriter.numberText(value).utf8.elementsEqual(bytes[start..<index])
         }
 
         private static func continuesNumber(_ byte: UInt8) -> Bool {

@@ -215,20 +215,15 @@ public struct JSONWriter: Sendable {
         for _ in 0..<(depth * indentUnit) { bytes.append(UInt8(ascii: " ")) }
     }
 
-    private mutating func appendNumber(_ value: Double) { Self.appendNumber(value, to: &bytes) }
+    private mutating func appendNumber(_ value: Double) { bytes.append(contentsOf: Self.numberText(value).utf8) }
 
     /// A number as the writer writes it: integral ones without a fraction, others in Swift's
-    /// shortest round-trip form, non-finite ones as null.
-    static func appendNumber(_ value: Double, to bytes: inout [UInt8]) {
-        guard value.isFinite else {
-            bytes.append(contentsOf: "null".utf8)
-            return
-        }
-        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
-            bytes.append(contentsOf: String(Int64(value)).utf8)
-        } else {
-            bytes.append(contentsOf: String(value).utf8)
-        }
+    /// shortest round-trip form, non-finite ones as null. (Most fit a `String`'s inline storage:
+    /// no allocation.)
+    static func numberText(_ value: Double) -> String {
+        guard value.isFinite else { return "null" }
+        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return String(Int64(value)) }
+        return String(value)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
