@@ -8,6 +8,19 @@ enum ByteMix {
         state = product.high ^ product.low
     }
 
+    /// MurmurHash3's 64-bit finaliser: spreads the state's bits over the whole word, so that its
+    /// low bits (a table's mask) and its top bits alike depend on every input bit.
+    @inline(__always)
+    static func finalised(_ state: UInt64) -> UInt64 {
+        var h = state
+        h ^= h >> 33
+        h = h &* 0xFF51_AFD7_ED55_8CCD
+        h ^= h >> 33
+        h = h &* 0xC4CE_B9FE_1A85_EC53
+        h ^= h >> 33
+        return h
+    }
+
     /// Mixes `bytes` into `state`: 16 bytes a multiply, as wyhash does, then a word, then the
     /// tail. A two-word product is zero only when a word equals the constant it is xored with;
     /// both constants are invalid UTF-8, so no text can zero the state.

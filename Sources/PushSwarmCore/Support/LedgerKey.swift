@@ -49,15 +49,8 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
         public init() {}
 
         public var key: LedgerKey {
-            var h = state
-            // MurmurHash3's finaliser.
-            h ^= h >> 33
-            h = h &* 0xFF51_AFD7_ED55_8CCD
-            h ^= h >> 33
-            h = h &* 0xC4CE_B9FE_1A85_EC53
-            h ^= h >> 33
             // The lowest bit marks keys of items sent once (`once`); a builder's key is lasting.
-            return LedgerKey(value: h & ~1)
+            LedgerKey(value: ByteMix.finalised(state) & ~1)
         }
 
         public mutating func add(_ text: String) {

@@ -119,11 +119,7 @@ public struct TokenIndex: Sendable {
     static func hash(_ utf8: UnsafeBufferPointer<UInt8>) -> UInt32 {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(utf8.count)
         ByteMix.absorb(utf8, into: &state)
-        // MurmurHash3's finaliser spreads the bits the table's mask takes.
-        state ^= state >> 33
-        state = state &* 0xFF51_AFD7_ED55_8CCD
-        state ^= state >> 33
-        let hash = UInt32(truncatingIfNeeded: state)
+        let hash = UInt32(truncatingIfNeeded: ByteMix.finalised(state))
         return hash == 0 ? 1 : hash
     }
 }

@@ -95,6 +95,18 @@ public struct JSONWriter: Sendable {
         appendQuoted(utf8)
     }
 
+    /// Writes one value with `write` and returns where its own text is in `bytes`: after the
+    /// comma or indentation that separates it from what came before. For a caller that hashes
+    /// or keeps a value's text as written.
+    public mutating func writeValue(_ write: (inout JSONWriter) -> Void) -> Range<Int> {
+        prepareForValue()
+        let start = bytes.count
+        // The separator is written: the value's own first call writes none.
+        afterKey = true
+        write(&self)
+        return start..<bytes.count
+    }
+
     /// A value already in JSON form (compact, as this writer would write it), copied as it stands.
     public mutating func json(_ text: UnsafeBufferPointer<UInt8>) {
         prepareForValue()

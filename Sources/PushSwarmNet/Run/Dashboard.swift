@@ -114,7 +114,6 @@ public final class Dashboard: LiveEndpoint {
         return metrics
     }
 
-
     /// The page: styles as report.html's, a script that polls `data` each second.
     static func page(scenario: String) -> String {
         let title = HTMLReport.escape(scenario)

@@ -150,23 +150,21 @@ struct SmartAppPushClient: PlatformClient {
             case .params:
                 if !parameters.isEmpty {
                     body.key(fieldName)
-                    let start = body.bytes.count
-                    body.write(.object(parameters), sortingKeys: true)
-                    paramsBytes = start..<body.bytes.count
+                    paramsBytes = body.writeValue { $0.write(.object(parameters), sortingKeys: true) }
                 }
             case .context:
                 body.key(fieldName)
-                let start = body.bytes.count
                 // Its members in byte order of their names: its canonical form.
-                body.beginObject()
-                body.key(Self.quotedContextMembers.appVersion)
-                body.string(profile.appVersion)
-                body.key(Self.quotedContextMembers.osVersion)
-                body.string(profile.osVersion)
-                body.key(Self.quotedContextMembers.screen)
-                body.string(device.currentScreen)
-                body.endObject()
-                contextBytes = start..<body.bytes.count
+                contextBytes = body.writeValue { body in
+                    body.beginObject()
+                    body.key(Self.quotedContextMembers.appVersion)
+                    body.string(profile.appVersion)
+                    body.key(Self.quotedContextMembers.osVersion)
+                    body.string(profile.osVersion)
+                    body.key(Self.quotedContextMembers.screen)
+                    body.string(device.currentScreen)
+                    body.endObject()
+                }
             }
         }
         body.endObject()

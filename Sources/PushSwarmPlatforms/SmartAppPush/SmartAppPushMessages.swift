@@ -124,13 +124,8 @@ public enum SmartAppPushMessages {
         }
 
         private mutating func add(_ write: (inout JSONWriter) -> Void) {
-            var start = canonical.bytes.count
-            write(&canonical)
-            canonical.bytes.withUnsafeBufferPointer { written in
-                // The value's own text, after the comma the writer put before it.
-                if written[start] == UInt8(ascii: ",") { start += 1 }
-                builder.add(canonicalJSON: UnsafeBufferPointer(rebasing: written[start...]))
-            }
+            let text = canonical.writeValue(write)
+            canonical.bytes.withUnsafeBufferPointer { builder.add(canonicalJSON: UnsafeBufferPointer(rebasing: $0[text])) }
         }
     }
 
