@@ -73,7 +73,7 @@ enum MockCommand {
         let shared = Run.sharedMockState(platforms: configurations) != nil
         // The mock's instant zero is now: answers that tell the time (Smartico's ts) tell today's.
         let started = Int64(Date().timeIntervalSince1970)
-        let fleets = (0..<(shared ? 1 : loops)).map { MockFleet(platforms: configurations, seed: seed, partition: $0, calendarStartUnixSeconds: started) }
+        let fleets = (0..<(shared ? 1 : loops)).map { MockFleet(platforms: configurations.mapValues { $0.partitionCopy() }, seed: seed, partition: $0, calendarStartUnixSeconds: started) }
         let server = MockServer(mocks: fleets, group: group, clock: WallClock()) { source in Int(source.index % UInt32(fleets.count)) }
         do {
             try server.start(at: address)

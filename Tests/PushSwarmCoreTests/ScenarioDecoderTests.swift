@@ -8,6 +8,7 @@ struct FakePlatform: Platform {
     struct Configuration: PlatformConfiguration {
         var mockBehaviour: MockBehaviour { MockBehaviour() }
         func makeMock() -> any MockService { fatalError("not used") }
+        func partitionCopy() -> any PlatformConfiguration { self }
         func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
             if let options { try options.object().finish() }
             return Profile()
@@ -17,6 +18,7 @@ struct FakePlatform: Platform {
     struct Profile: ClientProfile {
         var pushToken: PushTokenStyle { .stableID }
         func makeClient(for profile: DeviceProfile) -> any PlatformClient { fatalError("not used") }
+        func partitionCopy() -> any ClientProfile { self }
     }
 
     var name: String { "fake" }

@@ -77,6 +77,7 @@ private struct EchoService: MockService {
 private struct EchoConfiguration: PlatformConfiguration {
     var mockBehaviour: MockBehaviour
     func makeMock() -> any MockService { EchoService() }
+    func partitionCopy() -> any PlatformConfiguration { EchoConfiguration(mockBehaviour: mockBehaviour.partitionCopy()) }
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
         throw ScenarioError(path: "$", message: "the echo platform has no devices")
     }

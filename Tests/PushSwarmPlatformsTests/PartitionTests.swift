@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PushSwarmCore
 import PushSwarmMetrics
-import PushSwarmPlatforms
+@testable import PushSwarmPlatforms
 
 /// A run is split into shared-nothing partitions that run concurrently, each on its own thread;
 /// in simulated time the same scenario and seed give the same summary whatever their number.
@@ -28,6 +28,46 @@ import PushSwarmPlatforms
             let text = await summaryText(scenario, partitions: partitions)
             #expect(text == one, "\(name): \(partitions) partitions")
         }
+    }
+
+    /// Where a string's bytes are (nil: held inline, up to 15 bytes, nothing to share).
+    func storage(_ text: String) -> UnsafeRawPointer? {
+        guard text.utf8.count > 15 else { return nil }
+        return text.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
+    }
+
+    /// Each partition makes its devices and mocks from `Scenario.partitionCopy`: equal values
+    /// whose objects and strings are its own, so that no reference count a device or mock changes
+    /// on every event is another partition's (a cache line moved between cores on each retain).
+    @Test func aPartitionsCopyOfTheScenarioIsEqualAndSharesNoStorage() throws {
+        let scenario = try loadScenario("quickstart") { object in
+            object["locales"] = [["country": "US", "language": "en", "timezone": "America/Los_Angeles", "share": 1]]
+            object["platforms"] = ["smartapppush": [
+                "tenantId": "a-tenant-of-many-bytes", "apiKey": "sap_an_api_key_of_many_bytes", "appId": "an-app-of-many-bytes",
+            ]]
+        }
+        let copy = scenario.partitionCopy()
+        #expect(copy.locales == scenario.locales)
+        for (original, copied) in zip(scenario.locales, copy.locales) {
+            #expect(original !== copied)
+            #expect(storage(copied.timeZone) != nil && storage(copied.timeZone) != storage(original.timeZone))
+        }
+        #expect(copy.groups.count == scenario.groups.count && !copy.groups.isEmpty)
+        for (original, copied) in zip(scenario.groups, copy.groups) {
+            #expect(copied.behaviour == original.behaviour)
+            let names = zip(original.behaviour.eventMix, copied.behaviour.eventMix).filter { storage($0.0.name) != nil }
+            #expect(!names.isEmpty)
+            for (a, b) in names { #expect(storage(a.name) != storage(b.name), "\(a.name)") }
+            let profile = try #require(original.client as? SmartAppPushClientProfile)
+            let copiedProfile = try #require(copied.client as? SmartAppPushClientProfile)
+            #expect(copiedProfile.settings.tenantID == profile.settings.tenantID)
+            #expect(copiedProfile.sharedSettings !== profile.sharedSettings)
+            #expect(storage(copiedProfile.sharedSettings.value.apiKey) != storage(profile.sharedSettings.value.apiKey))
+        }
+        let configuration = try #require(scenario.platforms["smartapppush"] as? SmartAppPushConfiguration)
+        let copiedConfiguration = try #require(copy.platforms["smartapppush"] as? SmartAppPushConfiguration)
+        let apiKey = storage(copiedConfiguration.settings.apiKey)
+        #expect(apiKey != nil && apiKey != storage(configuration.settings.apiKey))
     }
 
     @Test func partitionsTakeWholeSourceAddressesAndCoverTheFleetOnce() throws {

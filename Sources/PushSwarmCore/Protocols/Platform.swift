@@ -20,4 +20,8 @@ public protocol PlatformConfiguration: Sendable {
 
     /// A fresh mock service for one run.
     func makeMock() -> any MockService
+
+    /// An equal configuration for one partition, with storage of its own for what its mock and
+    /// its client profiles reference on every request: see `String.partitionCopy`.
+    func partitionCopy() -> any PlatformConfiguration
 }

@@ -113,6 +113,9 @@ public protocol ClientProfile: Sendable {
     /// Whether its devices keep a WebSocket open while the app runs (for the socket plan of
     /// wall-clock runs).
     var holdsWebSocket: Bool { get }
+    /// An equal profile for one partition's devices, with storage of its own for what its clients
+    /// reference (its settings, held once; their strings): see `String.partitionCopy`.
+    func partitionCopy() -> any ClientProfile
 }
 
 extension ClientProfile {

@@ -33,7 +33,6 @@ public final class Run: @unchecked Sendable {
     private let scenario: Scenario
     private let shard: Shard?
     private let setups: [PartitionSetup]
-    private let fleet: Fleet
     private let threads: [PartitionThread]
     private let live = Mutex<[(Partition, any LiveTransport)]>([])
     private let interruptRequested = Atomic<Bool>(false)
@@ -63,7 +62,6 @@ public final class Run: @unchecked Sendable {
         self.shard = shard
         self.setups = setups
         self.threads = threads
-        fleet = Fleet(scenario: scenario)
     }
 
     /// A simulated-time run against the built-in mocks, in `partitions` partitions (nil: one per
@@ -75,9 +73,11 @@ public final class Run: @unchecked Sendable {
         var setups: [PartitionSetup] = []
         for (number, range) in ranges.enumerated() {
             let thread = PartitionThread(name: "pushswarm-partition-\(number)")
-            let mocks = MockFleet(scenario: scenario)
+            // Each partition's mocks from its own copy of the scenario: see `String.partitionCopy`.
+            let local = scenario.partitionCopy()
+            let mocks = MockFleet(scenario: local)
             threads.append(thread)
-            setups.append(PartitionSetup(executor: thread, transport: SimulatedTransport(scenario: scenario, mocks: mocks, devices: range), mocks: mocks, devices: range))
+            setups.append(PartitionSetup(executor: thread, transport: SimulatedTransport(scenario: local, mocks: mocks, devices: range), mocks: mocks, devices: range))
         }
         return Run(scenario: scenario, shard: shard, partitions: setups, ownedThreads: threads)
     }
@@ -139,8 +139,11 @@ public final class Run: @unchecked Sendable {
             ProgressBoard(partitions: setups.count, duration: scenario.duration, devices: setups.reduce(0) { $0 + $1.devices.count }, report: report)
         }
         let partitions = setups.enumerated().map { number, setup in
-            Partition(
-                number: number, scenario: scenario, fleet: fleet, executor: setup.executor, transport: setup.transport, mocks: setup.mocks,
+            // Each partition makes its devices from its own copy of the scenario, so that no
+            // object they retain on every event is another partition's (`String.partitionCopy`).
+            let local = scenario.partitionCopy()
+            return Partition(
+                number: number, scenario: local, fleet: Fleet(scenario: local), executor: setup.executor, transport: setup.transport, mocks: setup.mocks,
                 devices: setup.devices, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
                 warmUp: warmUp, memories: memories, heldPushes: heldPushes[number] ?? []
             )

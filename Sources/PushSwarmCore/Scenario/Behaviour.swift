@@ -107,3 +107,23 @@ public struct WeightedEvent: Sendable, Equatable {
         WeightedEvent(name: "content_shared", weight: 0.5, parameters: ["content_id", "share_method"]),
     ]
 }
+
+extension Behaviour {
+    /// The same behaviour with storage of its own, for one partition (see `String.partitionCopy`).
+    public func partitionCopy() -> Behaviour {
+        var copy = self
+        copy.eventMix = eventMix.map { $0.partitionCopy() }
+        copy.activeHours = activeHours.map { $0 }
+        copy.appVersion = appVersion.partitionCopy()
+        return copy
+    }
+}
+
+extension WeightedEvent {
+    public func partitionCopy() -> WeightedEvent {
+        var copy = self
+        copy.name = name.partitionCopy()
+        copy.parameters = parameters.partitionCopy()
+        return copy
+    }
+}

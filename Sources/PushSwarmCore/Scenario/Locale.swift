@@ -19,6 +19,12 @@ public final class LocaleShare: Sendable, Equatable {
         self.weight = weight
     }
 
+    /// An equal locale, a new instance with storage of its own, for one partition's devices
+    /// (see `String.partitionCopy`).
+    public func partitionCopy() -> LocaleShare {
+        LocaleShare(country: country.partitionCopy(), language: language.partitionCopy(), timeZone: timeZone.partitionCopy(), weight: weight)
+    }
+
     /// A spread of markets across time zones, so that a simulated day has a realistic rolling peak.
     public static let defaultMix: [LocaleShare] = [
         LocaleShare(country: "US", language: "en", timeZone: "America/New_York", weight: 12),

@@ -38,6 +38,17 @@ public struct MockBehaviour: Sendable, Equatable {
     public init() {}
 }
 
+extension MockBehaviour {
+    /// The same behaviour with storage of its own, for one partition's mock (see
+    /// `String.partitionCopy`).
+    public func partitionCopy() -> MockBehaviour {
+        var copy = self
+        copy.rateLimits = rateLimits.map { $0 }
+        copy.faults = faults.map { $0 }
+        return copy
+    }
+}
+
 /// The warm-up of a wall run against a real target (scenario `warmUp`, `--warm-up`/`--no-warm-up`):
 /// before the measured part, each install from before the run sends what once registered it with
 /// the service (a PushExpress instance and its info, SmartAppPush's first event, Meiro's token

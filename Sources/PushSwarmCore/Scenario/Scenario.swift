@@ -47,3 +47,27 @@ public struct DeviceGroup: Sendable {
     public var client: any ClientProfile
     public var behaviour: Behaviour
 }
+
+extension Scenario {
+    /// This scenario for one partition: equal in value, and what its devices and mocks reference
+    /// on every event (locales, groups' behaviours and client profiles, platforms' settings)
+    /// with storage of its own (see `String.partitionCopy`).
+    public func partitionCopy() -> Scenario {
+        var copy = self
+        copy.groups = groups.map { $0.partitionCopy() }
+        copy.locales = locales.map { $0.partitionCopy() }
+        copy.platforms = platforms.mapValues { $0.partitionCopy() }
+        return copy
+    }
+}
+
+extension DeviceGroup {
+    public func partitionCopy() -> DeviceGroup {
+        var copy = self
+        copy.name = name.partitionCopy()
+        copy.platform = platform.partitionCopy()
+        copy.client = client.partitionCopy()
+        copy.behaviour = behaviour.partitionCopy()
+        return copy
+    }
+}

@@ -150,12 +150,12 @@ public struct ScenarioDecoder: Sendable {
             var object = try element.object()
             let country = try object.required("country") { reader in
                 let code = try reader.string()
-                guard ISOCodes.countries.contains(code) else { throw reader.fail("\"\(code)\" is not an ISO 3166-1 alpha-2 country code") }
+                guard ISOCodes.isCountry(code) else { throw reader.fail("\"\(code)\" is not an ISO 3166-1 alpha-2 country code") }
                 return code
             }
             let language = try object.required("language") { reader in
                 let code = try reader.string()
-                guard ISOCodes.languages.contains(code) else { throw reader.fail("\"\(code)\" is not an ISO 639-1 language code") }
+                guard ISOCodes.isLanguage(code) else { throw reader.fail("\"\(code)\" is not an ISO 639-1 language code") }
                 return code
             }
             let zone = try object.required("timezone") { reader in

@@ -1,7 +1,54 @@
 /// The code lists SmartAppPush's spec names for `language` (ISO 639-1) and `country`
 /// (ISO 3166-1 alpha-2), so that mocks and scenario validation reject codes that do not exist.
 public enum ISOCodes {
-    public static let languages: Set<String> = [
+    /// Whether `code` is an ISO 639-1 language code (two lower-case letters).
+    public static func isLanguage(_ code: String) -> Bool {
+        var code = code
+        return code.withUTF8 { languageTable.contains($0) }
+    }
+
+    public static func isLanguage(utf8 code: UnsafeBufferPointer<UInt8>) -> Bool { languageTable.contains(code) }
+
+    /// Whether `code` is an ISO 3166-1 alpha-2 country code (two upper-case letters).
+    public static func isCountry(_ code: String) -> Bool {
+        var code = code
+        return code.withUTF8 { countryTable.contains($0) }
+    }
+
+    public static func isCountry(utf8 code: UnsafeBufferPointer<UInt8>) -> Bool { countryTable.contains(code) }
+
+    /// The lists as bits, one for each pair of letters: the mock checks every event's codes, and a
+    /// bit hashes nothing, allocates nothing, and (plain values, not an object) retains nothing
+    /// that partitions share (see `String.partitionCopy`).
+    private static let languageTable = TwoLetterTable(languages, first: UInt8(ascii: "a"))
+    private static let countryTable = TwoLetterTable(countries, first: UInt8(ascii: "A"))
+
+    private struct TwoLetterTable: Sendable {
+        private var words: InlineArray<11, UInt64> = .init(repeating: 0)
+        private let first: UInt8
+
+        init(_ codes: [String], first: UInt8) {
+            self.first = first
+            for code in codes {
+                let letters = Array(code.utf8)
+                guard let bit = bit(letters[0], letters[1]) else { preconditionFailure("\(code) is not two letters") }
+                words[bit >> 6] |= 1 << UInt64(bit & 63)
+            }
+        }
+
+        private func bit(_ a: UInt8, _ b: UInt8) -> Int? {
+            let x = a &- first, y = b &- first
+            guard x < 26, y < 26 else { return nil }
+            return Int(x) * 26 + Int(y)
+        }
+
+        func contains(_ code: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard code.count == 2, let bit = bit(code[0], code[1]) else { return false }
+            return words[bit >> 6] & 1 << UInt64(bit & 63) != 0
+        }
+    }
+
+    private static let languages: [String] = [
         "aa", "ab", "ae", "af", "ak", "am", "an", "ar", "as", "av", "ay", "az", "ba", "be", "bg", "bi", "bm",
         "bn", "bo", "br", "bs", "ca", "ce", "ch", "co", "cr", "cs", "cu", "cv", "cy", "da", "de", "dv", "dz",
         "ee", "el", "en", "eo", "es", "et", "eu", "fa", "ff", "fi", "fj", "fo", "fr", "fy", "ga", "gd", "gl",
@@ -15,7 +62,7 @@ public enum ISOCodes {
         "ur", "uz", "ve", "vi", "vo", "wa", "wo", "xh", "yi", "yo", "za", "zh", "zu",
     ]
 
-    public static let countries: Set<String> = [
+    private static let countries: [String] = [
         "AD", "AE", "AF", "AG", "AI", "AL", "AM", "AO", "AQ", "AR", "AS", "AT", "AU", "AW", "AX", "AZ", "BA",
         "BB", "BD", "BE", "BF", "BG", "BH", "BI", "BJ", "BL", "BM", "BN", "BO", "BQ", "BR", "BS", "BT", "BV",
         "BW", "BY", "BZ", "CA", "CC", "CD", "CF", "CG", "CH", "CI", "CK", "CL", "CM", "CN", "CO", "CR", "CU",

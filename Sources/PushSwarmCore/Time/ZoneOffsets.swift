@@ -62,3 +62,22 @@ public struct ZoneOffsets: Sendable {
     private static let listedIdentifiers: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers)
     private static let resolvedIdentifiers = Mutex<[String: Bool]>([:])
 }
+
+/// `ZoneOffsets.isKnown` for one partition's mock, which checks the zone of every event: a name
+/// it has found valid before is answered from its own table, looked up by its UTF-8 (no
+/// `String` made, no lock, nothing another partition writes); only a name it has not seen yet
+/// asks `isKnown`, whose set and cache every partition shares. It keeps valid names only (a few
+/// hundred exist), so a peer sending made-up zones does not grow it.
+public struct KnownZones: Sendable {
+    private var valid = TokenIndex()
+
+    public init() {}
+
+    public mutating func contains(utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        if valid.value(utf8: utf8) != nil { return true }
+        let name = String(decoding: utf8, as: UTF8.self)
+        guard ZoneOffsets.isKnown(name) else { return false }
+        valid[name] = 1
+        return true
+    }
+}

@@ -120,8 +120,9 @@ public final class WallRun: @unchecked Sendable {
         var fleets: [MockFleet?] = Array(repeating: nil, count: ranges.count)
         if targets.isEmpty {
             // Each partition's share of the mocks: the state of its own source addresses. A
-            // connection from an address is served on its partition's loop (`MockServer`).
-            let made = ranges.indices.map { MockFleet(scenario: scenario, partition: $0) }
+            // connection from an address is served on its partition's loop (`MockServer`), by
+            // mocks made from that partition's own copy of the scenario (`String.partitionCopy`).
+            let made = ranges.indices.map { MockFleet(scenario: scenario.partitionCopy(), partition: $0) }
             fleets = made
             let perSource = max(1, scenario.network.devicesPerSourceAddress)
             let firstSources = ranges.map { UInt32($0.lowerBound / perSource) }

@@ -72,6 +72,17 @@ public enum FlocktoryMessages {
     }
 }
 
+extension FlocktorySettings {
+    /// Equal settings with storage of their own, for one partition (`String.partitionCopy`).
+    func partitionCopy() -> FlocktorySettings {
+        var copy = self
+        copy.siteID = siteID.partitionCopy()
+        copy.deepLinkBase = deepLinkBase.partitionCopy()
+        copy.mockBehaviour = mockBehaviour.partitionCopy()
+        return copy
+    }
+}
+
 /// A scenario's `platforms.flocktory` section.
 public struct FlocktorySettings: Sendable {
     /// "The site/site-id/site_id should contain the id of your site in Flocktory system".

@@ -33,6 +33,8 @@ struct FlocktoryConfiguration: PlatformConfiguration {
 
     func makeMock() -> any MockService { FlocktoryMock(settings: settings) }
 
+    func partitionCopy() -> any PlatformConfiguration { FlocktoryConfiguration(settings: settings.partitionCopy()) }
+
     /// A group's `client`: `omitSession` (a broken integration that skips the cookie and
     /// `site-session-id` the spec requires on every call after the first).
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
@@ -54,4 +56,6 @@ struct FlocktoryClientProfile: ClientProfile {
     var pushToken: PushTokenStyle { .fcm }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient { FlocktoryClient(settings: settings, omitsSession: omitsSession) }
+
+    func partitionCopy() -> any ClientProfile { FlocktoryClientProfile(settings: settings.partitionCopy(), omitsSession: omitsSession) }
 }

@@ -37,6 +37,18 @@ public enum MeiroMessages {
     static let jsonHeaders = [Header("Content-Type", "application/json")]
 }
 
+extension MeiroSettings {
+    /// Equal settings with storage of their own, for one partition (`String.partitionCopy`).
+    func partitionCopy() -> MeiroSettings {
+        var copy = self
+        copy.appID = appID.partitionCopy()
+        copy.appName = appName.partitionCopy()
+        copy.projectID = projectID.partitionCopy()
+        copy.mockBehaviour = mockBehaviour.partitionCopy()
+        return copy
+    }
+}
+
 /// A scenario's `platforms.meiro` section.
 public struct MeiroSettings: Sendable {
     /// "ID of the Firebase project's application".

@@ -91,7 +91,7 @@ struct MeiroMock: MockService {
         }
         // "language: "en" // optional string, 2 characters ISO-639-1".
         if let language = app?["language"] {
-            guard let code = language.stringValue, ISOCodes.languages.contains(code) else { return "app.language must be a 2-character ISO 639-1 code such as en" }
+            guard let code = language.stringValue, ISOCodes.isLanguage(code) else { return "app.language must be a 2-character ISO 639-1 code such as en" }
         }
         let (os, osProblem) = object(body["os"], "os")
         if let osProblem { return osProblem }

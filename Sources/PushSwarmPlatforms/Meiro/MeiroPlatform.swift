@@ -34,6 +34,8 @@ struct MeiroConfiguration: PlatformConfiguration {
 
     func makeMock() -> any MockService { MeiroMock() }
 
+    func partitionCopy() -> any PlatformConfiguration { MeiroConfiguration(settings: settings.partitionCopy()) }
+
     /// Fields a deliberately broken client may leave out, to reproduce the service's 400s.
     static let omittableFields = ["user_id", "event_type", "event_timestamp", "version", "app", "os", "firebase", "project_id", "registration_token"]
 
@@ -68,5 +70,10 @@ struct MeiroClientProfile: ClientProfile {
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
         MeiroClient(settings: settings, omittedFields: omittedFields, queuePolicy: queuePolicy)
+    }
+
+    /// With settings, and so a queue policy, of its own.
+    func partitionCopy() -> any ClientProfile {
+        MeiroClientProfile(settings: settings.partitionCopy(), omittedFields: Set(omittedFields.map { $0.partitionCopy() }))
     }
 }

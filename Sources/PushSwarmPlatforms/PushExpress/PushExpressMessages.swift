@@ -118,6 +118,16 @@ public enum PushExpressClientKind: String, Sendable, CaseIterable {
     }
 }
 
+extension PushExpressSettings {
+    /// Equal settings with storage of their own, for one partition (`String.partitionCopy`).
+    func partitionCopy() -> PushExpressSettings {
+        var copy = self
+        copy.appID = appID.partitionCopy()
+        copy.mockBehaviour = mockBehaviour.partitionCopy()
+        return copy
+    }
+}
+
 /// A scenario's `platforms.pushexpress` section.
 public struct PushExpressSettings: Sendable {
     /// The app_id in every path ("app_id (which MUST be stored in app local storage)").

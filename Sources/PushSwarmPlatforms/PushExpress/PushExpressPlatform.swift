@@ -37,6 +37,8 @@ struct PushExpressConfiguration: PlatformConfiguration {
         PushExpressMock(appID: settings.appID, updateIntervalSeconds: Int(settings.updateInterval.seconds.rounded()))
     }
 
+    func partitionCopy() -> any PlatformConfiguration { PushExpressConfiguration(settings: settings.partitionCopy()) }
+
     /// A group's `client`: `profile` (`spec`, `swift`, `android`) and `omitFields`.
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
         var profile = PushExpressClientProfile(settings: settings, kind: .spec, omittedFields: [])
@@ -63,5 +65,9 @@ struct PushExpressClientProfile: ClientProfile {
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
         PushExpressClient(settings: settings, kind: kind, omittedFields: omittedFields)
+    }
+
+    func partitionCopy() -> any ClientProfile {
+        PushExpressClientProfile(settings: settings.partitionCopy(), kind: kind, omittedFields: Set(omittedFields.map { $0.partitionCopy() }))
     }
 }

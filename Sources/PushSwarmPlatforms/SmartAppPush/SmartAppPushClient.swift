@@ -105,10 +105,6 @@ struct SmartAppPushClient: PlatformClient {
 
     // MARK: - Requests
 
-    /// The context's member names in JSON form (written in this order, their byte order).
-    private static let quotedContextMembers = (
-        appVersion: JSONWriter.Quoted("app_version"), osVersion: JSONWriter.Quoted("os_version"), screen: JSONWriter.Quoted("screen")
-    )
     private static let null: StaticString = "null"
 
     /// The event's body is written field by field straight into bytes, in the spec's order: no
@@ -130,7 +126,7 @@ struct SmartAppPushClient: PlatformClient {
         var paramsBytes: Range<Int>?
         body.beginObject()
         for (position, field) in SmartAppPushMessages.EventField.ordered.enumerated() where omitted & 1 << position == 0 {
-            let fieldName = SmartAppPushMessages.EventField.quotedNames[position]
+            let fieldName = shared.quotedFieldNames[position]
             switch field {
             case .tenantID: body.key(fieldName); body.string(shared.quotedTenantID)
             case .apiKey: body.key(fieldName); body.string(shared.quotedAPIKey)
@@ -157,11 +153,11 @@ struct SmartAppPushClient: PlatformClient {
                 // Its members in byte order of their names: its canonical form.
                 contextBytes = body.writeValue { body in
                     body.beginObject()
-                    body.key(Self.quotedContextMembers.appVersion)
+                    body.key(shared.quotedContextMembers.appVersion)
                     body.string(profile.appVersion)
-                    body.key(Self.quotedContextMembers.osVersion)
+                    body.key(shared.quotedContextMembers.osVersion)
                     body.string(profile.osVersion)
-                    body.key(Self.quotedContextMembers.screen)
+                    body.key(shared.quotedContextMembers.screen)
                     body.string(device.currentScreen)
                     body.endObject()
                 }

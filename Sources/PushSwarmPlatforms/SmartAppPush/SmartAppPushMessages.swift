@@ -19,15 +19,10 @@ public enum SmartAppPushMessages {
         public static let refreshToken = "/devices/refresh-token"
     }
 
-    /// "platform — One of: android, ios, web".
-    public static let platforms: Set<String> = ["android", "ios", "web"]
-
     /// The fields of `POST /events`, in the order of the spec's field reference.
     public enum EventField: String, CaseIterable, Sendable {
         /// The fields in the spec's order, held once (`allCases` builds a new array per call).
         static let ordered: [EventField] = allCases
-        /// Their names in JSON form, in the same order: the client writes them as they stand.
-        static let quotedNames: [JSONWriter.Quoted] = ordered.map { JSONWriter.Quoted($0.rawValue) }
 
         /// The field's bit in a set of fields kept as a mask (its place in the spec's order).
         var bit: UInt16 { 1 << UInt16(Self.ordered.firstIndex(of: self)!) }

@@ -34,6 +34,7 @@ public struct SmartAppPushMock: MockService {
     /// Devices in the order the service first saw them (campaigns walk this order).
     private var devices: [DeviceRecord] = []
     private var slotByToken = TokenIndex()
+    private var knownZones = KnownZones()
     /// Computes each accepted event's fingerprint and ledger key, reusing its buffers.
     private var identity = SmartAppPushMessages.EventIdentity()
     private static let fingerprintAnswerPrefix = Array(#"{"fingerprint":""#.utf8)
@@ -121,8 +122,9 @@ public struct SmartAppPushMock: MockService {
             problems.append(FieldProblem("event_time", "must be an RFC 3339 timestamp with a timezone offset, such as 2026-03-29T14:30:00+03:00"))
         }
         let deviceToken = requireString(body, "device_token", &problems)
+        // "platform — One of: android, ios, web" (literals: no set that partitions share).
         if let platform = requireString(body, "platform", &problems),
-            !SmartAppPushMessages.platforms.contains(where: { body.text(platform, equals: $0) })
+            !(body.text(platform, equals: "android") || body.text(platform, equals: "ios") || body.text(platform, equals: "web"))
         {
             problems.append(FieldProblem("platform", "must be one of: android, ios, web"))
         }
@@ -132,13 +134,13 @@ public struct SmartAppPushMock: MockService {
         case nil: problems.append(FieldProblem("push_permission_granted", "is required"))
         default: problems.append(FieldProblem("push_permission_granted", "must be a boolean"))
         }
-        if let zone = requireString(body, "timezone", &problems), !ZoneOffsets.isKnown(body.text(zone)) {
+        if let zone = requireString(body, "timezone", &problems), !body.withUTF8(zone, { knownZones.contains(utf8: $0) }) {
             problems.append(FieldProblem("timezone", "must be an IANA time zone such as Europe/Istanbul"))
         }
-        if let language = requireString(body, "language", &problems), !ISOCodes.languages.contains(body.text(language)) {
+        if let language = requireString(body, "language", &problems), !body.withUTF8(language, ISOCodes.isLanguage(utf8:)) {
             problems.append(FieldProblem("language", "must be an ISO 639-1 language code such as en"))
         }
-        if let country = requireString(body, "country", &problems), !ISOCodes.countries.contains(body.text(country)) {
+        if let country = requireString(body, "country", &problems), !body.withUTF8(country, ISOCodes.isCountry(utf8:)) {
             problems.append(FieldProblem("country", "must be an ISO 3166-1 alpha-2 country code such as US"))
         }
         _ = requireString(body, "session_id", &problems)

@@ -57,6 +57,8 @@ struct SmartAppPushConfiguration: PlatformConfiguration {
         return SmartAppPushMock(tenants: tenants, rateLimitPerSecond: settings.mock.rateLimitPerSecond)
     }
 
+    func partitionCopy() -> any PlatformConfiguration { SmartAppPushConfiguration(settings: settings.partitionCopy()) }
+
     /// A group's `client`: `profile` (`fcm` or `onesignal`), credential overrides, and `omitFields`
     /// (event fields a faulty integration leaves out, to reproduce its errors).
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
@@ -89,23 +91,30 @@ struct SmartAppPushClientProfile: ClientProfile {
         case fcm
     }
 
-    var settings: SmartAppPushSettings { didSet { shared = SharedSettings(settings) } }
+    var settings: SmartAppPushSettings { didSet { sharedSettings = SharedSettings(settings) } }
     var variant: Variant
     var omittedFields: Set<SmartAppPushMessages.EventField>
     /// The settings, held once for every client of the profile.
-    private var shared: SharedSettings
+    private(set) var sharedSettings: SharedSettings
 
     init(settings: SmartAppPushSettings, variant: Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
         self.settings = settings
         self.variant = variant
         self.omittedFields = omittedFields
-        shared = SharedSettings(settings)
+        sharedSettings = SharedSettings(settings)
     }
 
     var pushToken: PushTokenStyle { variant == .fcm ? .fcm : .stableID }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
-        SmartAppPushClient(settings: shared, variant: variant, omittedFields: omittedFields)
+        SmartAppPushClient(settings: sharedSettings, variant: variant, omittedFields: omittedFields)
+    }
+
+    /// With settings of its own, and so `SharedSettings` of its own (`didSet`).
+    func partitionCopy() -> any ClientProfile {
+        var copy = self
+        copy.settings = settings.partitionCopy()
+        return copy
     }
 }
 
@@ -117,11 +126,18 @@ final class SharedSettings: Sendable {
     /// The tenant and API key in JSON form, written into every event as they stand.
     let quotedTenantID: JSONWriter.Quoted
     let quotedAPIKey: JSONWriter.Quoted
+    /// The event's field names in JSON form, in the spec's order (`EventField.ordered`), and the
+    /// context's member names (in their byte order): here, not in a `static let`, so that each
+    /// partition's devices write their own copies (see `String.partitionCopy`).
+    let quotedFieldNames: [JSONWriter.Quoted]
+    let quotedContextMembers: (appVersion: JSONWriter.Quoted, osVersion: JSONWriter.Quoted, screen: JSONWriter.Quoted)
 
     init(_ value: SmartAppPushSettings) {
         self.value = value
         quotedTenantID = JSONWriter.Quoted(value.tenantID)
         quotedAPIKey = JSONWriter.Quoted(value.apiKey)
+        quotedFieldNames = SmartAppPushMessages.EventField.ordered.map { JSONWriter.Quoted($0.rawValue) }
+        quotedContextMembers = (JSONWriter.Quoted("app_version"), JSONWriter.Quoted("os_version"), JSONWriter.Quoted("screen"))
         queuePolicy = OfflineQueue.Policy(retryTable: value.retryTable, timeout: value.requestTimeout, capacity: value.queueCapacity)
     }
 }

@@ -38,6 +38,19 @@ public struct SmartAppPushMockSettings: Sendable {
     public init() {}
 }
 
+extension SmartAppPushSettings {
+    /// Equal settings with storage of their own, for one partition (`String.partitionCopy`).
+    func partitionCopy() -> SmartAppPushSettings {
+        var copy = self
+        copy.tenantID = tenantID.partitionCopy()
+        copy.apiKey = apiKey.partitionCopy()
+        copy.appID = appID.partitionCopy()
+        copy.mock.behaviour = mock.behaviour.partitionCopy()
+        copy.mock.tenants = mock.tenants?.map { SmartAppPushTenant(tenantID: $0.tenantID.partitionCopy(), apiKey: $0.apiKey.partitionCopy(), appID: $0.appID.partitionCopy()) }
+        return copy
+    }
+}
+
 public struct SmartAppPushTenant: Sendable, Equatable {
     public var tenantID: String
     public var apiKey: String

@@ -86,6 +86,19 @@ public enum SmarticoMessages {
     }
 }
 
+extension SmarticoSettings {
+    /// Equal settings with storage of their own, for one partition (`String.partitionCopy`).
+    func partitionCopy() -> SmarticoSettings {
+        var copy = self
+        copy.labelKey = labelKey.partitionCopy()
+        copy.brandKey = brandKey.partitionCopy()
+        copy.appID = appID.partitionCopy()
+        copy.trackerVersion = trackerVersion.partitionCopy()
+        copy.mock.behaviour = mock.behaviour.partitionCopy()
+        return copy
+    }
+}
+
 /// A scenario's `platforms.smartico` section.
 public struct SmarticoSettings: Sendable {
     /// "label_key … A unique key represents the label on smartico side"; the public API's `api_key`.

@@ -62,6 +62,8 @@ struct SmarticoConfiguration: PlatformConfiguration {
 
     func makeMock() -> any MockService { SmarticoMock(settings: settings) }
 
+    func partitionCopy() -> any PlatformConfiguration { SmarticoConfiguration(settings: settings.partitionCopy()) }
+
     /// A group's `client`: `integration` (`full` or `pushOnly`) and `emptySessionId` (a broken
     /// client that sends `session_id: ""`).
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
@@ -89,5 +91,11 @@ struct SmarticoClientProfile: ClientProfile {
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
         SmarticoClient(settings: settings, integration: integration, sendsEmptySessionID: sendsEmptySessionID)
+    }
+
+    func partitionCopy() -> any ClientProfile {
+        var copy = self
+        copy.settings = settings.partitionCopy()
+        return copy
     }
 }
