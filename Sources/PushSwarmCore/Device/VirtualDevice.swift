@@ -68,7 +68,12 @@ public actor VirtualDevice {
     }
 
     public var profile: DeviceProfile { lifecycle.profile }
-    public var pendingRequests: Int { client.pendingRequests }
+    /// Read through an `inout` access to the client: a plain read of the stored existential
+    /// copied the whole client first (every reference in it retained and released), and the
+    /// partition asks this for every open-model arrival and answer.
+    public var pendingRequests: Int { Self.pendingRequests(of: &client) }
+
+    private static func pendingRequests(of client: inout any PlatformClient) -> Int { client.pendingRequests }
 
     /// The first timers of the run, and the push address of an install from before the run.
     public func start(now: Instant) -> (actions: [Action], knownDevice: KnownDevice?) {
