@@ -304,7 +304,7 @@ final class Partition: @unchecked Sendable {
                 // A closed-model user got every answer: think, then the next event.
                 let think = closed.think.sampleSpan(using: &closed.random)
                 closedLoop[index] = closed
-                queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: time + think)
+                schedule(.lifecycle(.workloadEvent), device: index, at: time + think)
             }
         case .campaign(let index):
             guard !isDraining else { return }
@@ -338,7 +338,7 @@ final class Partition: @unchecked Sendable {
                 isDataOnly: isDataOnly, fate: random.next()
             )
             deliveryRandom[index] = random
-            queue.schedule(.device(index, .lifecycle(.notificationDelivered(notification))), at: time)
+            schedule(.lifecycle(.notificationDelivered(notification)), device: index, at: time)
         case .progressTick:
             if time + .seconds(1) <= end { queue.schedule(.progressTick, at: time + .seconds(1)) }
         case .arrival(let group):
@@ -411,6 +411,21 @@ final class Partition: @unchecked Sendable {
         progress?.offer(partition: number, elapsed: min(time, end) - .start, metrics: metrics)
     }
 
+    /// Queues a device's event, but not a timer or lifecycle event due after the end: `handle`
+    /// ignores those (past the end the run only drains answers), so queued they were only weight.
+    /// A device's timers reach far (a token rotation a month away, a permission change a year
+    /// away): at the start of a simulated day, two in three of the 2.6 items queued per device were
+    /// such (nine in ten for two hours), and every push and pop of the queue walked a heap three
+    /// times the size it needs, far out of cache at a million devices. Leaving them out changes
+    /// no order: the items kept keep their order (time, then scheduling).
+    private func schedule(_ event: VirtualDevice.Event, device index: Int, at time: Instant) {
+        switch event {
+        case .lifecycle, .clientTimer: if time > end { return }
+        case .completion, .socket: break
+        }
+        queue.schedule(.device(index, event), at: time)
+    }
+
     private func execute(_ actions: [VirtualDevice.Action], device index: Int, now: Instant, isDraining: Bool) {
         for action in actions {
             switch action {
@@ -421,7 +436,7 @@ final class Partition: @unchecked Sendable {
                 send(outgoing, device: index, now: now)
             case .schedule(let event, let time):
                 guard !isDraining else { continue }
-                queue.schedule(.device(index, event), at: max(time, now))
+                schedule(event, device: index, at: max(time, now))
             case .count(let name):
                 metrics.increment(name)
             case .duration(let name, let span):
@@ -485,7 +500,7 @@ final class Partition: @unchecked Sendable {
                     // Users start spread over the first think time, not all in one microsecond.
                     let offset = workload.thinkTime.sampleSpan(using: &random)
                     closedLoop[index] = (workload.thinkTime, random)
-                    queue.schedule(.device(index, .lifecycle(.workloadEvent)), at: Instant.start + workload.start + TimeSpan(microseconds: offset.microseconds / 2))
+                    schedule(.lifecycle(.workloadEvent), device: index, at: Instant.start + workload.start + TimeSpan(microseconds: offset.microseconds / 2))
                 }
             }
         }
@@ -621,7 +636,7 @@ final class Partition: @unchecked Sendable {
                 metrics.increment("notifications.heldWhileUnreachable")
                 delay = delay + offline
             }
-            queue.schedule(.device(index, .lifecycle(.notificationDelivered(notification))), at: now + delay)
+            schedule(.lifecycle(.notificationDelivered(notification)), device: index, at: now + delay)
         }
     }
 }
