@@ -1,0 +1,40 @@
+import PushSwarmCore
+@testable import PushSwarmNet
+import Testing
+
+/// The loop's timers: a heap by deadline from which a cancelled timer leaves at once (a wall run
+/// adds and cancels a request timeout per request).
+@Suite struct EventLoopTimerTests {
+    private final class Fired: @unchecked Sendable {
+        var deadlines: [UInt64] = []
+    }
+
+    /// Timers already due fire in one pass of the loop, so their order is the heap's alone: by
+    /// deadline, whatever the order they were added in, and never one that was cancelled. No
+    /// time passes in the test: every deadline lies in the past.
+    @Test func dueTimersFireInDeadlineOrderAndCancelledOnesNever() async {
+        let group = EventLoopGroup(threads: 1, name: "timer-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let fired = Fired()
+        var random = SeededRandom(seed: 7, stream: .device)
+        let offsets = (0..<2_000).map { _ in UInt64(random.nextIndex(below: 1_000_000)) }
+        let cancelled = Set(offsets.indices.filter { _ in random.chance(0.35) })
+        let expected = offsets.indices.filter { !cancelled.contains($0) }.map { offsets[$0] }.sorted()
+        let order = await withCheckedContinuation { (continuation: CheckedContinuation<[UInt64], Never>) in
+            loop.execute {
+                let base = Monotonic.now() - 2_000_000_000
+                var timers: [LoopTimer] = []
+                for offset in offsets {
+                    timers.append(loop.schedule(at: base + offset) { fired.deadlines.append(offset) })
+                }
+                // Cancelled in another order than they were added: from the middle of the heap too.
+                for index in cancelled.sorted(by: >) { timers[index].cancel() }
+                #expect(timers.enumerated().allSatisfy { $0.element.isPending != cancelled.contains($0.offset) })
+                loop.schedule(at: base + 1_000_000) { continuation.resume(returning: fired.deadlines) }
+            }
+        }
+        #expect(order.count == expected.count)
+        #expect(order == expected)
+    }
+}
