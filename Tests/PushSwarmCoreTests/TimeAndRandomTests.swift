@@ -33,6 +33,22 @@ import PushSwarmMetrics
         }
         #expect(popped == 10_000, "every item comes out once")
     }
+
+    /// `withNext` shows the item `popNext` will return, and leaves it in the queue.
+    @Test func theNextItemCanBeReadWithoutTakingIt() {
+        var queue = EventQueue<Int>()
+        #expect(queue.withNext { $0 } == nil)
+        var random = SeededRandom(seed: 9, stream: .device)
+        for index in 0..<500 { queue.schedule(index, at: Instant(microseconds: Int64(random.nextIndex(below: 50)))) }
+        while let next = queue.withNext({ $0 }) {
+            #expect(queue.count > 0)
+            let count = queue.count
+            #expect(queue.withNext { $0 } == next)
+            #expect(queue.popNext()?.item == next)
+            #expect(queue.count == count - 1)
+        }
+        #expect(queue.isEmpty)
+    }
 }
 
 @Suite struct SHA256Tests {

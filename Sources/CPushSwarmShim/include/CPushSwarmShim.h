@@ -77,4 +77,8 @@ void ps_sha1(const void *data, size_t length, uint8_t out[20]);
 /// where the CPU has it): SmartAppPush's event fingerprints and the mocks' derived identifiers.
 void ps_sha256(const void *data, size_t length, uint8_t out[32]);
 
+/// Asks the CPU to bring the cache line at `p` in while other work goes on (a hint: no fault, no
+/// effect on what the program computes).
+static inline void ps_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
+
 #endif

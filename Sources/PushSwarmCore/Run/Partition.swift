@@ -1,3 +1,4 @@
+import CPushSwarmShim
 import Foundation
 import PushSwarmMetrics
 
@@ -153,9 +154,23 @@ final class Partition: @unchecked Sendable {
         start()
         while let (time, item) = nextItem() {
             now = time
+            prefetchNextDevice()
             handle(item, at: time, lag: .zero)
         }
         return result()
+    }
+
+    /// Asks for the first lines of the device the next item is for, while this one is handled.
+    /// In a large fleet the device was last touched long ago and is out of cache: its first touch
+    /// (`slots[index].device`, retained by `handle`) was 4.6 % of a million devices' day. The
+    /// queue already asked for the next item's slot (`EventQueue.popNext`), so reading it here
+    /// does not wait. A hint only: what runs does not change.
+    private func prefetchNextDevice() {
+        queue.withNext { next in
+            guard case .device(let index, _) = next else { return }
+            let object = UnsafeRawPointer(Unmanaged.passUnretained(slots[index].device).toOpaque())
+            for line in 0..<6 { ps_prefetch(object + 64 * line) }
+        }
     }
 
     /// The next item to handle, or nil when the run is over: past the end with nothing in flight.
