@@ -4,9 +4,9 @@
 /// tenants) is held once and referenced by every device, and devices retain it on every event
 /// (a profile copied into a snapshot, a settings string written into a body). Were one object
 /// referenced by two partitions, its count's cache line would move between their cores on every
-/// such retain: at two partitions that cost 5–12 % of the CPU of a million devices' run
-/// (Benchmarks/README). So each partition builds its devices and mocks from its own copy of the
-/// scenario (`Scenario.partitionCopy`): equal in value, with storage of its own.
+/// such retain: at two partitions that cost 10–15 % of the quickstart's CPU (Benchmarks/README).
+/// So each partition builds its devices and mocks from its own copy of the scenario
+/// (`Scenario.partitionCopy`): equal in value, with storage of its own.
 ///
 /// What a hot path reads from a `static let` must not be a reference-counted object built at run
 /// time either (those are shared by every partition): literals, which the runtime never counts,
