@@ -579,11 +579,15 @@ import Testing
     /// suites). Open-model arrivals are Poisson, and a bucket of 20 overflows on their bursts well
     /// below its rate (about 0.875^20 of the time at 175/s), so more than 1 % may be refused
     /// anywhere from about 165/s up: in 5 s steps of about 900 requests the answer has been 162.5,
-    /// 168.75, 175, 187.5 and 193.75/s. It must be above 150/s (the search left its start and
-    /// bisected toward the limit), and never above the limit. On a machine so loaded
-    /// that the generator could not put a step's load on (marked saturated in capacity.json: beside
-    /// two busy loops a debug build stalls at about 130/s), the search rightly refuses to credit the
-    /// service with that rate; the answer may then be lower, but still never above the limit.
+    /// 168.75, 175, 187.5 and 193.75/s. A debug build's pools also hand requests to the mock in
+    /// bunches (p99 130–180 ms against the mock's 15 ms median), which refuses 0.3–1.1 % at 150/s:
+    /// 140.62 and 143.75/s came out beside the other suites, and 140.62/s from the build before
+    /// the engine's latest changes on an idle machine. It must reach 125/s or more (the search
+    /// left its start and bisected toward the limit), and never be above the limit. On a machine
+    /// so loaded that the generator could not put a step's load on (marked saturated in
+    /// capacity.json: beside two busy loops a debug build stalls at about 130/s), the search
+    /// rightly refuses to credit the service with that rate; the answer may then be lower, but
+    /// still never above the limit.
     @Test func capacityAgainstTheLoopbackMockFindsItsConfiguredLimit() throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-capacity-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: out) }
@@ -597,7 +601,7 @@ import Testing
         let capacity = try #require(report["capacityPerSecond"]?.numberValue)
         let steps = report["steps"]?.arrayValue ?? []
         let starved = steps.contains { $0["saturated"] == .bool(true) }
-        #expect(capacity >= (starved ? 100 : 150) && capacity <= 205, "capacity \(capacity)/s against a limit of 200/s:\n\(run.output)")
+        #expect(capacity >= (starved ? 100 : 125) && capacity <= 205, "capacity \(capacity)/s against a limit of 200/s:\n\(run.output)")
         #expect(steps.count >= 4)
     }
 
