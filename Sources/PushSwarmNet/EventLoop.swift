@@ -272,8 +272,10 @@ private struct TimerHeap {
     private var heap: [Entry] = []
 
     mutating func push(_ timer: LoopTimer) {
-        heap.append(Entry(deadline: timer.deadline, timer: timer))
-        siftUp(Entry(deadline: timer.deadline, timer: timer), from: heap.count - 1)
+        let entry = Entry(deadline: timer.deadline, timer: timer)
+        // A new position at the end is the hole `siftUp` starts from.
+        heap.append(entry)
+        siftUp(entry, from: heap.count - 1)
     }
 
     mutating func popDue(now: UInt64) -> LoopTimer? {
