@@ -31,6 +31,30 @@ import Testing
         }
     }
 
+    /// The writer and the string scanner look at eight bytes at a time and jump to the first
+    /// byte that needs a look: a quote, a backslash, a control character or a non-ASCII byte at
+    /// any place in strings of any length, the last few bytes included, must be escaped when
+    /// written and found when read back (a jump one byte short or long would lose or corrupt it).
+    @Test func specialCharactersAtEveryPlaceSurviveWritingAndReading() throws {
+        for length in 0...20 {
+            for place in 0..<max(length, 1) {
+                for special in ["\"", "\\", "\n", "\u{01}", "é", "😀"] {
+                    var characters = Array(repeating: "a", count: length)
+                    if length > 0 { characters[place] = special }
+                    let text = characters.joined()
+                    let written = JSONWriter.bytes(of: .object(JSONObject([(key: "k\(text)", value: .string(text))])))
+                    let parsed = try JSONParser.parse(written)
+                    #expect(parsed == .object(JSONObject([(key: "k\(text)", value: .string(text))])), "\(text.debugDescription)")
+                    guard let fields = try JSONFields.parse(written), case .string(let found)? = fields["k\(text)"] else {
+                        Issue.record("\(text.debugDescription): no member found")
+                        continue
+                    }
+                    #expect(fields.text(found) == text)
+                }
+            }
+        }
+    }
+
     /// `JSONFields` reads an object's members without a tree; what it finds must be what the parser
     /// finds: each member's value (escapes resolved, the first of a repeated name), and for a
     /// document that is not valid JSON the parser's error, line and column.

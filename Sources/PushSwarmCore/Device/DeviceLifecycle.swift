@@ -260,7 +260,7 @@ public struct DeviceLifecycle: Sendable {
             guard eventWeightTotal > 0 else { return }
             let entry = behaviour.eventMix[random.pickIndex(weights: eventWeights, total: eventWeightTotal)]
             outputs.append(.count("workload.events"))
-            outputs.append(.intent(.userEvent(name: entry.name, parameters: EventParameters.make(entry.parameters, random: &random))))
+            outputs.append(.intent(.userEvent(name: entry.name, parameters: EventParameters.make(entry.parameters, kinds: entry.parameterKinds, random: &random))))
 
         case .notificationDismissed(let id):
             guard let notification = takeNotification(id) else { return }
@@ -339,7 +339,7 @@ public struct DeviceLifecycle: Sendable {
         }
         guard eventWeightTotal > 0 else { return }
         let entry = behaviour.eventMix[random.pickIndex(weights: eventWeights, total: eventWeightTotal)]
-        let parameters = EventParameters.make(entry.parameters, random: &random)
+        let parameters = EventParameters.make(entry.parameters, kinds: entry.parameterKinds, random: &random)
         if entry.name == "screen_viewed", case .string(let screen)? = parameters["screen_name"] {
             currentScreen = screen
         }

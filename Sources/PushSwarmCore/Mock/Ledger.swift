@@ -5,10 +5,6 @@
 /// when the next second begins (requests reach a ledger in time order): its memory grows with
 /// the addresses active within one second, not with all addresses or the run's length.
 public struct Ledger: Sendable {
-    private struct SourceOperation: Hashable {
-        var source: UInt32
-        var operation: String
-    }
 
     /// The keys of accepted lasting items (registrations), 8 bytes each (`KeySet`).
     private var acceptedKeys = KeySet()
@@ -31,14 +27,42 @@ public struct Ledger: Sendable {
     public var keys: [LedgerKey] {
         (acceptedKeys.all + unconfirmedOnce + confirmedOnce + confirmedOnceBefore).map(LedgerKey.init(value:))
     }
-    public private(set) var acceptedByOperation: [String: UInt64] = [:]
-    public private(set) var duplicatesByOperation: [String: UInt64] = [:]
+    /// The operations recorded, in the order first seen: the counts below are kept by an
+    /// operation's place here, so that a request's counts are found by comparing its operation's
+    /// name with a handful (the same string: its first bytes), not by hashing it three times.
+    private var operations: [String] = []
+    private var acceptedCounts: [UInt64] = []
+    private var duplicateCounts: [UInt64] = []
+    /// The highest count of a finished second, by operation; nil for one never recorded (the
+    /// "merged" duplicates).
+    private var peaks: [UInt32?] = []
     /// The second whose counts `openCounts` holds.
     private var openSecond: Int64 = .min
-    /// Each (source, operation)'s count in `openSecond`.
-    private var openCounts: [SourceOperation: UInt32] = [:]
-    /// The highest count of a finished second, by operation.
-    private var peaks: [String: UInt32] = [:]
+    /// Each (source, operation)'s count in `openSecond`, keyed by `openKey`.
+    private var openCounts: [UInt64: UInt32] = [:]
+
+    /// Accepted items by operation (operations with none are left out).
+    public var acceptedByOperation: [String: UInt64] { Self.byOperation(operations, acceptedCounts) }
+    /// Duplicates by operation (operations with none are left out).
+    public var duplicatesByOperation: [String: UInt64] { Self.byOperation(operations, duplicateCounts) }
+
+    private static func byOperation(_ names: [String], _ counts: [UInt64]) -> [String: UInt64] {
+        var table: [String: UInt64] = [:]
+        for (name, count) in zip(names, counts) where count > 0 { table[name] = count }
+        return table
+    }
+
+    /// `operation`'s place in `operations`, added when new.
+    private mutating func slot(of operation: String) -> Int {
+        if let slot = operations.firstIndex(of: operation) { return slot }
+        operations.append(operation)
+        acceptedCounts.append(0)
+        duplicateCounts.append(0)
+        peaks.append(nil)
+        return operations.count - 1
+    }
+
+    private static func openKey(source: UInt32, slot: Int) -> UInt64 { UInt64(source) << 32 | UInt64(truncatingIfNeeded: slot) }
 
     public init() {}
 
@@ -50,12 +74,13 @@ public struct Ledger: Sendable {
             closeOpenSecond()
             openSecond = second
         }
-        openCounts[SourceOperation(source: source.index, operation: operation), default: 0] += 1
+        let slot = slot(of: operation)
+        openCounts[Self.openKey(source: source.index, slot: slot), default: 0] += 1
         guard insert(key.value) else {
-            duplicatesByOperation[operation, default: 0] += 1
+            duplicateCounts[slot] += 1
             return false
         }
-        acceptedByOperation[operation, default: 0] += 1
+        acceptedCounts[slot] += 1
         return true
     }
 
@@ -101,7 +126,7 @@ public struct Ledger: Sendable {
     public mutating func merge(_ other: Ledger) {
         other.forEachKey { key in
             // The same item accepted in both: the second acceptance is a duplicate.
-            if !insert(key) { duplicatesByOperation["merged", default: 0] += 1 }
+            if !insert(key) { duplicateCounts[slot(of: "merged")] += 1 }
         }
         mergeCounts(of: other)
     }
@@ -112,26 +137,38 @@ public struct Ledger: Sendable {
         openCounts.removeAll(keepingCapacity: true)
     }
 
-    /// Raises each operation's peak to the highest of one second's per-address counts.
-    private static func fold(_ counts: [SourceOperation: UInt32], into peaks: inout [String: UInt32]) {
-        for (slot, count) in counts { peaks[slot.operation] = max(peaks[slot.operation] ?? 0, count) }
+    /// Raises each operation's peak to the highest of one second's per-address counts (keyed
+    /// by `openKey`, with the slots of `peaks`).
+    private static func fold(_ counts: [UInt64: UInt32], into peaks: inout [UInt32?]) {
+        for (key, count) in counts {
+            let slot = Int(truncatingIfNeeded: key & 0xFFFF_FFFF)
+            peaks[slot] = max(peaks[slot] ?? 0, count)
+        }
     }
 
     /// Adds `other`'s counts and peaks (not its keys). Two open seconds that are the same second
     /// add up (one source's requests may have reached both); otherwise each is a finished second.
     private mutating func mergeCounts(of other: Ledger) {
-        acceptedByOperation.merge(other.acceptedByOperation, uniquingKeysWith: +)
-        duplicatesByOperation.merge(other.duplicatesByOperation, uniquingKeysWith: +)
-        peaks.merge(other.peaks, uniquingKeysWith: max)
-        if other.openSecond == openSecond {
-            openCounts.merge(other.openCounts, uniquingKeysWith: +)
-        } else {
-            Self.fold(other.openCounts, into: &peaks)
+        // Other's slots in this ledger's numbering.
+        let slots = other.operations.map { slot(of: $0) }
+        for (theirs, mine) in slots.enumerated() {
+            acceptedCounts[mine] += other.acceptedCounts[theirs]
+            duplicateCounts[mine] += other.duplicateCounts[theirs]
+            if let peak = other.peaks[theirs] { peaks[mine] = max(peaks[mine] ?? 0, peak) }
+        }
+        for (key, count) in other.openCounts {
+            let mine = Self.openKey(source: UInt32(truncatingIfNeeded: key >> 32), slot: slots[Int(truncatingIfNeeded: key & 0xFFFF_FFFF)])
+            if other.openSecond == openSecond {
+                openCounts[mine, default: 0] += count
+            } else {
+                let slot = Int(truncatingIfNeeded: mine & 0xFFFF_FFFF)
+                peaks[slot] = max(peaks[slot] ?? 0, count)
+            }
         }
     }
 
-    public var accepted: UInt64 { acceptedByOperation.values.reduce(0, +) }
-    public var duplicates: UInt64 { duplicatesByOperation.values.reduce(0, +) }
+    public var accepted: UInt64 { acceptedCounts.reduce(0, +) }
+    public var duplicates: UInt64 { duplicateCounts.reduce(0, +) }
 
     /// What a run's summary needs of its ledgers: counts and peaks, no keys.
     public struct Totals: Sendable {
@@ -174,7 +211,9 @@ public struct Ledger: Sendable {
     public var peakAcceptedPerSecondByOperation: [String: UInt32] {
         var peaks = peaks
         Self.fold(openCounts, into: &peaks)
-        return peaks
+        var table: [String: UInt32] = [:]
+        for (name, peak) in zip(operations, peaks) { if let peak { table[name] = peak } }
+        return table
     }
 }
 

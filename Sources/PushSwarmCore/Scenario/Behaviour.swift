@@ -78,12 +78,17 @@ public struct WeightedEvent: Sendable, Equatable {
     /// Param names, in byte order: values are generated per param name (see `EventParameters`)
     /// in this order, so the params object is made, sent and read back in the canonical order of
     /// SmartAppPush's fingerprint and of ledger keys, and neither side has to sort it.
-    public var parameters: [String]
+    public var parameters: [String] {
+        didSet { parameterKinds = parameters.map(EventParameters.kind(of:)) }
+    }
+    /// How each param's value is drawn, in the order of `parameters`.
+    public private(set) var parameterKinds: [EventParameters.Kind]
 
     public init(name: String, weight: Double, parameters: [String]) {
         self.name = name
         self.weight = weight
         self.parameters = parameters.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        parameterKinds = self.parameters.map(EventParameters.kind(of:))
     }
 
     /// A shopping app's mix, drawn from SmartAppPush's system events and their "useful params".

@@ -217,17 +217,23 @@ public struct JSONParser {
             // Most strings are ASCII without escapes: they need no UTF-8 validation.
             var isASCII = true
             var isPlain = true
-            // Eight bytes at a time past the common run of plain ASCII: no quote, backslash,
-            // control character or byte of 0x80 and above among them.
-            bytes.withUnsafeBufferPointer { buffer in
-                let raw = UnsafeRawPointer(buffer.baseAddress!)
-                while index + 8 <= buffer.count {
-                    let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                    if Self.mayEndPlainASCII(word) { break }
-                    index += 8
+            while true {
+                // Eight bytes at a time to the next byte that is not plain ASCII (a quote, a
+                // backslash, a control character, 0x80 and above): its place is the lowest
+                // flagged byte of the word, so the bytes before it are not looked at one by one.
+                bytes.withUnsafeBufferPointer { buffer in
+                    let raw = UnsafeRawPointer(buffer.baseAddress!)
+                    while index + 8 <= buffer.count {
+                        let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                        let flags = Self.notPlainASCII(word)
+                        if flags != 0 {
+                            index += flags.trailingZeroBitCount / 8
+                            return
+                        }
+                        index += 8
+                    }
                 }
-            }
-            while index < bytes.count {
+                guard index < bytes.count else { break }
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
                     let content = contentStart..<index
@@ -257,6 +263,14 @@ public struct JSONParser {
         @inline(__always)
         static func mayEndPlainASCII(_ word: UInt64) -> Bool {
             JSONWriter.needsEscape(word) || word & 0x8080_8080_8080_8080 != 0
+        }
+
+        /// The high bit of each byte of `word` (little-endian) that may not be plain ASCII: the
+        /// lowest flagged byte is exactly the first such byte (a flag above it may be a false one,
+        /// from a borrow), so `trailingZeroBitCount / 8` is its place.
+        @inline(__always)
+        static func notPlainASCII(_ word: UInt64) -> UInt64 {
+            JSONWriter.escapeFlags(word) | word & 0x8080_8080_8080_8080
         }
 
         static func isValidUTF8(_ slice: ArraySlice<UInt8>) -> Bool {

@@ -247,13 +247,22 @@ public struct JSONWriter: Sendable {
         var runStart = 0
         var index = 0
         while index < utf8.count {
-            if index + 8 <= utf8.count {
-                let word = UInt64(littleEndian: UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
-                if !Self.needsEscape(word) {
-                    index += 8
-                    continue
-                }
+            // The next eight bytes (fewer at the end, padded with spaces): past them when none
+            // needs escaping, else straight to the first that may.
+            let available = min(8, utf8.count - index)
+            var word: UInt64
+            if available == 8 {
+                word = UInt64(littleEndian: UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
+            } else {
+                word = 0x2020_2020_2020_2020
+                for offset in 0..<available { word = word & ~(0xFF << (8 * UInt64(offset))) | UInt64(utf8[index + offset]) << (8 * UInt64(offset)) }
             }
+            let flags = Self.escapeFlags(word)
+            if flags == 0 {
+                index += available
+                continue
+            }
+            index += flags.trailingZeroBitCount / 8
             let byte = utf8[index]
             index += 1
             guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
@@ -278,11 +287,16 @@ public struct JSONWriter: Sendable {
     /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (the
     /// classic "has a zero byte" test, applied to the word and to it xor each special byte).
     @inline(__always)
-    static func needsEscape(_ word: UInt64) -> Bool {
+    static func needsEscape(_ word: UInt64) -> Bool { escapeFlags(word) != 0 }
+
+    /// The high bit of each byte of `word` that may need escaping; the lowest flag is exact (a
+    /// borrow can only flag bytes above a flagged one).
+    @inline(__always)
+    static func escapeFlags(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
         let control = (word &- 0x2020_2020_2020_2020) & ~word & highs
-        return control | hasZeroByte(word ^ 0x2222_2222_2222_2222) | hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C) != 0
+        return control | hasZeroByte(word ^ 0x2222_2222_2222_2222) | hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C)
     }
 }
