@@ -55,6 +55,58 @@ import Testing
         }
     }
 
+    /// A lookup that starts where the last one left off finds every member in any order, and
+    /// nothing for a name that is not there, whatever place it starts from.
+    @Test func lookupsFromAnyPlaceFindWhatTheSubscriptFinds() throws {
+        let bytes = Array(#"{"a": 1, "b\u0062": 2, "c": 3, "dd": 4, "e": 5}"#.utf8)
+        let fields = try #require(try JSONFields.parse(bytes))
+        let names = ["a", "bb", "c", "dd", "e"]
+        for order in [names, names.reversed(), ["c", "a", "e", "bb", "dd"]] {
+            for start in 0...6 {
+                var next = start
+                for name in order {
+                    guard case .number(let found)? = fields.value(named: name, next: &next) else {
+                        Issue.record("\(name) not found from \(start)")
+                        continue
+                    }
+                    #expect(found == Double(names.firstIndex(of: name)! + 1))
+                }
+                var from = start
+                #expect(fields.value(named: "b", next: &from) == nil && from == start)
+            }
+        }
+    }
+
+    /// A name written with its comma and colon in one copy gives the same text as one written
+    /// in three steps, first member or not, nested or not, compact or indented.
+    @Test func namesMadeOnceWriteWhatKeysWrite() {
+        for indent in [0, 2] {
+            var quick = JSONWriter(indent: indent)
+            var plain = JSONWriter(indent: indent)
+            quick.beginObject()
+            plain.beginObject()
+            for name in ["a", "b\"c", "d"] {
+                quick.key(JSONWriter.Name(name))
+                plain.key(name)
+                quick.beginObject()
+                plain.beginObject()
+                quick.key(JSONWriter.Name("x"))
+                plain.key("x")
+                quick.string(name)
+                plain.string(name)
+                quick.key(JSONWriter.Name("y"))
+                plain.key("y")
+                quick.integer(1)
+                plain.integer(1)
+                quick.endObject()
+                plain.endObject()
+            }
+            quick.endObject()
+            plain.endObject()
+            #expect(quick.text == plain.text)
+        }
+    }
+
     /// `JSONFields` reads an object's members without a tree; what it finds must be what the parser
     /// finds: each member's value (escapes resolved, the first of a repeated name), and for a
     /// document that is not valid JSON the parser's error, line and column.

@@ -142,6 +142,28 @@ public struct JSONFields {
         return name.withUTF8 { wanted in firstMember(named: wanted).map { members[$0].value } }
     }
 
+    /// The value of the member named `name`, looked for first at `next` and then around: a
+    /// caller that asks for the members in the order a client writes them finds each at its
+    /// first look. `next` becomes the place after the member found. (Names are unique: a
+    /// repeated one fails the parse.)
+    public func value(named name: String, next: inout Int) -> Value? {
+        var name = name
+        return name.withUTF8 { wanted in
+            let key = Self.nameKey(wanted)
+            let count = members.count
+            var place = next < count ? next : 0
+            for _ in 0..<count {
+                let memberKey = nameKeys[place]
+                if memberKey == key ? equals(members[place].name, wanted) : memberKey == 0 && unescaped(members[place].name).elementsEqual(wanted) {
+                    next = place + 1
+                    return members[place].value
+                }
+                place = place + 1 == count ? 0 : place + 1
+            }
+            return nil
+        }
+    }
+
     /// A nested object or array as a tree. It was checked when the fields were parsed, so this
     /// cannot fail.
     public func value(_ nested: Nested) -> JSONValue {

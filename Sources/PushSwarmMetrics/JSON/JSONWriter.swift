@@ -70,6 +70,34 @@ public struct JSONWriter: Sendable {
         endName()
     }
 
+    /// A member's name made once with the comma before it and the colon after it (`,"name":`):
+    /// in compact output it is written by one copy, where `key(_: Quoted)` appends three times.
+    public struct Name: Sendable {
+        /// `,"name":`
+        public let bytes: [UInt8]
+
+        public init(_ name: String) {
+            var writer = JSONWriter()
+            writer.string(name)
+            bytes = [UInt8(ascii: ",")] + writer.bytes + [UInt8(ascii: ":")]
+        }
+    }
+
+    public mutating func key(_ name: Name) {
+        guard indentUnit == 0, depth > 0 else {
+            separate()
+            bytes.append(contentsOf: name.bytes[1..<(name.bytes.count - 1)])
+            endName()
+            return
+        }
+        let needsComma = hasItems & 1 != 0
+        hasItems |= 1
+        name.bytes.withUnsafeBufferPointer { all in
+            bytes.append(contentsOf: needsComma ? all : UnsafeBufferPointer(rebasing: all.dropFirst()))
+        }
+        afterKey = true
+    }
+
     /// After a member's name: the colon, and the value comes next.
     private mutating func endName() {
         bytes.append(UInt8(ascii: ":"))
@@ -99,12 +127,18 @@ public struct JSONWriter: Sendable {
     /// comma or indentation that separates it from what came before. For a caller that hashes
     /// or keeps a value's text as written.
     public mutating func writeValue(_ write: (inout JSONWriter) -> Void) -> Range<Int> {
-        prepareForValue()
-        let start = bytes.count
-        // The separator is written: the value's own first call writes none.
-        afterKey = true
+        let start = valueStart()
         write(&self)
         return start..<bytes.count
+    }
+
+    /// `writeValue` in two steps, without a closure: writes the separator before the next value
+    /// and returns where the value's own text will start (it ends at `bytes.count` once written).
+    public mutating func valueStart() -> Int {
+        prepareForValue()
+        // The separator is written: the value's own first call writes none.
+        afterKey = true
+        return bytes.count
     }
 
     /// A value already in JSON form (compact, as this writer would write it), copied as it stands.

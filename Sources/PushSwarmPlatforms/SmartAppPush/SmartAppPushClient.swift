@@ -146,21 +146,23 @@ struct SmartAppPushClient: PlatformClient {
             case .params:
                 if !parameters.isEmpty {
                     body.key(fieldName)
-                    paramsBytes = body.writeValue { $0.write(.object(parameters), sortingKeys: true) }
+                    let start = body.valueStart()
+                    body.write(.object(parameters), sortingKeys: true)
+                    paramsBytes = start..<body.bytes.count
                 }
             case .context:
                 body.key(fieldName)
                 // Its members in byte order of their names: its canonical form.
-                contextBytes = body.writeValue { body in
-                    body.beginObject()
-                    body.key(shared.quotedContextMembers.appVersion)
-                    body.string(profile.appVersion)
-                    body.key(shared.quotedContextMembers.osVersion)
-                    body.string(profile.osVersion)
-                    body.key(shared.quotedContextMembers.screen)
-                    body.string(device.currentScreen)
-                    body.endObject()
-                }
+                let start = body.valueStart()
+                body.beginObject()
+                body.key(shared.quotedContextMembers.appVersion)
+                body.string(profile.appVersion)
+                body.key(shared.quotedContextMembers.osVersion)
+                body.string(profile.osVersion)
+                body.key(shared.quotedContextMembers.screen)
+                body.string(device.currentScreen)
+                body.endObject()
+                contextBytes = start..<body.bytes.count
             }
         }
         body.endObject()

@@ -108,44 +108,46 @@ public struct SmartAppPushMock: MockService {
 
     private mutating func acceptEvent(_ body: JSONFields, operation: String) -> MockReply {
         var problems: [FieldProblem] = []
-        let tenantID = requireString(body, "tenant_id", &problems)
-        let apiKey = requireString(body, "api_key", &problems)
+        // Looked up in the spec's order, the order clients write them: each found at first look.
+        var next = 0
+        let tenantID = requireString(body, "tenant_id", &problems, next: &next)
+        let apiKey = requireString(body, "api_key", &problems, next: &next)
         var appUserID: JSONFields.Text?
-        switch body["app_user_id"] {
+        switch body.value(named: "app_user_id", next: &next) {
         case nil, .null?: break
         case .string(let text)?: appUserID = text
         default: problems.append(FieldProblem("app_user_id", "must be a string"))
         }
-        let eventName = requireString(body, "event_name", &problems)
-        let eventTime = requireString(body, "event_time", &problems)
+        let eventName = requireString(body, "event_name", &problems, next: &next)
+        let eventTime = requireString(body, "event_time", &problems, next: &next)
         if let eventTime, body.withUTF8(eventTime, { RFC3339.parse(utf8: $0) }) == nil {
             problems.append(FieldProblem("event_time", "must be an RFC 3339 timestamp with a timezone offset, such as 2026-03-29T14:30:00+03:00"))
         }
-        let deviceToken = requireString(body, "device_token", &problems)
+        let deviceToken = requireString(body, "device_token", &problems, next: &next)
         // "platform — One of: android, ios, web" (literals: no set that partitions share).
-        if let platform = requireString(body, "platform", &problems),
+        if let platform = requireString(body, "platform", &problems, next: &next),
             !(body.text(platform, equals: "android") || body.text(platform, equals: "ios") || body.text(platform, equals: "web"))
         {
             problems.append(FieldProblem("platform", "must be one of: android, ios, web"))
         }
         var permission = false
-        switch body["push_permission_granted"] {
+        switch body.value(named: "push_permission_granted", next: &next) {
         case .bool(let flag)?: permission = flag
         case nil: problems.append(FieldProblem("push_permission_granted", "is required"))
         default: problems.append(FieldProblem("push_permission_granted", "must be a boolean"))
         }
-        if let zone = requireString(body, "timezone", &problems), !body.withUTF8(zone, { knownZones.contains(utf8: $0) }) {
+        if let zone = requireString(body, "timezone", &problems, next: &next), !body.withUTF8(zone, { knownZones.contains(utf8: $0) }) {
             problems.append(FieldProblem("timezone", "must be an IANA time zone such as Europe/Istanbul"))
         }
-        if let language = requireString(body, "language", &problems), !body.withUTF8(language, ISOCodes.isLanguage(utf8:)) {
+        if let language = requireString(body, "language", &problems, next: &next), !body.withUTF8(language, ISOCodes.isLanguage(utf8:)) {
             problems.append(FieldProblem("language", "must be an ISO 639-1 language code such as en"))
         }
-        if let country = requireString(body, "country", &problems), !body.withUTF8(country, ISOCodes.isCountry(utf8:)) {
+        if let country = requireString(body, "country", &problems, next: &next), !body.withUTF8(country, ISOCodes.isCountry(utf8:)) {
             problems.append(FieldProblem("country", "must be an ISO 3166-1 alpha-2 country code such as US"))
         }
-        _ = requireString(body, "session_id", &problems)
-        let context = optionalObject(body, "context", &problems)
-        let params = optionalObject(body, "params", &problems)
+        _ = requireString(body, "session_id", &problems, next: &next)
+        let context = optionalObject(body, "context", &problems, next: &next)
+        let params = optionalObject(body, "params", &problems, next: &next)
         var tenant: SmartAppPushTenant?
         if let apiKey {
             tenant = self.tenant(apiKey: apiKey, in: body)
@@ -264,8 +266,8 @@ public struct SmartAppPushMock: MockService {
         if let object { body.writeCanonical(object, into: &writer) } else { writer.null() }
     }
 
-    private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONFields.Nested? {
-        switch body[field] {
+    private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem], next: inout Int) -> JSONFields.Nested? {
+        switch body.value(named: field, next: &next) {
         case nil, .null?: return nil
         case .object(let object)?: return object
         default:
@@ -275,7 +277,12 @@ public struct SmartAppPushMock: MockService {
     }
 
     private func requireString(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONFields.Text? {
-        switch body[field] {
+        var next = 0
+        return requireString(body, field, &problems, next: &next)
+    }
+
+    private func requireString(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem], next: inout Int) -> JSONFields.Text? {
+        switch body.value(named: field, next: &next) {
         case .string(let text)? where !text.content.isEmpty:
             return text
         case .string?:

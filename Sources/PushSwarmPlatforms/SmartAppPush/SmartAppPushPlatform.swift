@@ -129,15 +129,15 @@ final class SharedSettings: Sendable {
     /// The event's field names in JSON form, in the spec's order (`EventField.ordered`), and the
     /// context's member names (in their byte order): here, not in a `static let`, so that each
     /// partition's devices write their own copies (see `String.partitionCopy`).
-    let quotedFieldNames: [JSONWriter.Quoted]
-    let quotedContextMembers: (appVersion: JSONWriter.Quoted, osVersion: JSONWriter.Quoted, screen: JSONWriter.Quoted)
+    let quotedFieldNames: [JSONWriter.Name]
+    let quotedContextMembers: (appVersion: JSONWriter.Name, osVersion: JSONWriter.Name, screen: JSONWriter.Name)
 
     init(_ value: SmartAppPushSettings) {
         self.value = value
         quotedTenantID = JSONWriter.Quoted(value.tenantID)
         quotedAPIKey = JSONWriter.Quoted(value.apiKey)
-        quotedFieldNames = SmartAppPushMessages.EventField.ordered.map { JSONWriter.Quoted($0.rawValue) }
-        quotedContextMembers = (JSONWriter.Quoted("app_version"), JSONWriter.Quoted("os_version"), JSONWriter.Quoted("screen"))
+        quotedFieldNames = SmartAppPushMessages.EventField.ordered.map { JSONWriter.Name($0.rawValue) }
+        quotedContextMembers = (JSONWriter.Name("app_version"), JSONWriter.Name("os_version"), JSONWriter.Name("screen"))
         queuePolicy = OfflineQueue.Policy(retryTable: value.retryTable, timeout: value.requestTimeout, capacity: value.queueCapacity)
     }
 }
