@@ -119,6 +119,18 @@ import PushSwarmMetrics
         #expect(RFC3339.format(unixMicroseconds: micros, offsetSeconds: 3_600) == "10000-01-01T01:00:00.000+01:00")
     }
 
+    /// A timestamp held in place (`RFC3339.Text`, what devices stamp events with) is the text
+    /// `format` makes, for ordinary years and for the widest an Int64 of microseconds holds.
+    @Test func textHeldInPlaceIsTheFormattedText() {
+        for micros: Int64 in [1_772_409_600_123_000, 253_402_300_800_000_000, 0, -62_135_596_800_000_000, 9_000_000_000_000_000_000, -9_000_000_000_000_000_000] {
+            for (offset, utcAsZ) in [(0, true), (0, false), (19_800, false), (-18_000, false)] {
+                let text = RFC3339.text(unixMicroseconds: micros, offsetSeconds: offset, utcAsZ: utcAsZ)
+                #expect(text.string == RFC3339.format(unixMicroseconds: micros, offsetSeconds: offset, utcAsZ: utcAsZ))
+                #expect(text.count == text.string.utf8.count)
+            }
+        }
+    }
+
     @Test(arguments: ["2026-03-29T14:30:00+03:00", "2026-03-29T11:30:00Z", "2026-03-29T11:30:00.5z", "2024-02-29T00:00:00-00:30"])
     func acceptsValidTimestamps(text: String) {
         #expect(RFC3339.parse(text) != nil)

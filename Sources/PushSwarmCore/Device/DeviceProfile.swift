@@ -63,9 +63,14 @@ public struct RunCalendar: Sendable {
 
     /// `instant` as RFC 3339 local time in `zone`, with milliseconds and offset.
     public func timestamp(_ instant: Instant, zone: String) -> String {
+        timestampText(instant, zone: zone).string
+    }
+
+    /// `timestamp` held in place, without a `String`.
+    public func timestampText(_ instant: Instant, zone: String) -> RFC3339.Text {
         let micros = unixMicroseconds(instant)
         let offset = zones.offsetSeconds(zone: zone, atUnixSeconds: micros / 1_000_000)
-        return RFC3339.format(unixMicroseconds: micros, offsetSeconds: offset)
+        return RFC3339.text(unixMicroseconds: micros, offsetSeconds: offset)
     }
 }
 

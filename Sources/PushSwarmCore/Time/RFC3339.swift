@@ -3,6 +3,52 @@ public enum RFC3339 {
     /// `unixMicroseconds` as local time at `offsetSeconds` east of UTC, with milliseconds:
     /// `2026-03-29T14:30:00.123+03:00` (or `Z` when the offset is zero and `utcAsZ` is set).
     public static func format(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool = false) -> String {
+        let wideYear = wideYear(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds)
+        let length = (wideYear?.utf8.count ?? 4) + (offsetSeconds == 0 && utcAsZ ? 20 : 25)
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            write(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: buffer)
+        }
+    }
+
+    /// `format`'s text held in place, in a value of 40 bytes: no `String` is made for it (a device
+    /// stamps every event, and a timestamp is too long for a `String`'s inline storage).
+    public struct Text: Sendable {
+        private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        public private(set) var count = 0
+
+        init(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool) {
+            // The widest year an Int64 of microseconds gives has 7 characters (a sign and 6
+            // digits): 32 bytes at most.
+            count = withUnsafeMutableBytes(of: &storage) { raw in
+                RFC3339.write(
+                    unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: raw.bindMemory(to: UInt8.self)
+                )
+            }
+        }
+
+        public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+            withUnsafeBytes(of: storage) { raw in body(UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<count])) }
+        }
+
+        public var string: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    /// `format` as a `Text`.
+    public static func text(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool = false) -> Text {
+        Text(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ)
+    }
+
+    /// A year outside 0...9999 (never in a run) has another width: its digits are made apart.
+    private static func wideYear(unixMicroseconds: Int64, offsetSeconds: Int) -> String? {
+        let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
+        let (year, _, _) = civil(fromDays: floorDivide(floorDivide(localMicros, 1_000_000), 86_400))
+        return (0...9_999).contains(year) ? nil : pad(year, 4)
+    }
+
+    /// Writes the text byte by byte into `buffer`, which has room for it; returns its length.
+    private static func write(
+        unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool, into buffer: UnsafeMutableBufferPointer<UInt8>
+    ) -> Int {
         let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
         let totalSeconds = floorDivide(localMicros, 1_000_000)
         let millis = Int((localMicros - totalSeconds * 1_000_000) / 1_000)
@@ -11,38 +57,33 @@ public enum RFC3339 {
         let (year, month, day) = civil(fromDays: days)
         let isZ = offsetSeconds == 0 && utcAsZ
         let magnitude = abs(offsetSeconds)
-        // A year outside 0...9999 (never in a run) has another width: its digits are made apart.
-        let wideYear = (0...9_999).contains(year) ? nil : pad(year, 4)
-        // Written byte by byte into the string's own storage: a device writes one per event.
-        return String(unsafeUninitializedCapacity: (wideYear?.utf8.count ?? 4) + (isZ ? 20 : 25)) { buffer in
-            var at = 0
-            func put(_ value: Int, _ width: Int) {
-                var rest = value
-                for place in stride(from: width - 1, through: 0, by: -1) {
-                    buffer[at + place] = UInt8(48 + rest % 10)
-                    rest /= 10
-                }
-                at += width
+        var at = 0
+        func put(_ value: Int, _ width: Int) {
+            var rest = value
+            for place in stride(from: width - 1, through: 0, by: -1) {
+                buffer[at + place] = UInt8(48 + rest % 10)
+                rest /= 10
             }
-            func put(_ ascii: Unicode.Scalar) {
-                buffer[at] = UInt8(ascii: ascii)
-                at += 1
-            }
-            if let wideYear {
-                for byte in wideYear.utf8 { buffer[at] = byte; at += 1 }
-            } else {
-                put(year, 4)
-            }
-            put("-"); put(month, 2); put("-"); put(day, 2)
-            put("T"); put(secondOfDay / 3_600, 2); put(":"); put(secondOfDay % 3_600 / 60, 2); put(":"); put(secondOfDay % 60, 2)
-            put("."); put(millis, 3)
-            if isZ {
-                put("Z")
-            } else {
-                put(offsetSeconds < 0 ? "-" : "+"); put(magnitude / 3_600 % 100, 2); put(":"); put(magnitude % 3_600 / 60, 2)
-            }
-            return at
+            at += width
         }
+        func put(_ ascii: Unicode.Scalar) {
+            buffer[at] = UInt8(ascii: ascii)
+            at += 1
+        }
+        if (0...9_999).contains(year) {
+            put(year, 4)
+        } else {
+            for byte in pad(year, 4).utf8 { buffer[at] = byte; at += 1 }
+        }
+        put("-"); put(month, 2); put("-"); put(day, 2)
+        put("T"); put(secondOfDay / 3_600, 2); put(":"); put(secondOfDay % 3_600 / 60, 2); put(":"); put(secondOfDay % 60, 2)
+        put("."); put(millis, 3)
+        if isZ {
+            put("Z")
+        } else {
+            put(offsetSeconds < 0 ? "-" : "+"); put(magnitude / 3_600 % 100, 2); put(":"); put(magnitude % 3_600 / 60, 2)
+        }
+        return at
     }
 
     /// Parses a full RFC 3339 `date-time` (section 5.6) to microseconds since the Unix epoch.

@@ -37,16 +37,16 @@ public struct JSONFields {
     private struct Member {
         var name: Range<Int>
         var isPlainName: Bool
+        /// `nameKey` of the name, or 0 for a name with escapes (compared in full). A lookup
+        /// compares these words and reads a name only where its key matches: a mock looks up a
+        /// dozen names in a dozen members for every request, and checks each new name against
+        /// those before it.
+        var key: UInt64
         var value: Value
     }
 
     public let bytes: [UInt8]
     private var members: [Member] = []
-    /// Beside each member, `nameKey` of its name, or 0 for a name with escapes (compared in
-    /// full). A lookup compares these words and reads a name only where its key matches: a mock
-    /// looks up a dozen names in a dozen members for every request, and checks each new name
-    /// against those before it.
-    private var nameKeys: [UInt64] = []
 
     /// The members of `bytes` when it is one JSON object; nil when it is valid JSON of another
     /// kind. Throws the parser's error, with line and column, when it is not valid JSON.
@@ -60,7 +60,6 @@ public struct JSONFields {
         }
         if try cursor.beginObject(depth: 1) {
             fields.members.reserveCapacity(16)
-            fields.nameKeys.reserveCapacity(16)
             repeat {
                 let (name, isPlain) = try cursor.memberName()
                 if fields.hasMember(named: name, isPlain: isPlain) { throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name) }
@@ -87,8 +86,8 @@ public struct JSONFields {
                     case .string, .array, .object: throw cursor.error("unexpected value")  // not reached: handled above
                     }
                 }
-                fields.members.append(Member(name: name, isPlainName: isPlain, value: value))
-                fields.nameKeys.append(isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0)
+                let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
+                fields.members.append(Member(name: name, isPlainName: isPlain, key: key, value: value))
             } while try cursor.nextMember()
         }
         cursor.skipWhitespace()
@@ -110,10 +109,10 @@ public struct JSONFields {
     /// The place of the first member whose name's UTF-8 is `wanted`.
     private func firstMember(named wanted: UnsafeBufferPointer<UInt8>) -> Int? {
         let key = Self.nameKey(wanted)
-        for (index, memberKey) in nameKeys.enumerated() {
-            if memberKey == key {
-                if equals(members[index].name, wanted) { return index }
-            } else if memberKey == 0, unescaped(members[index].name).elementsEqual(wanted) {
+        for (index, member) in members.enumerated() {
+            if member.key == key {
+                if equals(member.name, wanted) { return index }
+            } else if member.key == 0, unescaped(member.name).elementsEqual(wanted) {
                 return index
             }
         }
@@ -153,8 +152,8 @@ public struct JSONFields {
             let count = members.count
             var place = next < count ? next : 0
             for _ in 0..<count {
-                let memberKey = nameKeys[place]
-                if memberKey == key ? equals(members[place].name, wanted) : memberKey == 0 && unescaped(members[place].name).elementsEqual(wanted) {
+                let member = members[place]
+                if member.key == key ? equals(member.name, wanted) : member.key == 0 && unescaped(member.name).elementsEqual(wanted) {
                     next = place + 1
                     return members[place].value
                 }

@@ -116,7 +116,7 @@ struct SmartAppPushClient: PlatformClient {
         sessionID = session
         let profile = device.profile
         let token = device.pushToken ?? ""
-        let eventTime = device.clock.timestamp(now, zone: profile.locale.timeZone)
+        let eventTime = device.clock.timestampText(now, zone: profile.locale.timeZone)
 
         // An event with an FCM token is about 600 bytes: room for it at once.
         var body = JSONWriter(capacity: 768)
@@ -134,7 +134,7 @@ struct SmartAppPushClient: PlatformClient {
                 // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
                 if let user = device.userID { body.key(fieldName); body.string(user) }
             case .eventName: body.key(fieldName); body.string(name)
-            case .eventTime: body.key(fieldName); body.string(eventTime)
+            case .eventTime: body.key(fieldName); eventTime.withUTF8 { body.string(utf8: $0) }
             case .deviceToken: body.key(fieldName); body.string(token)
             case .platform: body.key(fieldName); body.string(profile.os.rawValue)
             // "Send `push_permission_granted` with every event."
@@ -167,10 +167,12 @@ struct SmartAppPushClient: PlatformClient {
         }
         body.endObject()
 
-        var key = SmartAppPushMessages.EventKey(
-            tenantID: shared.value.tenantID, appID: shared.value.appID, appUserID: device.userID, eventName: name,
-            eventTime: eventTime, deviceToken: token
-        )
+        var key = eventTime.withUTF8 { eventTime in
+            SmartAppPushMessages.EventKey(
+                tenantID: shared.value.tenantID, appID: shared.value.appID, appUserID: device.userID, eventName: name,
+                eventTime: eventTime, deviceToken: token
+            )
+        }
         body.bytes.withUnsafeBufferPointer { written in
             Self.null.withUTF8Buffer { null in
                 key.add(canonicalJSON: contextBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)

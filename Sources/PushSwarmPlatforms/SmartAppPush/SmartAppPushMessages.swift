@@ -131,6 +131,12 @@ public enum SmartAppPushMessages {
         private var builder = LedgerKey.Builder()
 
         public init(tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: String, deviceToken: String) {
+            var eventTime = eventTime
+            self = eventTime.withUTF8 { Self(tenantID: tenantID, appID: appID, appUserID: appUserID, eventName: eventName, eventTime: $0, deviceToken: deviceToken) }
+        }
+
+        /// The same, with the event's time as its UTF-8 (`RFC3339.Text`).
+        public init(tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: UnsafeBufferPointer<UInt8>, deviceToken: String) {
             builder.add("events")
             builder.add(tenantID)
             builder.add(appID)
@@ -141,7 +147,7 @@ public enum SmartAppPushMessages {
                 token.withUTF8 { token in withAnonymousUser(of: token) { builder.add(utf8: $0) } }
             }
             builder.add(eventName)
-            builder.add(eventTime)
+            builder.add(utf8: eventTime)
             builder.add(deviceToken)
         }
 
