@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import PushSwarmMetrics
 @testable import PushSwarmCore
@@ -205,6 +206,26 @@ import PushSwarmMetrics
         #expect(parts.map(\.count) == [8, 4, 4, 4, 12])
         #expect(parts[2].first == "4")
         #expect("89ab".contains(parts[3].first ?? "x"))
+    }
+
+    /// A UUID kept as its two words writes the text of the same 16 bytes (checked against
+    /// Foundation's formatting), and the text made from a stream is the bytes its next two words
+    /// give, with the version and variant bits set.
+    @Test func uuidWordsWriteTheTextOfTheirBytes() {
+        var random = SeededRandom(seed: 3, stream: .device, index: 7)
+        for _ in 0..<200 {
+            var copy = random
+            let value = random.nextUUIDValue()
+            #expect(copy.nextUUID() == value.string)
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for index in 0..<8 {
+                bytes[index] = UInt8(truncatingIfNeeded: value.high >> (56 - 8 * UInt64(index)))
+                bytes[8 + index] = UInt8(truncatingIfNeeded: value.low >> (56 - 8 * UInt64(index)))
+            }
+            #expect(bytes[6] >> 4 == 4 && bytes[8] >> 6 == 2)
+            let foundation = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            #expect(value.string == foundation.uuidString.lowercased())
+        }
     }
 
     /// A wall run's nonce changes the ids a device makes and nothing else: the same draws, in the

@@ -111,18 +111,51 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     }
 
     /// 16 random bytes formatted as a version-4 UUID, lower case.
-    public mutating func nextUUID() -> String {
+    public mutating func nextUUID() -> String { nextUUIDValue().string }
+
+    /// `nextUUID` as its 16 bytes, for one kept long (a device's session id): 16 bytes in place
+    /// where its text takes a string's allocation of 80.
+    public mutating func nextUUIDValue() -> UUIDValue {
         let high = next() ^ identifierNonce
         let low = next() ^ (identifierNonce &* 0x9E37_79B9_7F4A_7C15)
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(index)))
-        }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return Hex.string(bytes, dashesAfter: [4, 6, 8, 10])
+        // Version 4 (byte 6's high nibble), variant 10 (byte 8's top bits).
+        return UUIDValue(high: high & ~0x0000_0000_0000_F000 | 0x0000_0000_0000_4000, low: low & ~0xC000_0000_0000_0000 | 0x8000_0000_0000_0000)
     }
+}
+
+/// A UUID's 16 bytes, big-endian in two words; written as lower-case text (8-4-4-4-12) when asked.
+public struct UUIDValue: Sendable, Equatable, Hashable {
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Calls `body` with the 36 bytes of the text, written on the stack.
+    public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
+            var at = 0
+            for index in 0..<16 {
+                let word = index < 8 ? high : low
+                let byte = UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(index % 8)))
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[at] = UInt8(ascii: "-")
+                    at += 1
+                }
+                text[at] = Self.hexDigit(byte >> 4)
+                text[at + 1] = Self.hexDigit(byte & 0x0F)
+                at += 2
+            }
+            return body(UnsafeBufferPointer(text))
+        }
+    }
+
+    public var string: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 }
 
 extension UInt64 {

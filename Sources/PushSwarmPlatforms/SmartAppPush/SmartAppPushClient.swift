@@ -15,7 +15,11 @@ struct SmartAppPushClient: PlatformClient {
     /// The fields this client leaves out, one bit per `EventField` (by its place in `allCases`).
     private let omitted: UInt16
     private var queue: OfflineQueue
-    private(set) var sessionID: String?
+    /// The session's id, kept as its 16 bytes (written as text into each event), where its text
+    /// took a string of 80 bytes more per device. All zero while there is none: a version-4
+    /// UUID never is. (Two words rather than an optional, which would take a third.)
+    private var session = UUIDValue(high: 0, low: 0)
+    var sessionID: String? { session.high == 0 ? nil : session.string }
 
     init(settings: SmartAppPushSettings, variant: SmartAppPushClientProfile.Variant, omittedFields: Set<SmartAppPushMessages.EventField>) {
         self.init(settings: SharedSettings(settings), variant: variant, omittedFields: omittedFields)
@@ -36,7 +40,7 @@ struct SmartAppPushClient: PlatformClient {
             // No call: the token travels with every event ("Registers or updates the device").
             return
         case .appLaunched(let isColdStart, let source, _):
-            sessionID = random.nextUUID()
+            session = random.nextUUIDValue()
             if isColdStart { queue.appLaunched(now: now, into: &actions) }
             sendEvent("app_opened", parameters: ["source": .string(source.rawValue)], device: device, now: now, random: &random, into: &actions)
         case .userEvent(let name, let parameters):
@@ -112,8 +116,7 @@ struct SmartAppPushClient: PlatformClient {
     /// read them back.
     private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
         // An event outside any session (the app woken in the background) starts one.
-        let session = sessionID ?? random.nextUUID()
-        sessionID = session
+        if session.high == 0 { session = random.nextUUIDValue() }
         let profile = device.profile
         let token = device.pushToken ?? ""
         let eventTime = device.clock.timestampText(now, zone: profile.locale.timeZone)
@@ -142,7 +145,7 @@ struct SmartAppPushClient: PlatformClient {
             case .timezone: body.key(fieldName); body.string(profile.locale.timeZone)
             case .language: body.key(fieldName); body.string(profile.locale.language)
             case .country: body.key(fieldName); body.string(profile.locale.country)
-            case .sessionID: body.key(fieldName); body.string(session)
+            case .sessionID: body.key(fieldName); session.withUTF8 { body.string(utf8: $0) }
             case .params:
                 if !parameters.isEmpty {
                     body.key(fieldName)
