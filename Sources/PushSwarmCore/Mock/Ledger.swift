@@ -5,7 +5,6 @@
 /// when the next second begins (requests reach a ledger in time order): its memory grows with
 /// the addresses active within one second, not with all addresses or the run's length.
 public struct Ledger: Sendable {
-
     /// The keys of accepted lasting items (registrations), 8 bytes each (`KeySet`).
     private var acceptedKeys = KeySet()
     /// The keys of accepted items sent once (`LedgerKey.once`) that no device has confirmed yet.
@@ -29,7 +28,8 @@ public struct Ledger: Sendable {
     }
     /// The operations recorded, in the order first seen: the counts below are kept by an
     /// operation's place here, so that a request's counts are found by comparing its operation's
-    /// name with a handful (the same string: its first bytes), not by hashing it three times.
+    /// name with a handful of names (a string compared with itself is equal at once), not by
+    /// hashing it three times.
     private var operations: [String] = []
     private var acceptedCounts: [UInt64] = []
     private var duplicateCounts: [UInt64] = []
