@@ -45,12 +45,7 @@ public enum EventParameters {
 
     /// Params for `names`, values drawn from `random`.
     public static func make(_ names: [String], random: inout SeededRandom) -> JSONObject {
-        var object = JSONObject()
-        object.members.reserveCapacity(names.count)
-        for name in names {
-            object.members.append((key: name, value: value(for: kind(of: name), random: &random)))
-        }
-        return object
+        make(names, kinds: names.map(kind(of:)), random: &random)
     }
 
     /// Params for `names` whose kinds are `kinds` (`kind(of:)` of each name, in the same order).
@@ -61,10 +56,6 @@ public enum EventParameters {
             object.members.append((key: name, value: value(for: kind, random: &random)))
         }
         return object
-    }
-
-    static func value(for name: String, random: inout SeededRandom) -> JSONValue {
-        value(for: kind(of: name), random: &random)
     }
 
     static func value(for kind: Kind, random: inout SeededRandom) -> JSONValue {

@@ -144,8 +144,8 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
                     text[at] = UInt8(ascii: "-")
                     at += 1
                 }
-                text[at] = Self.hexDigit(byte >> 4)
-                text[at + 1] = Self.hexDigit(byte & 0x0F)
+                text[at] = Hex.digit(byte >> 4)
+                text[at + 1] = Hex.digit(byte & 0x0F)
                 at += 2
             }
             return body(UnsafeBufferPointer(text))
@@ -153,9 +153,6 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
     }
 
     public var string: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
-
-    @inline(__always)
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 }
 
 extension UInt64 {

@@ -1,6 +1,8 @@
 /// Lower-case hexadecimal text for byte sequences.
 public enum Hex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// The lower-case digit of a nibble (0...15).
+    @inline(__always)
+    public static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 
     /// `bytes` in hex, with a dash inserted before each byte index listed in `dashesAfter`
     /// (ascending), as in a UUID.
@@ -13,8 +15,8 @@ public enum Hex {
                 text.append(UInt8(ascii: "-"))
                 nextDash += 1
             }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+            text.append(digit(byte >> 4))
+            text.append(digit(byte & 0x0F))
         }
         return String(decoding: text, as: UTF8.self)
     }

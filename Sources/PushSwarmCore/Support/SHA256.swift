@@ -40,12 +40,9 @@ public struct SHA256Digest: Sendable, Hashable {
     }
 
     private func writeHex(into buffer: UnsafeMutableBufferPointer<UInt8>) {
-        let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { digits in
-            for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
-                for nibble in 0..<16 {
-                    buffer[wordIndex * 16 + nibble] = digits[Int(word >> UInt64(60 - 4 * nibble) & 0xF)]
-                }
+        for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
+            for nibble in 0..<16 {
+                buffer[wordIndex * 16 + nibble] = Hex.digit(UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble) & 0xF))
             }
         }
     }

@@ -10,8 +10,9 @@ import Glibc
 /// 32-bit hash, a 32-bit value, the key). A mock's table holds a token per device, so its size is
 /// memory per device: at three quarters (as `Dictionary`), 100,000 devices took 262,144 positions
 /// (6 MiB, and 9 MiB while it grew); at seven eighths they fit in 131,072. A lookup compares the
-/// 32-bit hashes of the run before it reads a key. A removal shifts the entries after it back (no tombstones), so a table that lives
-/// through many token refreshes stays as short to probe as a new one.
+/// 32-bit hashes of the run before it reads a key. A removal shifts the entries after it back
+/// (no tombstones), so a table that lives through many token refreshes stays as short to probe
+/// as a new one.
 public struct TokenIndex: Sendable {
     /// One position: its key's hash (0: empty), its value and its key, side by side, so that a
     /// lookup reads one line of the table and then the key's bytes (three parallel arrays were

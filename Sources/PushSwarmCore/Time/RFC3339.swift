@@ -3,11 +3,7 @@ public enum RFC3339 {
     /// `unixMicroseconds` as local time at `offsetSeconds` east of UTC, with milliseconds:
     /// `2026-03-29T14:30:00.123+03:00` (or `Z` when the offset is zero and `utcAsZ` is set).
     public static func format(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool = false) -> String {
-        let wideYear = wideYear(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds)
-        let length = (wideYear?.utf8.count ?? 4) + (offsetSeconds == 0 && utcAsZ ? 20 : 25)
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            write(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: buffer)
-        }
+        text(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ).string
     }
 
     /// `format`'s text held in place, in a value of 40 bytes: no `String` is made for it (a device
@@ -36,13 +32,6 @@ public enum RFC3339 {
     /// `format` as a `Text`.
     public static func text(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool = false) -> Text {
         Text(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ)
-    }
-
-    /// A year outside 0...9999 (never in a run) has another width: its digits are made apart.
-    private static func wideYear(unixMicroseconds: Int64, offsetSeconds: Int) -> String? {
-        let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
-        let (year, _, _) = civil(fromDays: floorDivide(floorDivide(localMicros, 1_000_000), 86_400))
-        return (0...9_999).contains(year) ? nil : pad(year, 4)
     }
 
     /// Writes the text byte by byte into `buffer`, which has room for it; returns its length.

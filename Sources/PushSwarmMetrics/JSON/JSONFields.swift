@@ -106,15 +106,19 @@ public struct JSONFields {
         return unescaped(content).withUnsafeBufferPointer { firstMember(named: $0) != nil }
     }
 
-    /// The place of the first member whose name's UTF-8 is `wanted`.
-    private func firstMember(named wanted: UnsafeBufferPointer<UInt8>) -> Int? {
+    /// The place of the member whose name's UTF-8 is `wanted`, looked for from `start` on and
+    /// then around from the first (names are unique: a repeated one fails the parse, so the one
+    /// found is the first of that name).
+    private func firstMember(named wanted: UnsafeBufferPointer<UInt8>, from start: Int = 0) -> Int? {
         let key = Self.nameKey(wanted)
-        for (index, member) in members.enumerated() {
-            if member.key == key {
-                if equals(member.name, wanted) { return index }
-            } else if member.key == 0, unescaped(member.name).elementsEqual(wanted) {
-                return index
+        let count = members.count
+        var place = start < count ? start : 0
+        for _ in 0..<count {
+            let member = members[place]
+            if member.key == key ? equals(member.name, wanted) : member.key == 0 && unescaped(member.name).elementsEqual(wanted) {
+                return place
             }
+            place = place + 1 == count ? 0 : place + 1
         }
         return nil
     }
@@ -147,20 +151,9 @@ public struct JSONFields {
     /// repeated one fails the parse.)
     public func value(named name: String, next: inout Int) -> Value? {
         var name = name
-        return name.withUTF8 { wanted in
-            let key = Self.nameKey(wanted)
-            let count = members.count
-            var place = next < count ? next : 0
-            for _ in 0..<count {
-                let member = members[place]
-                if member.key == key ? equals(member.name, wanted) : member.key == 0 && unescaped(member.name).elementsEqual(wanted) {
-                    next = place + 1
-                    return members[place].value
-                }
-                place = place + 1 == count ? 0 : place + 1
-            }
-            return nil
-        }
+        guard let place = name.withUTF8({ firstMember(named: $0, from: next) }) else { return nil }
+        next = place + 1
+        return members[place].value
     }
 
     /// A nested object or array as a tree. It was checked when the fields were parsed, so this

@@ -258,13 +258,6 @@ public struct JSONParser {
             throw error("unterminated string", at: start)
         }
 
-        /// Whether any of the eight bytes in `word` is what the writer escapes (a quote, a
-        /// backslash, below 0x20) or 0x80 and above.
-        @inline(__always)
-        static func mayEndPlainASCII(_ word: UInt64) -> Bool {
-            JSONWriter.needsEscape(word) || word & 0x8080_8080_8080_8080 != 0
-        }
-
         /// The high bit of each byte of `word` (little-endian) that may not be plain ASCII: the
         /// lowest flagged byte is exactly the first such byte (a flag above it may be a false one,
         /// from a borrow), so `trailingZeroBitCount / 8` is its place.

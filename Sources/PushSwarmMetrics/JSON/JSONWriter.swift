@@ -64,22 +64,14 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    public mutating func key(_ name: Quoted) {
-        separate()
-        bytes.append(contentsOf: name.bytes)
-        endName()
-    }
-
     /// A member's name made once with the comma before it and the colon after it (`,"name":`):
-    /// in compact output it is written by one copy, where `key(_: Quoted)` appends three times.
+    /// in compact output it is written by one copy, where `key(_: String)` appends several times.
     public struct Name: Sendable {
         /// `,"name":`
         public let bytes: [UInt8]
 
         public init(_ name: String) {
-            var writer = JSONWriter()
-            writer.string(name)
-            bytes = [UInt8(ascii: ",")] + writer.bytes + [UInt8(ascii: ":")]
+            bytes = [UInt8(ascii: ",")] + Quoted(name).bytes + [UInt8(ascii: ":")]
         }
     }
 
@@ -318,13 +310,9 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (the
-    /// classic "has a zero byte" test, applied to the word and to it xor each special byte).
-    @inline(__always)
-    static func needsEscape(_ word: UInt64) -> Bool { escapeFlags(word) != 0 }
-
-    /// The high bit of each byte of `word` that may need escaping; the lowest flag is exact (a
-    /// borrow can only flag bytes above a flagged one).
+    /// The high bit of each byte of `word` that may need escaping: below 0x20, a quote or a
+    /// backslash (the classic "has a zero byte" test, applied to the word and to it xor each
+    /// special byte). The lowest flag is exact; a borrow can only flag bytes above a flagged one.
     @inline(__always)
     static func escapeFlags(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
