@@ -133,7 +133,10 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
         self.low = low
     }
 
-    /// Calls `body` with the 36 bytes of the text, written on the stack.
+    /// Calls `body` with the 36 bytes of the text, written on the stack. Inlinable, so that a
+    /// caller in another module gets it specialized: unspecialized, each call instantiated generic
+    /// metadata.
+    @inlinable
     public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
             var at = 0

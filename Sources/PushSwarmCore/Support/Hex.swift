@@ -1,7 +1,7 @@
 /// Lower-case hexadecimal text for byte sequences.
 public enum Hex {
     /// The lower-case digit of a nibble (0...15).
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 
     /// `bytes` in hex, with a dash inserted before each byte index listed in `dashesAfter`

@@ -9,7 +9,7 @@ public enum RFC3339 {
     /// `format`'s text held in place, in a value of 40 bytes: no `String` is made for it (a device
     /// stamps every event, and a timestamp is too long for a `String`'s inline storage).
     public struct Text: Sendable {
-        private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        @usableFromInline var storage: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
         public private(set) var count = 0
 
         init(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool) {
@@ -22,6 +22,9 @@ public enum RFC3339 {
             }
         }
 
+        /// Inlinable (as `UUIDValue.withUTF8`): called unspecialized from another module, it went
+        /// through the standard library's generic `withUnsafeBytes` and its metadata every call.
+        @inlinable
         public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
             withUnsafeBytes(of: storage) { raw in body(UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<count])) }
         }
