@@ -1,18 +1,18 @@
+import PushSwarmMetrics
+
 /// The code lists SmartAppPush's spec names for `language` (ISO 639-1) and `country`
 /// (ISO 3166-1 alpha-2), so that mocks and scenario validation reject codes that do not exist.
 public enum ISOCodes {
     /// Whether `code` is an ISO 639-1 language code (two lower-case letters).
     public static func isLanguage(_ code: String) -> Bool {
-        var code = code
-        return code.withUTF8 { languageTable.contains($0) }
+        return code.withContiguousUTF8 { languageTable.contains($0) }
     }
 
     public static func isLanguage(utf8 code: UnsafeBufferPointer<UInt8>) -> Bool { languageTable.contains(code) }
 
     /// Whether `code` is an ISO 3166-1 alpha-2 country code (two upper-case letters).
     public static func isCountry(_ code: String) -> Bool {
-        var code = code
-        return code.withUTF8 { countryTable.contains($0) }
+        return code.withContiguousUTF8 { countryTable.contains($0) }
     }
 
     public static func isCountry(utf8 code: UnsafeBufferPointer<UInt8>) -> Bool { countryTable.contains(code) }

@@ -54,8 +54,7 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
         }
 
         public mutating func add(_ text: String) {
-            var text = text
-            text.withUTF8 { add(bytes: $0, kind: 4) }
+            text.withContiguousUTF8 { add(bytes: $0, kind: 4) }
         }
 
         /// A string given as its UTF-8: the same key as `add(_:)` with that `String`.

@@ -1,4 +1,5 @@
 import CPushSwarmShim
+import PushSwarmMetrics
 
 /// A SHA-256 digest (FIPS 180-4), as four big-endian 64-bit words.
 public struct SHA256Digest: Sendable, Hashable {
@@ -54,8 +55,7 @@ public struct SHA256Digest: Sendable, Hashable {
 /// portable code.
 public enum SHA256 {
     public static func hash(_ text: String) -> SHA256Digest {
-        var text = text
-        return text.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
+        return text.withContiguousUTF8 { hash(UnsafeRawBufferPointer($0)) }
     }
 
     public static func hash(_ message: [UInt8]) -> SHA256Digest {

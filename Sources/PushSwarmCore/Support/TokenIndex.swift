@@ -1,4 +1,5 @@
 import Glibc
+import PushSwarmMetrics
 
 /// A table from strings (push tokens, 150-odd bytes) to small integers, looked up by the string's
 /// UTF-8 as a request body holds it: no `String` is made to find a key, and the key is hashed 16
@@ -44,12 +45,10 @@ public struct TokenIndex: Sendable {
 
     public subscript(key: String) -> Int? {
         get {
-            var key = key
-            return key.withUTF8 { value(utf8: $0) }
+            return key.withContiguousUTF8 { value(utf8: $0) }
         }
         set {
-            var utf8Key = key
-            let (hash, position) = utf8Key.withUTF8 { utf8 in
+            let (hash, position) = key.withContiguousUTF8 { utf8 in
                 let hash = Self.hash(utf8)
                 return (hash, find(utf8, hash: hash))
             }

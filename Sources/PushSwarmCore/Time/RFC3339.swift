@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// RFC 3339 timestamps: written by devices for `event_time`, checked by mock services.
 public enum RFC3339 {
     /// `unixMicroseconds` as local time at `offsetSeconds` east of UTC, with milliseconds:
@@ -81,8 +83,7 @@ public enum RFC3339 {
     /// Parses a full RFC 3339 `date-time` (section 5.6) to microseconds since the Unix epoch.
     /// Nil when the text is not one: a missing offset, an impossible date, a stray character.
     public static func parse(_ text: String) -> Int64? {
-        var text = text
-        return text.withUTF8 { parse(utf8: $0) }
+        return text.withContiguousUTF8 { parse(utf8: $0) }
     }
 
     /// `parse` over UTF-8 bytes, for callers that hold them (a request body) and no `String`.

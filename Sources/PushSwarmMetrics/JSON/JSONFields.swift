@@ -141,8 +141,7 @@ public struct JSONFields {
 
     /// The value of the first member named `name`, or nil when there is none.
     public subscript(name: String) -> Value? {
-        var name = name
-        return name.withUTF8 { wanted in firstMember(named: wanted).map { members[$0].value } }
+        return name.withContiguousUTF8 { wanted in firstMember(named: wanted).map { members[$0].value } }
     }
 
     /// The value of the member named `name`, looked for first at `next` and then around: a
@@ -150,8 +149,7 @@ public struct JSONFields {
     /// first look. `next` becomes the place after the member found. (Names are unique: a
     /// repeated one fails the parse.)
     public func value(named name: String, next: inout Int) -> Value? {
-        var name = name
-        guard let place = name.withUTF8({ firstMember(named: $0, from: next) }) else { return nil }
+        guard let place = name.withContiguousUTF8({ firstMember(named: $0, from: next) }) else { return nil }
         next = place + 1
         return members[place].value
     }
@@ -199,8 +197,7 @@ public struct JSONFields {
 
     /// Whether a string value is `other`, byte for byte.
     public func text(_ text: Text, equals other: String) -> Bool {
-        var other = other
-        return other.withUTF8 { wanted in withUTF8(text) { equals($0, wanted) } }
+        return other.withContiguousUTF8 { wanted in withUTF8(text) { equals($0, wanted) } }
     }
 
     private func equals(_ content: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {

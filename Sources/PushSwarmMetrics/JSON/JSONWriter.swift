@@ -47,8 +47,7 @@ public struct JSONWriter: Sendable {
 
     public mutating func key(_ name: String) {
         separate()
-        var name = name
-        name.withUTF8 { appendQuoted($0) }
+        name.withContiguousUTF8 { appendQuoted($0) }
         endName()
     }
 
@@ -104,8 +103,7 @@ public struct JSONWriter: Sendable {
 
     public mutating func string(_ value: String) {
         prepareForValue()
-        var value = value
-        value.withUTF8 { appendQuoted($0) }
+        value.withContiguousUTF8 { appendQuoted($0) }
     }
 
     /// A string given as its UTF-8, which must be valid (as `JSONFields` gives it): written

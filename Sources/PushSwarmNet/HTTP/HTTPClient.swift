@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmMetrics
 import Synchronization
 
 /// One request for `HTTPClient`.
@@ -755,10 +756,8 @@ extension String {
     /// ASCII case-insensitive equality with a lowercase literal, without allocating.
     func isASCII(caseInsensitivelyEqualTo lowercase: String) -> Bool {
         guard utf8.count == lowercase.utf8.count else { return false }
-        var other = lowercase
-        var mine = self
-        return mine.withUTF8 { bytes in
-            other.withUTF8 { expected in
+        return withContiguousUTF8 { bytes in
+            lowercase.withContiguousUTF8 { expected in
                 for index in 0..<bytes.count {
                     let byte = bytes[index]
                     if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }

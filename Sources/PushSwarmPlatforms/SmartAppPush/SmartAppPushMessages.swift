@@ -95,10 +95,8 @@ public enum SmartAppPushMessages {
             builder = LedgerKey.Builder()
             builder.add("events")
             canonical.beginArray()
-            var tenantID = tenantID
-            tenantID.withUTF8 { add($0) }
-            var appID = appID
-            appID.withUTF8 { add($0) }
+            tenantID.withContiguousUTF8 { add($0) }
+            appID.withContiguousUTF8 { add($0) }
             if let appUserID, !appUserID.isEmpty {
                 appUserID.withUnsafeBufferPointer { add($0) }
             } else {
@@ -131,8 +129,7 @@ public enum SmartAppPushMessages {
         private var builder = LedgerKey.Builder()
 
         public init(tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: String, deviceToken: String) {
-            var eventTime = eventTime
-            self = eventTime.withUTF8 { Self(tenantID: tenantID, appID: appID, appUserID: appUserID, eventName: eventName, eventTime: $0, deviceToken: deviceToken) }
+            self = eventTime.withContiguousUTF8 { Self(tenantID: tenantID, appID: appID, appUserID: appUserID, eventName: eventName, eventTime: $0, deviceToken: deviceToken) }
         }
 
         /// The same, with the event's time as its UTF-8 (`RFC3339.Text`).
@@ -143,8 +140,7 @@ public enum SmartAppPushMessages {
             if let appUserID, !appUserID.isEmpty {
                 builder.add(appUserID)
             } else {
-                var token = deviceToken
-                token.withUTF8 { token in withAnonymousUser(of: token) { builder.add(utf8: $0) } }
+                deviceToken.withContiguousUTF8 { token in withAnonymousUser(of: token) { builder.add(utf8: $0) } }
             }
             builder.add(eventName)
             builder.add(utf8: eventTime)

@@ -229,8 +229,7 @@ public struct SmartAppPushMock: MockService {
     // MARK: - Helpers
 
     private mutating func register(token: String, userID: String?, isPushPermissionGranted: Bool) {
-        var bytes = token
-        bytes.withUTF8 { utf8 in register(token: utf8, makeToken: { token }, userID: userID, isPushPermissionGranted: isPushPermissionGranted) }
+        token.withContiguousUTF8 { utf8 in register(token: utf8, makeToken: { token }, userID: userID, isPushPermissionGranted: isPushPermissionGranted) }
     }
 
     /// Registers a device by its token's UTF-8, as the request holds it: a `String` of the token
