@@ -237,6 +237,20 @@ import Testing
         _ = try JSONParser.parse(bytes, duplicateNames: .keep)
     }
 
+    /// `JSONFields.parse` searches for a repeat only when a name's bit (of 64) was seen before:
+    /// with more names than bits, every bit is taken, and a repeat anywhere is still found while
+    /// distinct names still pass.
+    @Test func repeatsAmongMoreNamesThanTheParserHasBitsAreFound() throws {
+        let names = (0..<150).map { "field_\($0)" }
+        func object(_ names: [String]) -> [UInt8] { Array(("{" + names.map { "\"\($0)\": 1" }.joined(separator: ", ") + "}").utf8) }
+        let fields = try #require(try JSONFields.parse(object(names)))
+        #expect(fields["field_149"] != nil)
+        for repeated in [0, 63, 64, 100, 149] {
+            #expect(throws: JSONParser.SyntaxError.self) { try JSONFields.parse(object(names + [names[repeated]])) }
+            #expect(throws: JSONParser.SyntaxError.self) { try JSONFields.parse(object([names[repeated]] + names)) }
+        }
+    }
+
     @Test func namesThatDifferOnlyInLengthOrAByteAreNotRepeats() throws {
         let text = #"{"a": 1, "ab": 2, "b": 3, "ba": 4, "\u0061b\u0063": 5}"#
         let fields = try #require(try JSONFields.parse(Array(text.utf8)))

@@ -60,9 +60,20 @@ public struct JSONFields {
         }
         if try cursor.beginObject(depth: 1) {
             fields.members.reserveCapacity(16)
+            // One bit for each plain name read, chosen by its key: a name whose bit is clear is
+            // not a repeat and needs no search. After a name with escapes (key 0, no bit), every
+            // name is searched for.
+            var seenKeys: UInt64 = 0
+            var hasEscapedName = false
             repeat {
                 let (name, isPlain) = try cursor.memberName()
-                if fields.hasMember(named: name, isPlain: isPlain) { throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name) }
+                let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
+                let bit: UInt64 = isPlain ? 1 << (key & 63) : 0
+                if hasEscapedName || !isPlain || seenKeys & bit != 0, fields.hasMember(named: name, isPlain: isPlain) {
+                    throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name)
+                }
+                seenKeys |= bit
+                hasEscapedName = hasEscapedName || !isPlain
                 let value: Value
                 if bytes[cursor.index] == UInt8(ascii: "\"") {
                     let (content, isPlainValue) = try cursor.scanString()
@@ -86,7 +97,6 @@ public struct JSONFields {
                     case .string, .array, .object: throw cursor.error("unexpected value")  // not reached: handled above
                     }
                 }
-                let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
                 fields.members.append(Member(name: name, isPlainName: isPlain, key: key, value: value))
             } while try cursor.nextMember()
         }
@@ -132,8 +142,9 @@ public struct JSONFields {
         if count >= 8, let base = name.baseAddress {
             head = UnsafeRawPointer(base).loadUnaligned(as: UInt64.self)
             tail = UnsafeRawPointer(base + (count - 8)).loadUnaligned(as: UInt64.self)
-        } else {
-            for (position, byte) in name.enumerated() { head |= UInt64(byte) << (8 * UInt64(position)) }
+        } else if count > 0 {
+            // Little-endian: the same word the loop of shifts made, in one copy.
+            withUnsafeMutableBytes(of: &head) { $0.copyMemory(from: UnsafeRawBufferPointer(name)) }
         }
         let key = (head &* 0x9E37_79B9_7F4A_7C15) ^ (tail &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(count)
         return key == 0 ? 1 : key
