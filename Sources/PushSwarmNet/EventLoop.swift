@@ -92,6 +92,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     }
 
     deinit {
+        timers.removeAll()
         close(epoll)
         close(wakeFD)
         readBuffer.deallocate()
@@ -264,15 +265,22 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
 /// release each, was 2 % of its samples). Sifting moves a hole and writes each moved timer's
 /// index once.
 private struct TimerHeap {
+    /// The heap holds one reference to each timer, taken when it is pushed and given back when
+    /// it leaves. Entries hold it unmanaged: a sift moves entries level by level, and with a
+    /// strong reference each move retained one timer and released another (3 % of a wall-clock
+    /// device run's CPU, most of it cancelled request timeouts).
     private struct Entry {
         let deadline: UInt64
-        let timer: LoopTimer
+        let timer: Unmanaged<LoopTimer>
+
+        @inline(__always)
+        func setIndex(_ index: Int) { timer._withUnsafeGuaranteedRef { $0.heapIndex = index } }
     }
 
     private var heap: [Entry] = []
 
     mutating func push(_ timer: LoopTimer) {
-        let entry = Entry(deadline: timer.deadline, timer: timer)
+        let entry = Entry(deadline: timer.deadline, timer: .passRetained(timer))
         // A new position at the end is the hole `siftUp` starts from.
         heap.append(entry)
         siftUp(entry, from: heap.count - 1)
@@ -280,14 +288,22 @@ private struct TimerHeap {
 
     mutating func popDue(now: UInt64) -> LoopTimer? {
         guard let first = heap.first, first.deadline <= now else { return nil }
-        removeAt(0)
-        return first.timer
+        return removeAt(0).takeRetainedValue()
     }
 
     mutating func remove(_ timer: LoopTimer) {
         let index = timer.heapIndex
-        guard index >= 0, index < heap.count, heap[index].timer === timer else { return }
-        removeAt(index)
+        guard index >= 0, index < heap.count, heap[index].timer.toOpaque() == Unmanaged.passUnretained(timer).toOpaque() else { return }
+        removeAt(index).release()
+    }
+
+    /// Gives back the heap's references to the timers still in it (the loop is going away).
+    mutating func removeAll() {
+        for entry in heap {
+            entry.setIndex(-1)
+            entry.timer.release()
+        }
+        heap.removeAll()
     }
 
     func millisecondsUntilNext(now: UInt64) -> Int32 {
@@ -297,15 +313,18 @@ private struct TimerHeap {
         return Int32(min(1000, (first.deadline - now + 999_999) / 1_000_000))
     }
 
-    private mutating func removeAt(_ index: Int) {
-        heap[index].timer.heapIndex = -1
+    /// Takes out the entry at `index`; the caller owns the heap's reference to its timer.
+    private mutating func removeAt(_ index: Int) -> Unmanaged<LoopTimer> {
+        let removed = heap[index]
+        removed.setIndex(-1)
         let last = heap.removeLast()
-        guard index < heap.count else { return }
+        guard index < heap.count else { return removed.timer }
         if index > 0 && last.deadline < heap[(index - 1) / 2].deadline {
             siftUp(last, from: index)
         } else {
             siftDown(last, from: index)
         }
+        return removed.timer
     }
 
     /// Places `entry` at the hole `start` or above it.
@@ -315,11 +334,11 @@ private struct TimerHeap {
             let parent = (hole - 1) / 2
             guard entry.deadline < heap[parent].deadline else { break }
             heap[hole] = heap[parent]
-            heap[hole].timer.heapIndex = hole
+            heap[hole].setIndex(hole)
             hole = parent
         }
         heap[hole] = entry
-        entry.timer.heapIndex = hole
+        entry.setIndex(hole)
     }
 
     /// Places `entry` at the hole `start` or below it.
@@ -333,11 +352,11 @@ private struct TimerHeap {
             let child = right < count && heap[right].deadline < heap[left].deadline ? right : left
             guard heap[child].deadline < entry.deadline else { break }
             heap[hole] = heap[child]
-            heap[hole].timer.heapIndex = hole
+            heap[hole].setIndex(hole)
             hole = child
         }
         heap[hole] = entry
-        entry.timer.heapIndex = hole
+        entry.setIndex(hole)
     }
 }
 

@@ -37,4 +37,36 @@ import Testing
         #expect(order.count == expected.count)
         #expect(order == expected)
     }
+
+    private final class Weak: @unchecked Sendable {
+        var timers: [() -> LoopTimer?] = []
+    }
+
+    /// The heap holds its timers unmanaged and gives its one reference back when a timer fires
+    /// or is cancelled: once the caller drops its own, none is left alive (a timer the heap
+    /// never gave back would stay, with its action's captures; one given back twice crashes).
+    @Test func firedAndCancelledTimersAreFreed() async {
+        let group = EventLoopGroup(threads: 1, name: "timer-free-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let weak = Weak()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                let base = Monotonic.now() - 2_000_000_000
+                var timers: [LoopTimer] = []
+                for offset in 0..<500 {
+                    let timer = loop.schedule(at: base + UInt64(offset * 997 % 500)) {}
+                    timers.append(timer)
+                    weak.timers.append { [weak timer] in timer }
+                }
+                for (index, timer) in timers.enumerated() where index % 3 == 0 { timer.cancel() }
+                loop.schedule(at: base + 1_000) { continuation.resume() }
+            }
+        }
+        // The loop's pass that fired them is over; check on its thread, after it.
+        let alive = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            loop.execute { continuation.resume(returning: weak.timers.filter { $0() != nil }.count) }
+        }
+        #expect(alive == 0)
+    }
 }

@@ -497,8 +497,8 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func takeWaiting() -> Exchange? {
         while waitingStart < waiting.count {
-            let slot = waiting[waitingStart]
-            waiting[waitingStart] = nil
+            // Moved out (no retain and release of the exchange on the way).
+            let slot = waiting[waitingStart].take()
             waitingStart += 1
             if waitingStart == waiting.count {
                 ticketBase += waiting.count
