@@ -374,7 +374,12 @@ final class ConnectionPool: @unchecked Sendable {
     let key: PoolKey
     let loop: EventLoop
     let client: HTTPClient
+    /// Idle connections, longest idle first (a request takes the last: the warmest).
     private var idle: [HTTPConnection] = []
+    /// One timer for the pool's idle connections, due when the longest idle one expires: a timer
+    /// armed and cancelled for every idle spell was two allocations and a heap entry a request
+    /// at rates the pool keeps up with.
+    private var idleSweep: LoopTimer?
     /// Requests waiting for a connection, oldest first, from `waitingStart` on. A request whose
     /// time ran out while it waited leaves at once: its slot becomes nil (dropping the request and
     /// its body), and `waitingCount` counts only the live ones, so no connection is opened for it.
@@ -403,7 +408,6 @@ final class ConnectionPool: @unchecked Sendable {
         }
         exchange.enqueuedAt = now
         while let connection = idle.popLast() {
-            connection.disarmIdleTimer()
             if connection.isUsable {
                 connection.send(exchange, now: now)
                 return
@@ -431,8 +435,31 @@ final class ConnectionPool: @unchecked Sendable {
             connection.close()
             connectionGone(connection)
         } else {
+            connection.idleSince = Monotonic.now()
             idle.append(connection)
-            connection.armIdleTimer(client.configuration.idleTimeoutNanoseconds)
+            armIdleSweep()
+        }
+    }
+
+    /// Arms the sweep for the longest idle connection, unless it is armed.
+    private func armIdleSweep() {
+        guard idleSweep == nil, let oldest = idle.first else { return }
+        // A strong capture: the timer is the pool's, and lets it go when it fires.
+        idleSweep = loop.schedule(at: oldest.idleSince &+ client.configuration.idleTimeoutNanoseconds) { [self] in
+            idleSweep = nil
+            closeExpiredIdle(now: Monotonic.now())
+            armIdleSweep()
+        }
+    }
+
+    /// Closes the connections unused for the idle timeout: a prefix of `idle`, which is in the
+    /// order they became idle.
+    private func closeExpiredIdle(now: UInt64) {
+        let timeout = client.configuration.idleTimeoutNanoseconds
+        let expired = idle.prefix { now &- $0.idleSince >= timeout }
+        for connection in expired {
+            connection.close()
+            connectionGone(connection)
         }
     }
 
@@ -464,13 +491,6 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    /// An idle connection unused for the idle timeout is closed.
-    func idleExpired(_ connection: HTTPConnection) {
-        guard idle.contains(where: { $0 === connection }) else { return }
-        connection.close()
-        connectionGone(connection)
-    }
-
     func connectSucceeded(_ connection: HTTPConnection) {
         connecting -= 1
     }
@@ -486,6 +506,8 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func closeIdle() {
+        idleSweep?.cancel()
+        idleSweep = nil
         let closing = idle
         idle.removeAll()
         for connection in closing {
@@ -594,8 +616,10 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         switch result {
         case .success(let connection):
             self.connection = connection
-            connectTimer = pool.loop.schedule(afterNanoseconds: pool.client.configuration.connectTimeoutNanoseconds) { [weak self] in
-                guard let self, let connection = self.connection, !self.isOpened else { return }
+            // A strong capture, let go when the timer fires or is cancelled (opened, closed): a
+            // weak one gave every connection a side table, and each retain of it the slow path.
+            connectTimer = pool.loop.schedule(afterNanoseconds: pool.client.configuration.connectTimeoutNanoseconds) { [self] in
+                guard let connection = self.connection, !self.isOpened else { return }
                 connection.close()
                 self.connection = nil
                 self.pool.connectFailed(self, error: NetError(.connectTimeout, detail: "no connection to \(address) within the connect timeout"))
@@ -615,20 +639,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connection?.write { exchange.serialize(into: &$0) }
     }
 
-    private var idleTimer: LoopTimer?
-
-    func armIdleTimer(_ nanoseconds: UInt64) {
-        idleTimer?.cancel()
-        idleTimer = pool.loop.schedule(afterNanoseconds: nanoseconds) { [weak self] in
-            guard let self else { return }
-            self.pool.idleExpired(self)
-        }
-    }
-
-    func disarmIdleTimer() {
-        idleTimer?.cancel()
-        idleTimer = nil
-    }
+    /// When it last became idle in its pool (monotonic nanoseconds).
+    var idleSince: UInt64 = 0
 
     /// Gives up the current exchange (timed out): the connection is closed, not reused.
     func abandon() {
@@ -639,7 +651,6 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
 
     func close() {
         connectTimer?.cancel()
-        idleTimer?.cancel()
         connection?.close()
         connection = nil
     }
