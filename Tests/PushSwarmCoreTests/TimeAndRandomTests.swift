@@ -158,6 +158,9 @@ import PushSwarmMetrics
         #expect(zones.offsetSeconds(zone: "America/New_York", atUnixSeconds: 1_772_409_600) == -18_000)
         #expect(zones.offsetSeconds(zone: "America/New_York", atUnixSeconds: 1_773_000_000) == -14_400)
         #expect(zones.offsetSeconds(zone: "Asia/Kolkata", atUnixSeconds: 1_773_000_000) == 19_800)
+        // A zone left out of the table: not contained, offset 0.
+        #expect(zones.contains("Asia/Kolkata") && !zones.contains("Europe/Paris"))
+        #expect(zones.offsetSeconds(zone: "Europe/Paris", atUnixSeconds: 1_773_000_000) == 0)
         #expect(ZoneOffsets.isKnown("Asia/Kolkata"), "a tz link name Foundation does not list on Linux")
         #expect(!ZoneOffsets.isKnown("Mars/Olympus_Mons"))
     }
