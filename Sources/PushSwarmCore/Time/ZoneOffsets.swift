@@ -5,8 +5,9 @@ import Synchronization
 ///
 /// Devices stamp every event with local time; asking Foundation for each one would be slow and
 /// is not safe to share across threads, so the offsets and daylight-saving transitions are read
-/// once, up front, into an immutable table.
-public struct ZoneOffsets: Sendable {
+/// once, up front, into an immutable table. A class: every client call's `DeviceSnapshot` copies
+/// its device's calendar, and so retains one object here rather than each of the tables.
+public final class ZoneOffsets: Sendable {
     private struct Segment: Sendable {
         var startUnixSeconds: Int64
         var offsetSeconds: Int
@@ -15,13 +16,15 @@ public struct ZoneOffsets: Sendable {
     /// Each zone's segments, found by its name through `places`: a `TokenIndex` hashes the
     /// name's bytes without SipHash (a device looks its zone up for every event it stamps; with
     /// a `[String: [Segment]]` that was 1 % of a simulated request).
-    private var segments: [[Segment]] = []
-    private var places = TokenIndex()
+    private let segments: [[Segment]]
+    private let places: TokenIndex
 
     /// - Parameters:
     ///   - zones: IANA identifiers; unknown ones are left out (see `contains`).
     ///   - from, through: the span covered, in Unix seconds.
     public init(zones: some Sequence<String>, from: Int64, through: Int64) {
+        var segments: [[Segment]] = []
+        var places = TokenIndex()
         for identifier in Set(zones) {
             guard let zone = TimeZone(identifier: identifier) else { continue }
             var date = Date(timeIntervalSince1970: TimeInterval(from))
@@ -37,6 +40,8 @@ public struct ZoneOffsets: Sendable {
             places[identifier] = segments.count
             segments.append(list)
         }
+        self.segments = segments
+        self.places = places
     }
 
     public func contains(_ zone: String) -> Bool { places[zone] != nil }
