@@ -89,6 +89,21 @@ import PushSwarmMetrics
         }
     }
 
+    /// Every length's last bytes count, whatever is left after the 16- and 8-byte steps (the
+    /// tail goes into the hash by one copy).
+    @Test func everyByteOfEveryLengthChangesTheKey() {
+        for length in 1...40 {
+            var bytes = (0..<length).map { UInt8(97 + $0 % 26) }
+            var seen: Set<LedgerKey> = [LedgerKey(String(decoding: bytes, as: UTF8.self))]
+            for index in bytes.indices {
+                let original = bytes[index]
+                bytes[index] ^= 1
+                #expect(seen.insert(LedgerKey(String(decoding: bytes, as: UTF8.self))).inserted, "length \(length), byte \(index)")
+                bytes[index] = original
+            }
+        }
+    }
+
     @Test func jsonObjectsAreHashedWithTheirMembersSortedAndNumbersByValue() {
         func key(_ value: JSONValue) -> LedgerKey {
             var builder = LedgerKey.Builder()

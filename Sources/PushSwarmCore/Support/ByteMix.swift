@@ -41,9 +41,10 @@ enum ByteMix {
             offset += 8
         }
         if offset < bytes.count {
+            // The last 1 to 7 bytes as the low bytes of a word (little-endian), in one copy.
             var tail: UInt64 = 0
-            for index in offset..<bytes.count { tail |= UInt64(bytes[index]) << UInt64(8 * (index - offset)) }
-            mix(tail, into: &state)
+            withUnsafeMutableBytes(of: &tail) { $0.copyMemory(from: UnsafeRawBufferPointer(start: raw + offset, count: bytes.count - offset)) }
+            mix(UInt64(littleEndian: tail), into: &state)
         }
     }
 }
