@@ -69,7 +69,7 @@ public struct JSONFields {
                 let (name, isPlain) = try cursor.memberName()
                 let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
                 let bit: UInt64 = isPlain ? 1 << (key & 63) : 0
-                if hasEscapedName || !isPlain || seenKeys & bit != 0, fields.hasMember(named: name, isPlain: isPlain) {
+                if hasEscapedName || !isPlain || seenKeys & bit != 0, fields.hasMember(named: name, isPlain: isPlain, key: key) {
                     throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name)
                 }
                 seenKeys |= bit
@@ -109,18 +109,19 @@ public struct JSONFields {
 
     /// Whether a member already read has the name at `content` (names repeated in one object are
     /// refused: `JSONParser.DuplicateNames`). Names of other lengths are passed over unread.
-    private func hasMember(named content: Range<Int>, isPlain: Bool) -> Bool {
+    /// `key` is a plain name's `nameKey`, already made by the parse.
+    private func hasMember(named content: Range<Int>, isPlain: Bool, key: UInt64) -> Bool {
         if isPlain {
-            return bytes.withUnsafeBufferPointer { all in firstMember(named: UnsafeBufferPointer(rebasing: all[content])) != nil }
+            return bytes.withUnsafeBufferPointer { all in firstMember(named: UnsafeBufferPointer(rebasing: all[content]), key: key) != nil }
         }
         return unescaped(content).withUnsafeBufferPointer { firstMember(named: $0) != nil }
     }
 
     /// The place of the member whose name's UTF-8 is `wanted`, looked for from `start` on and
     /// then around from the first (names are unique: a repeated one fails the parse, so the one
-    /// found is the first of that name).
-    private func firstMember(named wanted: UnsafeBufferPointer<UInt8>, from start: Int = 0) -> Int? {
-        let key = Self.nameKey(wanted)
+    /// found is the first of that name). `key` is `nameKey(wanted)` when the caller has it.
+    private func firstMember(named wanted: UnsafeBufferPointer<UInt8>, key: UInt64? = nil, from start: Int = 0) -> Int? {
+        let key = key ?? Self.nameKey(wanted)
         let count = members.count
         var place = start < count ? start : 0
         for _ in 0..<count {
