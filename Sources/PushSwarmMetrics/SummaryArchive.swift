@@ -65,7 +65,7 @@ public enum SummaryArchive {
             }
             writer.endArray()
             writer.endObject()
-            if writer.bytes.count >= 1 << 20 { try writer.flush(to: output) }
+            if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
         writer.endArray()
         // Ticks that are not empty, as [index, sent, retries, ok, rateLimited, failed].
@@ -76,7 +76,7 @@ public enum SummaryArchive {
             writer.beginArray()
             for value in [index, Int(tick.sent), Int(tick.retries), Int(tick.ok), Int(tick.rateLimited), Int(tick.failed)] { writer.integer(value) }
             writer.endArray()
-            if writer.bytes.count >= 1 << 20 { try writer.flush(to: output) }
+            if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
         writer.endArray()
         writer.endObject()

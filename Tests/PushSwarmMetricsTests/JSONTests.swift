@@ -322,6 +322,32 @@ import Testing
         #expect(reused.text == JSONWriter.text(of: ["a": [1, "b"]]))
     }
 
+    // The writer writes into room it made beforehand and grows it by copying what it holds: a
+    // document far larger than its first room must come out as from a writer with room enough,
+    // whichever call made it grow, and `takeBytes` hands over exactly what was written.
+    @Test func aWriterThatOutgrowsItsRoomWritesWhatALargeOneWrites() {
+        var value = JSONObject()
+        for index in 0..<200 {
+            value["name \(index) with \"quotes\""] = index % 3 == 0 ? .string(String(repeating: "x\n", count: index)) : .array([.number(Double(index)), .bool(true), .null])
+        }
+        var roomy = JSONWriter(capacity: 1 << 20)
+        roomy.write(.object(value))
+        for capacity in [0, 1, 7, 64] {
+            var small = JSONWriter(capacity: capacity)
+            small.write(.object(value))
+            #expect(small.count == roomy.count)
+            // Compared, not shown: a failure would print 100 kB of bytes.
+            let sameBytes = small.bytes == roomy.bytes
+            #expect(sameBytes, "first room \(capacity)")
+            let taken = small.takeBytes()
+            let sameTaken = taken == roomy.bytes
+            #expect(sameTaken, "first room \(capacity), taken")
+            #expect(small.count == 0)
+            small.string("again")
+            #expect(small.text == "\"again\"")
+        }
+    }
+
     @Test func prettyOutputIndentsNestedContainers() {
         let text = JSONWriter.text(of: ["a": [1, 2], "b": [:]], indent: 2)
         #expect(text == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}")

@@ -41,10 +41,17 @@ enum ByteMix {
             offset += 8
         }
         if offset < bytes.count {
-            // The last 1 to 7 bytes as the low bytes of a word (little-endian), in one copy.
+            // The last 1 to 7 bytes as the low bytes of a word (little-endian). With eight bytes
+            // or more in all: the last eight, loaded at once and shifted down past those already
+            // mixed. (Copying them into a word in memory and loading it stalls on the store.)
+            let remaining = bytes.count - offset
             var tail: UInt64 = 0
-            withUnsafeMutableBytes(of: &tail) { $0.copyMemory(from: UnsafeRawBufferPointer(start: raw + offset, count: bytes.count - offset)) }
-            mix(UInt64(littleEndian: tail), into: &state)
+            if bytes.count >= 8 {
+                tail = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self)) >> (8 * UInt64(8 - remaining))
+            } else {
+                for index in 0..<remaining { tail |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
+            }
+            mix(tail, into: &state)
         }
     }
 }

@@ -4,7 +4,13 @@
 /// Used two ways: streaming (`beginObject`, `key`, `string`…) on hot paths where building a tree
 /// would allocate, and `write(_:)` for a whole `JSONValue`.
 public struct JSONWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+    /// The document so far is `storage[..<count]`; the rest is room to write into, whose bytes
+    /// are never read. A call makes room once and stores through a pointer: one uniqueness check
+    /// of the array a call, where appending checks once an append (five times for a member's
+    /// name: comma, quote, text, quote, colon).
+    @usableFromInline private(set) var storage: [UInt8]
+    /// Bytes written.
+    public private(set) var count = 0
     private let indentUnit: Int
     private var depth = 0
     /// Whether each open container has a member or element already (for commas), one bit per
@@ -18,37 +24,78 @@ public struct JSONWriter: Sendable {
     ///   - capacity: bytes reserved up front; a document that outgrows them is copied as it grows.
     public init(indent: Int = 0, capacity: Int = 512) {
         self.indentUnit = indent
-        bytes.reserveCapacity(capacity)
+        storage = Self.room(capacity)
     }
 
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    /// The bytes written (a copy when there is room left over; `takeBytes` hands them over).
+    public var bytes: [UInt8] { count == storage.count ? storage : Array(storage[..<count]) }
+
+    /// The bytes written, handed over without a copy; the writer is left empty, with no room.
+    public mutating func takeBytes() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &storage)
+        // At the end of a unique array of bytes: the count shrinks, nothing moves.
+        taken.removeSubrange(count...)
+        removeAll()
+        return taken
+    }
+
+    /// The bytes written, read in place.
+    @inlinable
+    public func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try storage.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<count])) }
+    }
+
+    public var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 
     public mutating func beginObject() {
         prepareForValue()
-        bytes.append(UInt8(ascii: "{"))
+        append(UInt8(ascii: "{"))
         pushLevel()
     }
 
     public mutating func endObject() {
         if popLevel() { newline() }
-        bytes.append(UInt8(ascii: "}"))
+        append(UInt8(ascii: "}"))
     }
 
     public mutating func beginArray() {
         prepareForValue()
-        bytes.append(UInt8(ascii: "["))
+        append(UInt8(ascii: "["))
         pushLevel()
     }
 
     public mutating func endArray() {
         if popLevel() { newline() }
-        bytes.append(UInt8(ascii: "]"))
+        append(UInt8(ascii: "]"))
     }
 
     public mutating func key(_ name: String) {
-        separate()
-        name.withContiguousUTF8 { appendQuoted($0) }
-        endName()
+        name.withContiguousUTF8 { utf8 in
+            // Compact output and a name without escapes (all of them, in practice): the comma,
+            // the quoted name and the colon in one write.
+            guard indentUnit == 0, depth > 0, Self.firstEscape(in: utf8) == nil else {
+                separate()
+                appendQuoted(utf8)
+                endName()
+                return
+            }
+            let needsComma = hasItems & 1 != 0
+            hasItems |= 1
+            write(upTo: utf8.count + 4) { out in
+                var at = 0
+                if needsComma {
+                    out[0] = UInt8(ascii: ",")
+                    at = 1
+                }
+                out[at] = UInt8(ascii: "\"")
+                Self.copy(utf8, to: out + at + 1)
+                out[at + 1 + utf8.count] = UInt8(ascii: "\"")
+                out[at + 2 + utf8.count] = UInt8(ascii: ":")
+                return at + 3 + utf8.count
+            }
+            afterKey = true
+        }
     }
 
     /// A string's JSON form (quotes and escapes included), made once for a name or value that a
@@ -59,7 +106,7 @@ public struct JSONWriter: Sendable {
         public init(_ text: String) {
             var writer = JSONWriter()
             writer.string(text)
-            bytes = writer.bytes
+            bytes = writer.takeBytes()
         }
     }
 
@@ -77,28 +124,28 @@ public struct JSONWriter: Sendable {
     public mutating func key(_ name: Name) {
         guard indentUnit == 0, depth > 0 else {
             separate()
-            bytes.append(contentsOf: name.bytes[1..<(name.bytes.count - 1)])
+            name.bytes.withUnsafeBufferPointer { append(UnsafeBufferPointer(rebasing: $0.dropFirst().dropLast())) }
             endName()
             return
         }
         let needsComma = hasItems & 1 != 0
         hasItems |= 1
         name.bytes.withUnsafeBufferPointer { all in
-            bytes.append(contentsOf: needsComma ? all : UnsafeBufferPointer(rebasing: all.dropFirst()))
+            append(needsComma ? all : UnsafeBufferPointer(rebasing: all.dropFirst()))
         }
         afterKey = true
     }
 
     /// After a member's name: the colon, and the value comes next.
     private mutating func endName() {
-        bytes.append(UInt8(ascii: ":"))
-        if indentUnit > 0 { bytes.append(UInt8(ascii: " ")) }
+        append(UInt8(ascii: ":"))
+        if indentUnit > 0 { append(UInt8(ascii: " ")) }
         afterKey = true
     }
 
     public mutating func string(_ value: Quoted) {
         prepareForValue()
-        bytes.append(contentsOf: value.bytes)
+        value.bytes.withUnsafeBufferPointer { append($0) }
     }
 
     public mutating func string(_ value: String) {
@@ -119,27 +166,27 @@ public struct JSONWriter: Sendable {
     public mutating func writeValue(_ write: (inout JSONWriter) -> Void) -> Range<Int> {
         let start = valueStart()
         write(&self)
-        return start..<bytes.count
+        return start..<count
     }
 
     /// `writeValue` in two steps, without a closure: writes the separator before the next value
-    /// and returns where the value's own text will start (it ends at `bytes.count` once written).
+    /// and returns where the value's own text will start (it ends at `count` once written).
     public mutating func valueStart() -> Int {
         prepareForValue()
         // The separator is written: the value's own first call writes none.
         afterKey = true
-        return bytes.count
+        return count
     }
 
     /// A value already in JSON form (compact, as this writer would write it), copied as it stands.
     public mutating func json(_ text: UnsafeBufferPointer<UInt8>) {
         prepareForValue()
-        bytes.append(contentsOf: text)
+        append(text)
     }
 
     /// Empties the writer for another document, keeping its buffer's capacity.
     public mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
+        count = 0
         depth = 0
         hasItems = 0
         deeperHasItems.removeAll()
@@ -150,12 +197,12 @@ public struct JSONWriter: Sendable {
     /// and the document's state: a large document goes to a file in pieces.
     public mutating func flush(to output: ([UInt8]) throws -> Void) rethrows {
         try output(bytes)
-        bytes.removeAll(keepingCapacity: true)
+        count = 0
     }
 
     /// Ends a finished document with a newline, as a file of it ends.
     public mutating func newlineAtEnd() {
-        bytes.append(UInt8(ascii: "\n"))
+        append(UInt8(ascii: "\n"))
     }
 
     public mutating func number(_ value: Double) {
@@ -165,17 +212,17 @@ public struct JSONWriter: Sendable {
 
     public mutating func integer(_ value: Int) {
         prepareForValue()
-        bytes.append(contentsOf: String(value).utf8)
+        String(value).withContiguousUTF8 { append($0) }
     }
 
     public mutating func bool(_ value: Bool) {
         prepareForValue()
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        value ? append(Self.trueText) : append(Self.falseText)
     }
 
     public mutating func null() {
         prepareForValue()
-        bytes.append(contentsOf: "null".utf8)
+        append(Self.nullText)
     }
 
     /// Writes a whole value; with `sortingKeys`, object members in byte order of their names
@@ -212,7 +259,7 @@ public struct JSONWriter: Sendable {
     public static func bytes(of value: JSONValue, indent: Int = 0, sortingKeys: Bool = false) -> [UInt8] {
         var writer = JSONWriter(indent: indent)
         writer.write(value, sortingKeys: sortingKeys)
-        return writer.bytes
+        return writer.takeBytes()
     }
 
     private mutating func prepareForValue() {
@@ -240,18 +287,22 @@ public struct JSONWriter: Sendable {
 
     private mutating func separate() {
         guard depth > 0 else { return }
-        if hasItems & 1 != 0 { bytes.append(UInt8(ascii: ",")) }
+        if hasItems & 1 != 0 { append(UInt8(ascii: ",")) }
         hasItems |= 1
         newline()
     }
 
     private mutating func newline() {
         guard indentUnit > 0 else { return }
-        bytes.append(UInt8(ascii: "\n"))
-        for _ in 0..<(depth * indentUnit) { bytes.append(UInt8(ascii: " ")) }
+        append(UInt8(ascii: "\n"))
+        let spaces = depth * indentUnit
+        write(upTo: spaces) { out in
+            out.initialize(repeating: UInt8(ascii: " "), count: spaces)
+            return spaces
+        }
     }
 
-    private mutating func appendNumber(_ value: Double) { bytes.append(contentsOf: Self.numberText(value).utf8) }
+    private mutating func appendNumber(_ value: Double) { Self.numberText(value).withContiguousUTF8 { append($0) } }
 
     /// A number as the writer writes it: integral ones without a fraction, others in Swift's
     /// shortest round-trip form, non-finite ones as null. (Most fit a `String`'s inline storage:
@@ -264,48 +315,148 @@ public struct JSONWriter: Sendable {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
-        bytes.append(UInt8(ascii: "\""))
-        // Copy runs that need no escaping in one go; most strings are a single run. The scan
-        // looks at eight bytes at a time for a control character, a quote or a backslash.
-        var runStart = 0
+    /// Where the first byte of `utf8` that needs escaping is (a control character, a quote or a
+    /// backslash), or nil: eight bytes at a time.
+    @inline(__always)
+    static func firstEscape(in utf8: UnsafeBufferPointer<UInt8>) -> Int? {
         var index = 0
         while index < utf8.count {
-            // The next eight bytes (fewer at the end, padded with spaces): past them when none
-            // needs escaping, else straight to the first that may.
-            let available = min(8, utf8.count - index)
-            var word: UInt64
-            if available == 8 {
-                word = UInt64(littleEndian: UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
-            } else {
-                word = 0x2020_2020_2020_2020
-                for offset in 0..<available { word = word & ~(0xFF << (8 * UInt64(offset))) | UInt64(utf8[index + offset]) << (8 * UInt64(offset)) }
+            // The next eight bytes: past them when none needs escaping, else straight to the
+            // first that may. Near the end, the last eight (the bytes before `index` need no
+            // escaping, so reading them again flags nothing among them); a string shorter than
+            // eight bytes is read byte by byte into a word padded with spaces. (Copying the tail
+            // into a word in memory and loading that stalled on the store: a quarter of this
+            // function's time.)
+            if utf8.count - index < 8 {
+                if utf8.count >= 8 {
+                    index = utf8.count - 8
+                } else {
+                    var word: UInt64 = 0x2020_2020_2020_2020
+                    for offset in 0..<utf8.count { word = word & ~(0xFF << (8 * UInt64(offset))) | UInt64(utf8[offset]) << (8 * UInt64(offset)) }
+                    let flags = Self.escapeFlags(word)
+                    return flags == 0 ? nil : Self.firstEscapeByte(in: utf8, from: flags.trailingZeroBitCount / 8)
+                }
             }
+            let word = UInt64(littleEndian: UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
             let flags = Self.escapeFlags(word)
             if flags == 0 {
-                index += available
+                index += 8
                 continue
             }
-            index += flags.trailingZeroBitCount / 8
+            // The lowest flag is exact (`escapeFlags`): the byte-by-byte look ends at once.
+            return Self.firstEscapeByte(in: utf8, from: index + flags.trailingZeroBitCount / 8)
+        }
+        return nil
+    }
+
+    /// The first byte from `start` on that needs escaping, one at a time: the word test's answer
+    /// checked (and the whole answer, were that test ever to flag a byte wrongly).
+    private static func firstEscapeByte(in utf8: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        for index in start..<utf8.count {
             let byte = utf8[index]
-            index += 1
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<(index - 1)]))
-            runStart = index
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
+        }
+        return nil
+    }
+
+    private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+        // Most strings need no escaping: quotes and text in one write.
+        guard var escape = Self.firstEscape(in: utf8) else {
+            write(upTo: utf8.count + 2) { out in
+                out[0] = UInt8(ascii: "\"")
+                Self.copy(utf8, to: out + 1)
+                out[utf8.count + 1] = UInt8(ascii: "\"")
+                return utf8.count + 2
+            }
+            return
+        }
+        append(UInt8(ascii: "\""))
+        var runStart = 0
+        while true {
+            append(UnsafeBufferPointer(rebasing: utf8[runStart..<escape]))
+            let byte = utf8[escape]
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case UInt8(ascii: "\""): append(0x5C, 0x22)
+            case UInt8(ascii: "\\"): append(0x5C, 0x5C)
+            case 0x0A: append(0x5C, UInt8(ascii: "n"))
+            case 0x0D: append(0x5C, UInt8(ascii: "r"))
+            case 0x09: append(0x5C, UInt8(ascii: "t"))
             default:
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                append(0x5C, UInt8(ascii: "u"))
+                append(0x30, 0x30)
+                append(Self.hexDigits[Int(byte >> 4)], Self.hexDigits[Int(byte & 0xF)])
+            }
+            runStart = escape + 1
+            guard let next = Self.firstEscape(in: UnsafeBufferPointer(rebasing: utf8[runStart...])) else { break }
+            escape = runStart + next
+        }
+        append(UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        append(UInt8(ascii: "\""))
+    }
+
+    // MARK: - The buffer
+
+    private static let trueText: StaticString = "true"
+    private static let falseText: StaticString = "false"
+    private static let nullText: StaticString = "null"
+
+    /// `capacity` bytes to write into (left uninitialised: only bytes written are read).
+    private static func room(_ capacity: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: capacity) { _, initialized in initialized = capacity }
+    }
+
+    /// Makes room for up to `maximum` bytes, then `body` writes them at the end and says how many.
+    @inline(__always)
+    private mutating func write(upTo maximum: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        if maximum > storage.count - count { grow(toHold: count + maximum) }
+        let start = count
+        count += storage.withUnsafeMutableBufferPointer { body($0.baseAddress! + start) }
+    }
+
+    @inline(never)
+    private mutating func grow(toHold needed: Int) {
+        var larger = Self.room(Swift.max(needed, storage.count * 2, 64))
+        let written = count
+        if written > 0 {
+            storage.withUnsafeBufferPointer { old in
+                larger.withUnsafeMutableBufferPointer { new in Self.copy(UnsafeBufferPointer(rebasing: old[..<written]), to: new.baseAddress!) }
             }
         }
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
-        bytes.append(UInt8(ascii: "\""))
+        storage = larger
+    }
+
+    @inline(__always)
+    private static func copy(_ bytes: UnsafeBufferPointer<UInt8>, to destination: UnsafeMutablePointer<UInt8>) {
+        if let base = bytes.baseAddress { destination.update(from: base, count: bytes.count) }
+    }
+
+    @inline(__always)
+    private mutating func append(_ byte: UInt8) {
+        write(upTo: 1) { out in
+            out[0] = byte
+            return 1
+        }
+    }
+
+    @inline(__always)
+    private mutating func append(_ first: UInt8, _ second: UInt8) {
+        write(upTo: 2) { out in
+            out[0] = first
+            out[1] = second
+            return 2
+        }
+    }
+
+    @inline(__always)
+    private mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        write(upTo: bytes.count) { out in
+            Self.copy(bytes, to: out)
+            return bytes.count
+        }
+    }
+
+    private mutating func append(_ text: StaticString) {
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// The high bit of each byte of `word` that may need escaping: below 0x20, a quote or a

@@ -151,7 +151,7 @@ struct SmartAppPushClient: PlatformClient {
                     body.key(fieldName)
                     let start = body.valueStart()
                     body.write(.object(parameters), sortingKeys: true)
-                    paramsBytes = start..<body.bytes.count
+                    paramsBytes = start..<body.count
                 }
             case .context:
                 body.key(fieldName)
@@ -165,7 +165,7 @@ struct SmartAppPushClient: PlatformClient {
                 body.key(shared.quotedContextMembers.screen)
                 body.string(device.currentScreen)
                 body.endObject()
-                contextBytes = start..<body.bytes.count
+                contextBytes = start..<body.count
             }
         }
         body.endObject()
@@ -176,14 +176,14 @@ struct SmartAppPushClient: PlatformClient {
                 eventTime: eventTime, deviceToken: token
             )
         }
-        body.bytes.withUnsafeBufferPointer { written in
+        body.withBytes { written in
             Self.null.withUTF8Buffer { null in
                 key.add(canonicalJSON: contextBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)
                 key.add(canonicalJSON: paramsBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)
             }
         }
         let request = Request(
-            method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders, body: body.bytes
+            method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders, body: body.takeBytes()
         )
         queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key.key), now: now, into: &actions)
     }

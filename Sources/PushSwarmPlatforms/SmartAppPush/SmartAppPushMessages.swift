@@ -108,7 +108,7 @@ public enum SmartAppPushMessages {
             add(context)
             add(params)
             canonical.endArray()
-            return (SHA256.hash(canonical.bytes), builder.key.once)
+            return (canonical.withBytes { SHA256.hash(UnsafeRawBufferPointer($0)) }, builder.key.once)
         }
 
         private mutating func add(_ field: UnsafeBufferPointer<UInt8>) {
@@ -118,7 +118,7 @@ public enum SmartAppPushMessages {
 
         private mutating func add(_ write: (inout JSONWriter) -> Void) {
             let text = canonical.writeValue(write)
-            canonical.bytes.withUnsafeBufferPointer { builder.add(canonicalJSON: UnsafeBufferPointer(rebasing: $0[text])) }
+            canonical.withBytes { builder.add(canonicalJSON: UnsafeBufferPointer(rebasing: $0[text])) }
         }
     }
 
