@@ -44,10 +44,14 @@ public actor VirtualDevice {
 
         public init() {}
 
+        /// Empties the buffers, keeping their capacity. Popped one by one: each element is then
+        /// destroyed by code made for its type, where `removeAll(keepingCapacity:)` went through
+        /// the runtime's generic `swift_arrayDestroy` (3 % of a simulated request, for the two or
+        /// three actions of an event).
         fileprivate mutating func clear() {
-            actions.removeAll(keepingCapacity: true)
-            outputs.removeAll(keepingCapacity: true)
-            clientActions.removeAll(keepingCapacity: true)
+            while actions.popLast() != nil {}
+            while outputs.popLast() != nil {}
+            while clientActions.popLast() != nil {}
         }
     }
 
@@ -198,7 +202,7 @@ public actor VirtualDevice {
     /// Moves what the client asked for into `work.actions`, emptying its buffer for the next call.
     private func takeClientActions(into work: inout Work) {
         convert(work.clientActions, into: &work.actions)
-        work.clientActions.removeAll(keepingCapacity: true)
+        while work.clientActions.popLast() != nil {}  // as `Work.clear` does
     }
 
     private func convert(_ clientActions: [ClientAction], into actions: inout [Action]) {
