@@ -108,8 +108,9 @@ public struct OfflineQueue: Sendable {
     /// (Every method here appends to the caller's buffer: a device reuses one from event to event,
     /// so a request allocates no array of actions. The array-returning forms are for tests and
     /// clients written that way.)
-    public mutating func enqueue(_ item: Item, now: Instant, into actions: inout [ClientAction]) {
+    public mutating func enqueue(_ item: consuming Item, now: Instant, into actions: inout [ClientAction]) {
         guard count < capacity else { return actions.append(.drop(reason: "queueFull")) }
+        // Taken, not copied: the caller's item moves into the queue.
         var item = item
         item.raisedAt = now
         items.append(item)
@@ -199,11 +200,11 @@ public struct OfflineQueue: Sendable {
         guard inFlightID == nil, waitingForTimer == nil, !isParkedUntilLaunch, head < items.count else { return }
         nextID += 1
         inFlightID = nextID
-        let item = items[head]
         // Due when raised (a first attempt that waited behind others) or when its back-off ended.
-        let due = retriesSoFar == 0 ? item.raisedAt : retryDueAt
+        // The item's fields are read in place: a copy of the whole item first retained them twice.
+        let due = retriesSoFar == 0 ? items[head].raisedAt : retryDueAt
         actions.append(.send(OutgoingRequest(
-            id: nextID, operation: item.operation, request: item.request, timeout: timeout, retryNumber: retriesSoFar,
+            id: nextID, operation: items[head].operation, request: items[head].request, timeout: timeout, retryNumber: retriesSoFar,
             intendedStart: due.map { min($0, now) }
         )))
     }

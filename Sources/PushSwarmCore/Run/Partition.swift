@@ -399,7 +399,7 @@ final class Partition: @unchecked Sendable {
         var work = VirtualDevice.Work()
         swap(&work, &spareWork)
         device.handleOnExecutor(event, now: time, into: &work)
-        execute(work.actions, device: index, now: time, isDraining: isDraining)
+        work.takeActions { execute($0, device: index, now: time, isDraining: isDraining) }
         swap(&work, &spareWork)
     }
 
@@ -447,49 +447,51 @@ final class Partition: @unchecked Sendable {
     }
 
     private func execute(_ actions: [VirtualDevice.Action], device index: Int, now: Instant, isDraining: Bool) {
-        for action in actions {
-            switch action {
-            case .send(let outgoing):
-                // After the end, requests are not started; they stay in the device's queue and are
-                // reported as pending.
-                guard !isDraining else { continue }
-                send(outgoing, device: index, now: now)
-            case .schedule(let event, let time):
-                guard !isDraining else { continue }
-                schedule(event, device: index, at: max(time, now))
-            case .count(let name):
-                metrics.increment(name)
-            case .duration(let name, let span):
-                metrics.recordDuration(name, microseconds: UInt64(max(0, span.microseconds)))
-            case .drop(let reason):
-                metrics.recordDrop(reason: reason)
-            case .backoff(let delay, let retryNumber):
-                metrics.recordBackoff(microseconds: UInt64(max(0, delay.microseconds)), retryNumber: retryNumber)
-            case .confirmed(let key):
-                if let mocks, !mocks.confirm(key, at: now) { lost += 1 }
-            case .pushAddress(let old, let new):
-                if let old, pushGateway[old] == index { pushGateway[old] = nil }
-                pushGateway[new] = index
-                transport.pushAddressChanged(old: old, new: new)
-            case .openSocket(let open):
-                guard !isDraining else { continue }
-                recordSent(operation: open.operation, retryNumber: 0, device: index, at: now)
-                inFlight += 1
-                opening[SocketKey(device: index, socket: open.id)] = (open.operation, now)
-                transport.openSocket(open, device: range.lowerBound + index, platform: groupPlatforms[Int(slots[index].group)], source: slots[index].source, at: now)
-            case .sendOnSocket(let socket, let text, let operation):
-                guard !isDraining else { continue }
-                if let operation { recordSent(operation: operation, retryNumber: 0, device: index, at: now) }
-                transport.sendOnSocket(socket, text: text, device: range.lowerBound + index, at: now)
-            case .closeSocket(let socket):
-                if openSockets.remove(SocketKey(device: index, socket: socket)) != nil {
-                    metrics.increment("sockets.closedByClient")
-                    socketChanges.append(now.microseconds * 2 + 1)
-                }
-                transport.closeSocket(socket, device: range.lowerBound + index, at: now)
-            case .completed(let completion):
-                record(completion, at: now)
+        for action in actions { execute(action, device: index, now: now, isDraining: isDraining) }
+    }
+
+    private func execute(_ action: VirtualDevice.Action, device index: Int, now: Instant, isDraining: Bool) {
+        switch action {
+        case .send(let outgoing):
+            // After the end, requests are not started; they stay in the device's queue and are
+            // reported as pending.
+            guard !isDraining else { return }
+            send(outgoing, device: index, now: now)
+        case .schedule(let event, let time):
+            guard !isDraining else { return }
+            schedule(event, device: index, at: max(time, now))
+        case .count(let name):
+            metrics.increment(name)
+        case .duration(let name, let span):
+            metrics.recordDuration(name, microseconds: UInt64(max(0, span.microseconds)))
+        case .drop(let reason):
+            metrics.recordDrop(reason: reason)
+        case .backoff(let delay, let retryNumber):
+            metrics.recordBackoff(microseconds: UInt64(max(0, delay.microseconds)), retryNumber: retryNumber)
+        case .confirmed(let key):
+            if let mocks, !mocks.confirm(key, at: now) { lost += 1 }
+        case .pushAddress(let old, let new):
+            if let old, pushGateway[old] == index { pushGateway[old] = nil }
+            pushGateway[new] = index
+            transport.pushAddressChanged(old: old, new: new)
+        case .openSocket(let open):
+            guard !isDraining else { return }
+            recordSent(operation: open.operation, retryNumber: 0, device: index, at: now)
+            inFlight += 1
+            opening[SocketKey(device: index, socket: open.id)] = (open.operation, now)
+            transport.openSocket(open, device: range.lowerBound + index, platform: groupPlatforms[Int(slots[index].group)], source: slots[index].source, at: now)
+        case .sendOnSocket(let socket, let text, let operation):
+            guard !isDraining else { return }
+            if let operation { recordSent(operation: operation, retryNumber: 0, device: index, at: now) }
+            transport.sendOnSocket(socket, text: text, device: range.lowerBound + index, at: now)
+        case .closeSocket(let socket):
+            if openSockets.remove(SocketKey(device: index, socket: socket)) != nil {
+                metrics.increment("sockets.closedByClient")
+                socketChanges.append(now.microseconds * 2 + 1)
             }
+            transport.closeSocket(socket, device: range.lowerBound + index, at: now)
+        case .completed(let completion):
+            record(completion, at: now)
         }
     }
 
