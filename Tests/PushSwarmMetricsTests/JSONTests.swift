@@ -85,7 +85,9 @@ import Testing
             var plain = JSONWriter(indent: indent)
             quick.beginObject()
             plain.beginObject()
-            for name in ["a", "b\"c", "d"] {
+            // The longest name a `Name` holds (`,"` + 44 bytes + `":` = its capacity), and escapes.
+            let longest = String(repeating: "n", count: JSONWriter.Name.capacity - 4)
+            for name in ["a", "b\"c", "d", longest, "tab\tand \"quote\""] {
                 quick.key(JSONWriter.Name(name))
                 plain.key(name)
                 quick.beginObject()

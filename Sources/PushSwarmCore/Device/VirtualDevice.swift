@@ -48,7 +48,8 @@ public actor VirtualDevice {
         /// retains every reference in it, and emptying the buffer releases them again), and leaves
         /// the buffer empty with its capacity.
         public mutating func takeActions(_ body: (Action) -> Void) {
-            actions.reverse()
+            // Reversed through a buffer pointer, whose swaps move; the array's own copy each.
+            actions.withUnsafeMutableBufferPointer { $0.reverse() }
             while let action = actions.popLast() { body(action) }
         }
 
@@ -212,7 +213,10 @@ public actor VirtualDevice {
     private func takeClientActions(into work: inout Work) {
         let start = work.actions.count
         while let action = work.clientActions.popLast() { work.actions.append(Self.action(for: action)) }
-        work.actions[start...].reverse()
+        work.actions.withUnsafeMutableBufferPointer { all in
+            var added = UnsafeMutableBufferPointer(rebasing: all[start...])
+            added.reverse()  // the buffer pointer's swaps move; the array's copy
+        }
     }
 
     private static func action(for action: ClientAction) -> Action {

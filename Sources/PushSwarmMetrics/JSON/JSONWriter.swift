@@ -112,25 +112,41 @@ public struct JSONWriter: Sendable {
 
     /// A member's name made once with the comma before it and the colon after it (`,"name":`):
     /// in compact output it is written by one copy, where `key(_: String)` appends several times.
+    ///
+    /// The text is held in place, not in an array: a `Name` is copied with no reference to count
+    /// (a hot path reads its names out of a table, and each read of an array-backed name was a
+    /// retain and a release). That bounds it: `,"name":` fits in `capacity` bytes, which member
+    /// names written in code do.
     public struct Name: Sendable {
-        /// `,"name":`
-        public let bytes: [UInt8]
+        public static let capacity = 48
+        private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+        private let count: Int
 
         public init(_ name: String) {
-            bytes = [UInt8(ascii: ",")] + Quoted(name).bytes + [UInt8(ascii: ":")]
+            let text = [UInt8(ascii: ",")] + Quoted(name).bytes + [UInt8(ascii: ":")]
+            precondition(text.count <= Self.capacity, "JSONWriter.Name holds ,\"name\": in \(Self.capacity) bytes; \(name.debugDescription) takes \(text.count)")
+            count = text.count
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: text, count: text.count)) }
+        }
+
+        /// `,"name":`
+        public var bytes: [UInt8] { withBytes { Array($0) } }
+
+        func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+            withUnsafeBytes(of: storage) { body(UnsafeBufferPointer(start: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)) }
         }
     }
 
     public mutating func key(_ name: Name) {
         guard indentUnit == 0, depth > 0 else {
             separate()
-            name.bytes.withUnsafeBufferPointer { append(UnsafeBufferPointer(rebasing: $0.dropFirst().dropLast())) }
+            name.withBytes { append(UnsafeBufferPointer(rebasing: $0.dropFirst().dropLast())) }
             endName()
             return
         }
         let needsComma = hasItems & 1 != 0
         hasItems |= 1
-        name.bytes.withUnsafeBufferPointer { all in
+        name.withBytes { all in
             append(needsComma ? all : UnsafeBufferPointer(rebasing: all.dropFirst()))
         }
         afterKey = true
