@@ -110,10 +110,10 @@ public struct OfflineQueue: Sendable {
     /// clients written that way.)
     public mutating func enqueue(_ item: consuming Item, now: Instant, into actions: inout [ClientAction]) {
         guard count < capacity else { return actions.append(.drop(reason: "queueFull")) }
-        // Taken, not copied: the caller's item moves into the queue.
-        var item = item
-        item.raisedAt = now
+        // Taken, not copied: the caller's item moves into the queue (a copy first, to set its
+        // time, retained every reference in it).
         items.append(item)
+        items[items.count - 1].raisedAt = now
         if let ratio = retryTable.retryBudget, let current = budget { budget = min(current + ratio, retryTable.budgetReserve + ratio * 100) }
         sendHeadIfIdle(now: now, into: &actions)
     }

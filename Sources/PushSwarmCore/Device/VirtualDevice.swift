@@ -187,6 +187,9 @@ public actor VirtualDevice {
 
     /// Turns the lifecycle's outputs in `work` into actions, asking the client about each intent.
     private func apply(now: Instant, into work: inout Work) {
+        // Made once for all of this event's intents: the lifecycle does not change while the
+        // client handles them, and each snapshot copies the profile.
+        var device: DeviceSnapshot?
         for output in work.outputs {
             switch output {
             case .schedule(let event, let time):
@@ -202,7 +205,8 @@ public actor VirtualDevice {
                 default:
                     break
                 }
-                client.handle(intent, device: snapshot(), now: now, random: &random, into: &work.clientActions)
+                if device == nil { device = snapshot() }
+                client.handle(intent, device: device!, now: now, random: &random, into: &work.clientActions)
                 takeClientActions(into: &work)
             }
         }
