@@ -11,6 +11,8 @@ public struct EventQueue<Item> {
         var time: Int64
         var sequence: UInt64
         var slot: Int32
+        /// The caller's number for the item (`nextHint`), in what would be the entry's padding.
+        var hint: Int32
 
         @inline(__always)
         func precedes(_ other: Entry) -> Bool {
@@ -30,7 +32,9 @@ public struct EventQueue<Item> {
     /// When the earliest item is due, if any.
     public var nextTime: Instant? { heap.first.map { Instant(microseconds: $0.time) } }
 
-    public mutating func schedule(_ item: Item, at time: Instant) {
+    /// Queues `item`; `hint` is a number the caller can read for the earliest item without
+    /// touching the item (`nextHint`).
+    public mutating func schedule(_ item: Item, at time: Instant, hint: Int32 = -1) {
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -39,7 +43,7 @@ public struct EventQueue<Item> {
             slot = Int32(slab.count)
             slab.append(item)
         }
-        heap.append(Entry(time: time.microseconds, sequence: nextSequence, slot: slot))
+        heap.append(Entry(time: time.microseconds, sequence: nextSequence, slot: slot, hint: hint))
         nextSequence += 1
         var child = heap.count - 1
         let entry = heap[child]
@@ -64,14 +68,10 @@ public struct EventQueue<Item> {
         }
     }
 
-    /// Calls `body` with the earliest item, left in place.
-    public func withNext<Result>(_ body: (borrowing Item) -> Result) -> Result? {
-        guard let first = heap.first else { return nil }
-        return slab.withUnsafeBufferPointer { slab in
-            guard let item = slab[Int(first.slot)] else { return nil }
-            return body(item)
-        }
-    }
+    /// The hint the earliest item was scheduled with, read from the heap alone: the partition
+    /// gives each device's item its device's index, to prefetch the device. (Reading the item
+    /// instead copied it, three retains and releases an event.)
+    public var nextHint: Int32? { heap.first?.hint }
 
     /// Removes and returns the earliest item.
     public mutating func popNext() -> (time: Instant, item: Item)? {

@@ -126,7 +126,7 @@ public struct JSONWriter: Sendable {
             let text = [UInt8(ascii: ",")] + Quoted(name).bytes + [UInt8(ascii: ":")]
             precondition(text.count <= Self.capacity, "JSONWriter.Name holds ,\"name\": in \(Self.capacity) bytes; \(name.debugDescription) takes \(text.count)")
             count = text.count
-            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: text, count: text.count)) }
+            text.withUnsafeBytes { text in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: text) } }
         }
 
         /// `,"name":`
