@@ -6,7 +6,19 @@ public struct OperationMetrics: Sendable, Equatable {
     public var sent: UInt64 = 0
     /// Of `sent`, the retries (attempts after the first of a logical request).
     public var retries: UInt64 = 0
-    public var byStatus: [Int: UInt64] = [:]
+    /// Responses by status (kept in a `SmallTable`).
+    public var byStatus: [Int: UInt64] {
+        get { statusCounts.dictionary }
+        set { statusCounts = SmallTable(newValue) }
+    }
+
+    private var statusCounts = SmallTable<Int, UInt64>()
+
+    /// Counts a response with `status`.
+    public mutating func countResponse(status: Int, by amount: UInt64 = 1) {
+        statusCounts.update(status, default: 0) { $0 += amount }
+    }
+
     public var transportErrors: UInt64 = 0
     public var timeouts: UInt64 = 0
     /// Time from the request's intended start (when the device wanted it sent) to the response,
@@ -23,7 +35,7 @@ public struct OperationMetrics: Sendable, Equatable {
 
     public init() {}
 
-    public var responses: UInt64 { byStatus.values.reduce(0, +) }
+    public var responses: UInt64 { statusCounts.reduce(0, +) }
     public var completed: UInt64 { responses + transportErrors + timeouts }
     /// Attempts per logical request: 1 when nothing was retried.
     public var retryAmplification: Double { sent > retries ? Double(sent) / Double(sent - retries) : (sent > 0 ? .infinity : 1) }
@@ -31,7 +43,7 @@ public struct OperationMetrics: Sendable, Equatable {
     public mutating func merge(_ other: OperationMetrics) {
         sent += other.sent
         retries += other.retries
-        byStatus.merge(other.byStatus, uniquingKeysWith: +)
+        other.statusCounts.forEach { status, count in countResponse(status: status, by: count) }
         transportErrors += other.transportErrors
         timeouts += other.timeouts
         latency.merge(other.latency)

@@ -1,6 +1,12 @@
 /// Everything a run measures, as a plain value: recorded by one owner, merged across shards.
 public struct RunMetrics: Sendable, Equatable {
-    public var operations: [String: OperationMetrics] = [:]
+    /// Each operation's metrics by its name (kept in a `SmallTable`).
+    public var operations: [String: OperationMetrics] {
+        get { operationTable.dictionary }
+        set { operationTable = SmallTable(newValue) }
+    }
+
+    private var operationTable = SmallTable<String, OperationMetrics>()
     /// Retries sent, keyed by retry number (1 is the first retry of a request).
     public var retriesByAttempt: [Int: UInt64] = [:]
     /// Back-off delays chosen before retries, in microseconds.
@@ -44,13 +50,13 @@ public struct RunMetrics: Sendable, Equatable {
         marks.sort { ($0.microseconds, $0.name) < ($1.microseconds, $1.name) }
     }
 
-    public var sent: UInt64 { operations.values.reduce(0) { $0 + $1.sent } }
-    public var transportErrors: UInt64 { operations.values.reduce(0) { $0 + $1.transportErrors } }
-    public var timeouts: UInt64 { operations.values.reduce(0) { $0 + $1.timeouts } }
+    public var sent: UInt64 { operationTable.reduce(0) { $0 + $1.sent } }
+    public var transportErrors: UInt64 { operationTable.reduce(0) { $0 + $1.transportErrors } }
+    public var timeouts: UInt64 { operationTable.reduce(0) { $0 + $1.timeouts } }
     public var retries: UInt64 { retriesByAttempt.values.reduce(0, +) }
 
     public var byStatus: [Int: UInt64] {
-        operations.values.reduce(into: [:]) { $0.merge($1.byStatus, uniquingKeysWith: +) }
+        operationTable.reduce([:]) { $0.merging($1.byStatus, uniquingKeysWith: +) }
     }
 
     public mutating func recordSent(operation: String, retryNumber: Int, at microseconds: Int64? = nil) {
@@ -62,9 +68,9 @@ public struct RunMetrics: Sendable, Equatable {
         }
     }
 
-    /// Changes one operation's metrics in place: its name is hashed once, not once per field.
+    /// Changes one operation's metrics in place, adding the operation if it is new.
     private mutating func update(_ operation: String, _ change: (inout OperationMetrics) -> Void) {
-        change(&operations[operation, default: OperationMetrics()])
+        operationTable.update(operation, default: OperationMetrics(), change)
     }
 
     /// A response; `serviceMicroseconds` nil means the same as the latency. Connect and first-byte
@@ -75,7 +81,7 @@ public struct RunMetrics: Sendable, Equatable {
     ) {
         if let microseconds { timeline.recordResponse(at: microseconds, status: status, latencyMicroseconds: latencyMicroseconds) }
         update(operation) { metrics in
-            metrics.byStatus[status, default: 0] += 1
+            metrics.countResponse(status: status)
             metrics.latency.record(latencyMicroseconds)
             metrics.serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
             if let connectMicroseconds { metrics.connectTime.record(connectMicroseconds) }
@@ -85,13 +91,13 @@ public struct RunMetrics: Sendable, Equatable {
 
     public mutating func recordTransportError(operation: String, reason: String, at microseconds: Int64? = nil) {
         if let microseconds { timeline.recordTransportError(at: microseconds) }
-        operations[operation, default: OperationMetrics()].transportErrors += 1
+        update(operation) { $0.transportErrors += 1 }
         transportErrorsByReason[reason, default: 0] += 1
     }
 
     public mutating func recordTimeout(operation: String, at microseconds: Int64? = nil) {
         if let microseconds { timeline.recordTimeout(at: microseconds) }
-        operations[operation, default: OperationMetrics()].timeouts += 1
+        update(operation) { $0.timeouts += 1 }
     }
 
     public mutating func recordBackoff(microseconds: UInt64, retryNumber: Int) {
@@ -119,11 +125,7 @@ public struct RunMetrics: Sendable, Equatable {
 
     /// Adds `other` into this value; exact, including histograms.
     public mutating func merge(_ other: RunMetrics) {
-        operations.merge(other.operations) { mine, theirs in
-            var merged = mine
-            merged.merge(theirs)
-            return merged
-        }
+        other.operationTable.forEach { name, metrics in update(name) { $0.merge(metrics) } }
         retriesByAttempt.merge(other.retriesByAttempt, uniquingKeysWith: +)
         backoffDelays.merge(other.backoffDelays)
         backoffByRetry.merge(other.backoffByRetry) { mine, theirs in

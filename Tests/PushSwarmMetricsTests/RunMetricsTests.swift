@@ -37,6 +37,34 @@ import Testing
         #expect(left.operations["a"]?.latency.totalCount == 2)
     }
 
+    /// Operations and statuses are kept in short arrays found by comparison, not dictionaries;
+    /// kept in order, so that two runs that saw the same things in another order are equal (a
+    /// run's partitions merge into the same summary whatever their number).
+    @Test func theOrderOperationsAndStatusesFirstAppearInChangesNothing() {
+        var first = RunMetrics()
+        var second = RunMetrics()
+        let seen: [(String, Int)] = [("b.open", 429), ("a.events", 200), ("c.token", 503), ("a.events", 400), ("b.open", 200)]
+        for (operation, status) in seen {
+            first.recordSent(operation: operation, retryNumber: 0)
+            first.recordResponse(operation: operation, status: status, latencyMicroseconds: 10)
+        }
+        for (operation, status) in seen.reversed() {
+            second.recordSent(operation: operation, retryNumber: 0)
+            second.recordResponse(operation: operation, status: status, latencyMicroseconds: 10)
+        }
+        #expect(first == second)
+        #expect(first.operations["a.events"]?.byStatus == [200: 1, 400: 1])
+        #expect(first.byStatus == [200: 2, 400: 1, 429: 1, 503: 1])
+        var merged = RunMetrics()
+        merged.merge(second)
+        merged.merge(first)
+        #expect(merged.operations.keys.sorted() == ["a.events", "b.open", "c.token"])
+        #expect(merged.operations["b.open"]?.byStatus == [200: 2, 429: 2])
+        // Set through the dictionary view, read back the same.
+        merged.operations["d.new"] = first.operations["a.events"]
+        #expect(merged.operations["d.new"] == first.operations["a.events"])
+    }
+
     @Test func recorderIsSafeToShareAcrossTasks() async {
         let recorder = MetricsRecorder()
         await withTaskGroup(of: Void.self) { group in

@@ -8,11 +8,11 @@ public struct Ledger: Sendable {
     /// The keys of accepted lasting items (registrations), 8 bytes each (`KeySet`).
     private var acceptedKeys = KeySet()
     /// The keys of accepted items sent once (`LedgerKey.once`) that no device has confirmed yet.
-    private var unconfirmedOnce: Set<UInt64> = []
+    private var unconfirmedOnce = KeyTableSet()
     /// Keys sent once and confirmed, kept for a retry already on its way: those confirmed in the
     /// current period of `confirmedRetention` and in the one before it.
-    private var confirmedOnce: Set<UInt64> = []
-    private var confirmedOnceBefore: Set<UInt64> = []
+    private var confirmedOnce = KeyTableSet()
+    private var confirmedOnceBefore = KeyTableSet()
     private var confirmedPeriod: Int64 = .min
 
     /// How long a confirmed item's key is kept at least (twice that at most). In simulated time a
@@ -24,7 +24,7 @@ public struct Ledger: Sendable {
 
     /// Every key the ledger holds now (for `GET /ledger?keys=1` and tests).
     public var keys: [LedgerKey] {
-        (acceptedKeys.all + unconfirmedOnce + confirmedOnce + confirmedOnceBefore).map(LedgerKey.init(value:))
+        (acceptedKeys.all + unconfirmedOnce.all + confirmedOnce.all + confirmedOnceBefore.all).map(LedgerKey.init(value:))
     }
     /// The operations recorded, in the order first seen: the counts below are kept by an
     /// operation's place here, so that a request's counts are found by comparing its operation's
@@ -39,7 +39,7 @@ public struct Ledger: Sendable {
     /// The second whose counts `openCounts` holds.
     private var openSecond: Int64 = .min
     /// Each (source, operation)'s count in `openSecond`, keyed by `openKey`.
-    private var openCounts: [UInt64: UInt32] = [:]
+    private var openCounts = KeyTable()
 
     /// Accepted items by operation (operations with none are left out).
     public var acceptedByOperation: [String: UInt64] { Self.byOperation(operations, acceptedCounts) }
@@ -75,7 +75,7 @@ public struct Ledger: Sendable {
             openSecond = second
         }
         let slot = slot(of: operation)
-        openCounts[Self.openKey(source: source.index, slot: slot), default: 0] += 1
+        openCounts.add(1, to: Self.openKey(source: source.index, slot: slot))
         guard insert(key.value) else {
             duplicateCounts[slot] += 1
             return false
@@ -88,7 +88,7 @@ public struct Ledger: Sendable {
     private mutating func insert(_ key: UInt64) -> Bool {
         guard LedgerKey(value: key).isOnce else { return acceptedKeys.insert(key) }
         guard !holdsConfirmed(key) else { return false }
-        return unconfirmedOnce.insert(key).inserted
+        return unconfirmedOnce.insert(key)
     }
 
     /// A device's confirmation that `key`'s item was accepted (it had a success answer); returns
@@ -98,11 +98,11 @@ public struct Ledger: Sendable {
         guard key.isOnce else { return acceptedKeys.contains(key.value) }
         let period = now.microseconds / Self.confirmedRetention.microseconds
         if period != confirmedPeriod {
-            confirmedOnceBefore = period == confirmedPeriod + 1 ? confirmedOnce : []
-            confirmedOnce = []
+            confirmedOnceBefore = period == confirmedPeriod + 1 ? confirmedOnce : KeyTableSet()
+            confirmedOnce = KeyTableSet()
             confirmedPeriod = period
         }
-        if unconfirmedOnce.remove(key.value) != nil {
+        if unconfirmedOnce.remove(key.value) {
             confirmedOnce.insert(key.value)
             return true
         }
@@ -134,15 +134,15 @@ public struct Ledger: Sendable {
     /// Folds the open second's counts into the peaks and empties it (keeping its table).
     private mutating func closeOpenSecond() {
         Self.fold(openCounts, into: &peaks)
-        openCounts.removeAll(keepingCapacity: true)
+        openCounts.removeAll()
     }
 
     /// Raises each operation's peak to the highest of one second's per-address counts (keyed
     /// by `openKey`, with the slots of `peaks`).
-    private static func fold(_ counts: [UInt64: UInt32], into peaks: inout [UInt32?]) {
-        for (key, count) in counts {
+    private static func fold(_ counts: KeyTable, into peaks: inout [UInt32?]) {
+        counts.forEach { key, count in
             let slot = Int(truncatingIfNeeded: key & 0xFFFF_FFFF)
-            peaks[slot] = max(peaks[slot] ?? 0, count)
+            peaks[slot] = max(peaks[slot] ?? 0, UInt32(clamping: count))
         }
     }
 
@@ -156,13 +156,13 @@ public struct Ledger: Sendable {
             duplicateCounts[mine] += other.duplicateCounts[theirs]
             if let peak = other.peaks[theirs] { peaks[mine] = max(peaks[mine] ?? 0, peak) }
         }
-        for (key, count) in other.openCounts {
+        other.openCounts.forEach { key, count in
             let mine = Self.openKey(source: UInt32(truncatingIfNeeded: key >> 32), slot: slots[Int(truncatingIfNeeded: key & 0xFFFF_FFFF)])
             if other.openSecond == openSecond {
-                openCounts[mine, default: 0] += count
+                openCounts.add(count, to: mine)
             } else {
                 let slot = Int(truncatingIfNeeded: mine & 0xFFFF_FFFF)
-                peaks[slot] = max(peaks[slot] ?? 0, count)
+                peaks[slot] = max(peaks[slot] ?? 0, UInt32(clamping: count))
             }
         }
     }

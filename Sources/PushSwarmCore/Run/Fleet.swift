@@ -10,8 +10,23 @@ public struct Fleet: Sendable {
     /// Each group's behaviour, shared by its devices.
     private let groupBehaviours: [GroupBehaviour]
 
-    static let androidVersions: [(String, Double)] = [("Android 11", 10), ("Android 12", 14), ("Android 13", 22), ("Android 14", 32), ("Android 15", 22)]
-    static let iosVersions: [(String, Double)] = [("iOS 16.7", 12), ("iOS 17.6", 30), ("iOS 18.1", 58)]
+    static let androidVersions = WeightedChoice([("Android 11", 10), ("Android 12", 14), ("Android 13", 22), ("Android 14", 32), ("Android 15", 22)])
+    static let iosVersions = WeightedChoice([("iOS 16.7", 12), ("iOS 17.6", 30), ("iOS 18.1", 58)])
+
+    /// Strings drawn by weight, the weights and their total made once (not per device).
+    struct WeightedChoice: Sendable {
+        let values: [String]
+        let weights: [Double]
+        let total: Double
+
+        init(_ choices: [(String, Double)]) {
+            values = choices.map(\.0)
+            weights = choices.map(\.1)
+            total = weights.reduce(0, +)
+        }
+
+        func pick(using random: inout SeededRandom) -> String { values[random.pickIndex(weights: weights, total: total)] }
+    }
 
     public init(scenario: Scenario) {
         self.scenario = scenario
@@ -42,8 +57,7 @@ public struct Fleet: Sendable {
         let group = scenario.groups[groupIndex]
         let behaviour = group.behaviour
         let locale = scenario.locales[random.pickIndex(weights: localeWeights, total: localeWeightTotal)]
-        let versions = group.os == .android ? Self.androidVersions : Self.iosVersions
-        let osVersion = versions[random.pickIndex(weights: versions.map(\.1), total: versions.reduce(0) { $0 + $1.1 })].0
+        let osVersion = group.os == .android ? Self.androidVersions.pick(using: &random) : Self.iosVersions.pick(using: &random)
         let isNewInstall = random.chance(behaviour.newInstallShare)
         let installAt = Instant(microseconds: Int64(random.nextUnit() * Double(scenario.duration.microseconds)))
         let hasAccount = random.chance(behaviour.accountShare)

@@ -33,18 +33,19 @@ public struct SHA256Digest: Sendable, Hashable {
         }
     }
 
-    /// Appends the 64 hex digits to `bytes` (a JSON answer, say), without a `String` between.
-    public func appendHex(to bytes: inout [UInt8]) {
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: 64))
-        bytes.withUnsafeMutableBufferPointer { writeHex(into: UnsafeMutableBufferPointer(rebasing: $0[start..<(start + 64)])) }
+    /// Writes the 64 hex digits into `buffer`'s first 64 bytes (a JSON answer, say, without a
+    /// `String` between).
+    public func writeHex(into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(buffer.count >= 64)
+        Self.writeHex(words.0, into: buffer.baseAddress!)
+        Self.writeHex(words.1, into: buffer.baseAddress! + 16)
+        Self.writeHex(words.2, into: buffer.baseAddress! + 32)
+        Self.writeHex(words.3, into: buffer.baseAddress! + 48)
     }
 
-    private func writeHex(into buffer: UnsafeMutableBufferPointer<UInt8>) {
-        for (wordIndex, word) in [words.0, words.1, words.2, words.3].enumerated() {
-            for nibble in 0..<16 {
-                buffer[wordIndex * 16 + nibble] = Hex.digit(UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble) & 0xF))
-            }
+    private static func writeHex(_ word: UInt64, into out: UnsafeMutablePointer<UInt8>) {
+        for nibble in 0..<16 {
+            out[nibble] = Hex.digit(UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble) & 0xF))
         }
     }
 }

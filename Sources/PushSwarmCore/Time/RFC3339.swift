@@ -100,14 +100,16 @@ public enum RFC3339 {
             index += count
             return value
         }
-        func expect(_ characters: String) -> Bool {
-            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+        // One character, or either case of a letter (`T`/`t`, `Z`/`z`): bytes, not a `String`
+        // searched per call.
+        func expect(_ character: UInt8, or other: UInt8? = nil) -> Bool {
+            guard index < bytes.count, bytes[index] == character || bytes[index] == other else { return false }
             index += 1
             return true
         }
-        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
-            expect("Tt"), let hour = digits(2), expect(":"), let minute = digits(2), expect(":"),
-            let second = digits(2)
+        guard let year = digits(4), expect(UInt8(ascii: "-")), let month = digits(2), expect(UInt8(ascii: "-")), let day = digits(2),
+            expect(UInt8(ascii: "T"), or: UInt8(ascii: "t")), let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2),
+            expect(UInt8(ascii: ":")), let second = digits(2)
         else { return nil }
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour <= 23,
             minute <= 59, second <= 60
@@ -126,12 +128,12 @@ public enum RFC3339 {
             guard count > 0 else { return nil }
         }
         var offset = 0
-        if expect("Zz") {
+        if expect(UInt8(ascii: "Z"), or: UInt8(ascii: "z")) {
             offset = 0
         } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
             let negative = bytes[index] == UInt8(ascii: "-")
             index += 1
-            guard let offsetHours = digits(2), expect(":"), let offsetMinutes = digits(2), offsetHours <= 23,
+            guard let offsetHours = digits(2), expect(UInt8(ascii: ":")), let offsetMinutes = digits(2), offsetHours <= 23,
                 offsetMinutes <= 59
             else { return nil }
             offset = (offsetHours * 3_600 + offsetMinutes * 60) * (negative ? -1 : 1)

@@ -9,7 +9,7 @@ import Glibc
 /// For mock services, which look at a dozen fields of every request body: the same checks as
 /// `JSONParser` (it is the same cursor), a fraction of its allocations. Names are compared byte
 /// for byte (RFC 8259 §8.3), and the first member of a name wins, as in `JSONObject`.
-public struct JSONFields {
+public struct JSONFields: Sendable {
     /// A string value: its content's byte range in `bytes`, and whether it has no escapes (then
     /// the range is the string's UTF-8 as it stands).
     public struct Text: Sendable {
@@ -18,7 +18,7 @@ public struct JSONFields {
     }
 
     /// A member's value.
-    public enum Value {
+    public enum Value: Sendable {
         case string(Text)
         case number(Double)
         case bool(Bool)
@@ -34,7 +34,7 @@ public struct JSONFields {
         public var isCanonical: Bool
     }
 
-    private struct Member {
+    fileprivate struct Member: Sendable {
         var name: Range<Int>
         var isPlainName: Bool
         /// `nameKey` of the name, or 0 for a name with escapes (compared in full). A lookup
@@ -45,21 +45,33 @@ public struct JSONFields {
         var value: Value
     }
 
-    public let bytes: [UInt8]
+    public private(set) var bytes: [UInt8]
     private var members: [Member] = []
+
+    /// No members, no bytes: a value to `parse` into.
+    public init() { bytes = [] }
 
     /// The members of `bytes` when it is one JSON object; nil when it is valid JSON of another
     /// kind. Throws the parser's error, with line and column, when it is not valid JSON.
     public static func parse(_ bytes: [UInt8]) throws(JSONParser.SyntaxError) -> JSONFields? {
-        var fields = JSONFields(bytes: bytes)
+        var fields = JSONFields()
+        return try fields.parse(bytes) ? fields : nil
+    }
+
+    /// `parse` into this value, in the room its members took before: a mock keeps one and parses
+    /// every request body into it (the members' array was an allocation a request). True when
+    /// `bytes` is one JSON object; false (and no members) when it is valid JSON of another kind.
+    public mutating func parse(_ bytes: [UInt8]) throws(JSONParser.SyntaxError) -> Bool {
+        self.bytes = bytes
+        members.removeAll(keepingCapacity: true)
         var cursor = JSONParser.Cursor(bytes: bytes)
         cursor.skipWhitespace()
         guard cursor.index < bytes.count, bytes[cursor.index] == UInt8(ascii: "{") else {
             _ = try JSONParser.parse(bytes)
-            return nil
+            return false
         }
         if try cursor.beginObject(depth: 1) {
-            fields.members.reserveCapacity(16)
+            members.reserveCapacity(16)
             // One bit for each plain name read, chosen by its key: a name whose bit is clear is
             // not a repeat and needs no search. After a name with escapes (key 0, no bit), every
             // name is searched for.
@@ -69,7 +81,7 @@ public struct JSONFields {
                 let (name, isPlain) = try cursor.memberName()
                 let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
                 let bit: UInt64 = isPlain ? 1 << (key & 63) : 0
-                if hasEscapedName || !isPlain || seenKeys & bit != 0, fields.hasMember(named: name, isPlain: isPlain, key: key) {
+                if hasEscapedName || !isPlain || seenKeys & bit != 0, hasMember(named: name, isPlain: isPlain, key: key) {
                     throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name)
                 }
                 seenKeys |= bit
@@ -97,15 +109,13 @@ public struct JSONFields {
                     case .string, .array, .object: throw cursor.error("unexpected value")  // not reached: handled above
                     }
                 }
-                fields.members.append(Member(name: name, isPlainName: isPlain, key: key, value: value))
+                members.append(Member(name: name, isPlainName: isPlain, key: key, value: value))
             } while try cursor.nextMember()
         }
         cursor.skipWhitespace()
         if cursor.index < bytes.count { throw cursor.error("unexpected text after the JSON value") }
-        return fields
+        return true
     }
-
-    private init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// Whether a member already read has the name at `content` (names repeated in one object are
     /// refused: `JSONParser.DuplicateNames`). Names of other lengths are passed over unread.

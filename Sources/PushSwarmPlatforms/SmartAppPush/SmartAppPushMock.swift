@@ -37,7 +37,9 @@ public struct SmartAppPushMock: MockService {
     private var knownZones = KnownZones()
     /// Computes each accepted event's fingerprint and ledger key, reusing its buffers.
     private var identity = SmartAppPushMessages.EventIdentity()
-    private static let fingerprintAnswerPrefix = Array(#"{"fingerprint":""#.utf8)
+    /// The last request's body, parsed: the next parse reuses its room.
+    private var fields = JSONFields()
+    private static let fingerprintAnswerPrefix: StaticString = #"{"fingerprint":""#
 
     public init(tenants: [SmartAppPushTenant], rateLimitPerSecond: Int) {
         self.tenants = tenants
@@ -74,12 +76,13 @@ public struct SmartAppPushMock: MockService {
                 return MockReply(response: response, operation: operation)
             }
         }
-        let body: JSONFields
         do {
-            body = try Self.parseObject(request.body)
+            try Self.parseObject(request.body, into: &fields)
         } catch {
             return MockReply(response: Self.validationError([error]), operation: operation)
         }
+        // A copy for the call (the parse reuses `fields`' room once it is released again).
+        let body = fields
         switch path {
         case SmartAppPushMessages.Path.events: return acceptEvent(body, operation: operation)
         case SmartAppPushMessages.Path.pushesOpened: return acceptOpen(body, operation: operation)
@@ -170,12 +173,18 @@ public struct SmartAppPushMock: MockService {
         body.withUTF8(deviceToken) { token in
             register(token: token, makeToken: { body.text(deviceToken) }, userID: user, isPushPermissionGranted: permission)
         }
-        // {"fingerprint":"…"}, its 64 hex digits written straight into the body.
-        var answer: [UInt8] = []
-        answer.reserveCapacity(Self.fingerprintAnswerPrefix.count + 64 + 2)
-        answer.append(contentsOf: Self.fingerprintAnswerPrefix)
-        fingerprint.appendHex(to: &answer)
-        answer.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "}")])
+        // {"fingerprint":"…"}, written straight into the body: the prefix from a literal (a
+        // static array would be one object every partition's mock retains), then 64 hex digits.
+        let prefix = Self.fingerprintAnswerPrefix
+        // (`Array(unsafeUninitializedCapacity:)` would look the array's metadata up per call.)
+        var answer = [UInt8](repeating: 0, count: prefix.utf8CodeUnitCount + 64 + 2)
+        answer.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            base.update(from: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+            fingerprint.writeHex(into: UnsafeMutableBufferPointer(start: base + prefix.utf8CodeUnitCount, count: 64))
+            base[prefix.utf8CodeUnitCount + 64] = UInt8(ascii: "\"")
+            base[prefix.utf8CodeUnitCount + 65] = UInt8(ascii: "}")
+        }
         let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: answer)
         return MockReply(response: response, accepted: key, operation: operation)
     }
@@ -294,15 +303,14 @@ public struct SmartAppPushMock: MockService {
         return nil
     }
 
-    private static func parseObject(_ bytes: [UInt8]) throws(FieldProblem) -> JSONFields {
-        let fields: JSONFields?
+    private static func parseObject(_ bytes: [UInt8], into fields: inout JSONFields) throws(FieldProblem) {
+        let isObject: Bool
         do {
-            fields = try JSONFields.parse(bytes)
+            isObject = try fields.parse(bytes)
         } catch {
             throw FieldProblem("body", "is not valid JSON: \(error)")
         }
-        guard let fields else { throw FieldProblem("body", "must be a JSON object") }
-        return fields
+        guard isObject else { throw FieldProblem("body", "must be a JSON object") }
     }
 
     private static func validationError(_ problems: [FieldProblem]) -> Response {
