@@ -176,6 +176,27 @@ public struct JSONFields: Sendable {
         return members[place].value
     }
 
+    /// A member name a caller looks up in every body it parses, with its key made once (a mock
+    /// looks a dozen names up in every request).
+    public struct Name: Sendable {
+        public let text: StaticString
+        fileprivate let key: UInt64
+
+        public init(_ text: StaticString) {
+            self.text = text
+            key = text.withUTF8Buffer(JSONFields.nameKey)
+        }
+
+        public var string: String { text.description }
+    }
+
+    /// `value(named:next:)` for a `Name`.
+    public func value(named name: Name, next: inout Int) -> Value? {
+        guard let place = name.text.withUTF8Buffer({ firstMember(named: $0, key: name.key, from: next) }) else { return nil }
+        next = place + 1
+        return members[place].value
+    }
+
     /// A nested object or array as a tree. It was checked when the fields were parsed, so this
     /// cannot fail.
     public func value(_ nested: Nested) -> JSONValue {

@@ -113,44 +113,44 @@ public struct SmartAppPushMock: MockService {
         var problems: [FieldProblem] = []
         // Looked up in the spec's order, the order clients write them: each found at first look.
         var next = 0
-        let tenantID = requireString(body, "tenant_id", &problems, next: &next)
-        let apiKey = requireString(body, "api_key", &problems, next: &next)
+        let tenantID = requireString(body, Self.names.tenantId, &problems, next: &next)
+        let apiKey = requireString(body, Self.names.apiKey, &problems, next: &next)
         var appUserID: JSONFields.Text?
-        switch body.value(named: "app_user_id", next: &next) {
+        switch body.value(named: Self.names.appUserId, next: &next) {
         case nil, .null?: break
         case .string(let text)?: appUserID = text
         default: problems.append(FieldProblem("app_user_id", "must be a string"))
         }
-        let eventName = requireString(body, "event_name", &problems, next: &next)
-        let eventTime = requireString(body, "event_time", &problems, next: &next)
+        let eventName = requireString(body, Self.names.eventName, &problems, next: &next)
+        let eventTime = requireString(body, Self.names.eventTime, &problems, next: &next)
         if let eventTime, body.withUTF8(eventTime, { RFC3339.parse(utf8: $0) }) == nil {
             problems.append(FieldProblem("event_time", "must be an RFC 3339 timestamp with a timezone offset, such as 2026-03-29T14:30:00+03:00"))
         }
-        let deviceToken = requireString(body, "device_token", &problems, next: &next)
+        let deviceToken = requireString(body, Self.names.deviceToken, &problems, next: &next)
         // "platform — One of: android, ios, web" (literals: no set that partitions share).
-        if let platform = requireString(body, "platform", &problems, next: &next),
+        if let platform = requireString(body, Self.names.platform, &problems, next: &next),
             !(body.text(platform, equals: "android") || body.text(platform, equals: "ios") || body.text(platform, equals: "web"))
         {
             problems.append(FieldProblem("platform", "must be one of: android, ios, web"))
         }
         var permission = false
-        switch body.value(named: "push_permission_granted", next: &next) {
+        switch body.value(named: Self.names.pushPermissionGranted, next: &next) {
         case .bool(let flag)?: permission = flag
         case nil: problems.append(FieldProblem("push_permission_granted", "is required"))
         default: problems.append(FieldProblem("push_permission_granted", "must be a boolean"))
         }
-        if let zone = requireString(body, "timezone", &problems, next: &next), !body.withUTF8(zone, { knownZones.contains(utf8: $0) }) {
+        if let zone = requireString(body, Self.names.timezone, &problems, next: &next), !body.withUTF8(zone, { knownZones.contains(utf8: $0) }) {
             problems.append(FieldProblem("timezone", "must be an IANA time zone such as Europe/Istanbul"))
         }
-        if let language = requireString(body, "language", &problems, next: &next), !body.withUTF8(language, ISOCodes.isLanguage(utf8:)) {
+        if let language = requireString(body, Self.names.language, &problems, next: &next), !body.withUTF8(language, ISOCodes.isLanguage(utf8:)) {
             problems.append(FieldProblem("language", "must be an ISO 639-1 language code such as en"))
         }
-        if let country = requireString(body, "country", &problems, next: &next), !body.withUTF8(country, ISOCodes.isCountry(utf8:)) {
+        if let country = requireString(body, Self.names.country, &problems, next: &next), !body.withUTF8(country, ISOCodes.isCountry(utf8:)) {
             problems.append(FieldProblem("country", "must be an ISO 3166-1 alpha-2 country code such as US"))
         }
-        _ = requireString(body, "session_id", &problems, next: &next)
-        let context = optionalObject(body, "context", &problems, next: &next)
-        let params = optionalObject(body, "params", &problems, next: &next)
+        _ = requireString(body, Self.names.sessionId, &problems, next: &next)
+        let context = optionalObject(body, Self.names.context, &problems, next: &next)
+        let params = optionalObject(body, Self.names.params, &problems, next: &next)
         var tenant: SmartAppPushTenant?
         if let apiKey {
             tenant = self.tenant(apiKey: apiKey, in: body)
@@ -274,31 +274,48 @@ public struct SmartAppPushMock: MockService {
         if let object { body.writeCanonical(object, into: &writer) } else { writer.null() }
     }
 
-    private func optionalObject(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem], next: inout Int) -> JSONFields.Nested? {
+    /// The event's member names, each with its key made once (`JSONFields.Name`): plain values,
+    /// nothing any partition's mock retains.
+    private struct EventNames {
+        let tenantId = JSONFields.Name("tenant_id"), apiKey = JSONFields.Name("api_key"), appUserId = JSONFields.Name("app_user_id")
+        let eventName = JSONFields.Name("event_name"), eventTime = JSONFields.Name("event_time"), deviceToken = JSONFields.Name("device_token")
+        let platform = JSONFields.Name("platform"), pushPermissionGranted = JSONFields.Name("push_permission_granted")
+        let timezone = JSONFields.Name("timezone"), language = JSONFields.Name("language"), country = JSONFields.Name("country")
+        let sessionId = JSONFields.Name("session_id"), context = JSONFields.Name("context"), params = JSONFields.Name("params")
+    }
+
+    private static let names = EventNames()
+
+    private func optionalObject(_ body: JSONFields, _ field: JSONFields.Name, _ problems: inout [FieldProblem], next: inout Int) -> JSONFields.Nested? {
         switch body.value(named: field, next: &next) {
         case nil, .null?: return nil
         case .object(let object)?: return object
         default:
-            problems.append(FieldProblem(field, "must be an object"))
+            problems.append(FieldProblem(field.string, "must be an object"))
             return nil
         }
     }
 
     private func requireString(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem]) -> JSONFields.Text? {
         var next = 0
-        return requireString(body, field, &problems, next: &next)
+        return Self.requireString(body.value(named: field, next: &next), field, &problems)
     }
 
-    private func requireString(_ body: JSONFields, _ field: String, _ problems: inout [FieldProblem], next: inout Int) -> JSONFields.Text? {
-        switch body.value(named: field, next: &next) {
+    private func requireString(_ body: JSONFields, _ field: JSONFields.Name, _ problems: inout [FieldProblem], next: inout Int) -> JSONFields.Text? {
+        Self.requireString(body.value(named: field, next: &next), field.string, &problems)
+    }
+
+    /// A required, non-empty string member's text, or a problem with `field`.
+    private static func requireString(_ value: JSONFields.Value?, _ field: @autoclosure () -> String, _ problems: inout [FieldProblem]) -> JSONFields.Text? {
+        switch value {
         case .string(let text)? where !text.content.isEmpty:
             return text
         case .string?:
-            problems.append(FieldProblem(field, "must not be empty"))
+            problems.append(FieldProblem(field(), "must not be empty"))
         case nil, .null?:
-            problems.append(FieldProblem(field, "is required"))
+            problems.append(FieldProblem(field(), "is required"))
         default:
-            problems.append(FieldProblem(field, "must be a string"))
+            problems.append(FieldProblem(field(), "must be a string"))
         }
         return nil
     }
