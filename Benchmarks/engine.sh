@@ -23,7 +23,8 @@
 # this kind differ about 3x in speed, so compare the ratios, not the absolute figures.
 #
 # Usage: Benchmarks/engine.sh            (BASELINE=<commit> to compare with another commit;
-#                                         SECONDS_PER_RUN=10 for the wall runs; SKIP_WALL=1)
+#                                         SECONDS_PER_RUN=10 for the wall runs; SKIP_WALL=1;
+#                                         CPU_ROUNDS=5 runs of each build for item 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/nginx-peer.sh
@@ -69,13 +70,16 @@ echo "this tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+chang
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 
 echo
-echo "== 1. CPU per simulated request: Benchmarks/engine-quickstart.json (3 runs of each build, alternating; the least CPU counts)"
+# Five runs of each: single runs of one build vary by 10 % on machines of this kind (other guests'
+# load), and the least of five is steadier than the least of three.
+rounds=${CPU_ROUNDS:-5}
+echo "== 1. CPU per simulated request: Benchmarks/engine-quickstart.json ($rounds runs of each build, alternating; the least CPU counts)"
 # The baseline runs on one thread; this tree runs one partition per core by default and once more
 # with --partitions 1, like for like: two busy threads on a shared machine each run slower, so the
 # default's CPU time includes what the cores cost each other, not only the work.
 now1=$now
 for build in base now now1; do eval "cpu_$build=999999"; done
-for round in 1 2 3; do
+for round in $(seq "$rounds"); do
     for build in base now now1; do
         binary=${!build}
         extra=()
