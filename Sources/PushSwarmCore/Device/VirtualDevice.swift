@@ -10,9 +10,10 @@ public actor VirtualDevice {
     public enum Event: Sendable {
         case lifecycle(DeviceLifecycle.Event)
         case clientTimer(UInt64)
-        // Boxed (`indirect`): an answer is large and rare next to timers and lifecycle events,
-        // and every item in the run's queue would otherwise take its size.
-        indirect case completion(ExchangeCompletion)
+        // Boxed (`indirect`): rare next to timers and lifecycle events, and every item in the
+        // run's queue would otherwise take its size. (An answer to a request is not an event:
+        // it waits in its partition's table and reaches the device by `handle(_:now:into:)`
+        // with an `ExchangeCompletion`, without a box.)
         indirect case socket(SocketEvent)
     }
 
@@ -137,13 +138,18 @@ public actor VirtualDevice {
         case .clientTimer(let token):
             client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.clientActions)
             takeClientActions(into: &work)
-        case .completion(let completion):
-            client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.clientActions)
-            takeClientActions(into: &work)
         case .socket(let socketEvent):
             client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.clientActions)
             takeClientActions(into: &work)
         }
+    }
+
+    /// Handles the end of one of its requests; what it makes the device do is `work.actions`
+    /// afterwards.
+    public func handle(_ completion: ExchangeCompletion, now: Instant, into work: inout Work) {
+        work.clear()
+        client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.clientActions)
+        takeClientActions(into: &work)
     }
 
     // MARK: - Reached from its executor's thread
@@ -159,6 +165,15 @@ public actor VirtualDevice {
         typealias Isolated = (isolated VirtualDevice, Event, Instant, inout Work) -> Void
         typealias Plain = (VirtualDevice, Event, Instant, inout Work) -> Void
         unsafeBitCast(handleOnDevice as Isolated, to: Plain.self)(self, event, now, &work)
+    }
+
+    /// `handle(_:now:into:)` of a completion, for code already on this device's executor (see
+    /// `handleOnExecutor`).
+    public nonisolated func handleOnExecutor(_ completion: ExchangeCompletion, now: Instant, into work: inout Work) {
+        checkOnExecutor()
+        typealias Isolated = (isolated VirtualDevice, ExchangeCompletion, Instant, inout Work) -> Void
+        typealias Plain = (VirtualDevice, ExchangeCompletion, Instant, inout Work) -> Void
+        unsafeBitCast(handleCompletionOnDevice as Isolated, to: Plain.self)(self, completion, now, &work)
     }
 
     /// `pendingRequests`, for code already on this device's executor (see `handleOnExecutor`).
@@ -240,9 +255,13 @@ public actor VirtualDevice {
     }
 }
 
-// The isolated functions `handleOnExecutor` and `pendingRequestsOnExecutor` cast.
+// The isolated functions `handleOnExecutor` (both) and `pendingRequestsOnExecutor` cast.
 private func handleOnDevice(_ device: isolated VirtualDevice, _ event: VirtualDevice.Event, _ now: Instant, _ work: inout VirtualDevice.Work) {
     device.handle(event, now: now, into: &work)
+}
+
+private func handleCompletionOnDevice(_ device: isolated VirtualDevice, _ completion: ExchangeCompletion, _ now: Instant, _ work: inout VirtualDevice.Work) {
+    device.handle(completion, now: now, into: &work)
 }
 
 private func pendingRequestsOfDevice(_ device: isolated VirtualDevice) -> Int { device.pendingRequests }

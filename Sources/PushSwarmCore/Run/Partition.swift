@@ -19,6 +19,8 @@ import PushSwarmMetrics
 final class Partition: @unchecked Sendable {
     private enum Item {
         case device(Int, VirtualDevice.Event)
+        /// The answer to a request of device number `index`, waiting in `completions[slot]`.
+        case completion(Int, slot: Int32)
         case campaign(Int)
         case transportTimer(UInt64)
         /// A push a real service posted for a token (`--push-listen`).
@@ -61,6 +63,11 @@ final class Partition: @unchecked Sendable {
     static let maximumHeldPushes = 100_000
 
     private var queue = EventQueue<Item>()
+    /// Answers between their request's send and their arrival, by slot, and the slots free: an
+    /// answer is too large to travel in a queue item (every item would take its size), and a box
+    /// for it was an allocation a request.
+    private var completions: [ExchangeCompletion?] = []
+    private var freeCompletionSlots: [Int32] = []
     /// What the partition reads of each device on every request, side by side: one cache line
     /// (four arrays were four lines apart, each a miss per event at a million devices).
     private struct DeviceSlot {
@@ -240,7 +247,10 @@ final class Partition: @unchecked Sendable {
         for arrival in transport.takeArrived() {
             let item = item(for: arrival)
             var hint: Int32 = -1
-            if case .device(let index, _) = item { hint = Int32(index) }
+            switch item {
+            case .device(let index, _), .completion(let index, _): hint = Int32(index)
+            default: break
+            }
             queue.schedule(item, at: max(arrival.at, now), hint: hint)
         }
     }
@@ -248,7 +258,7 @@ final class Partition: @unchecked Sendable {
     /// What an arrival is to this partition (transports number devices across the fleet).
     private func item(for arrival: Arrival) -> Item {
         switch arrival.payload {
-        case .completion(let completion): .device(arrival.device - range.lowerBound, .completion(completion))
+        case .completion(let completion): .completion(arrival.device - range.lowerBound, slot: park(completion))
         case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
         case .timer(let token): .transportTimer(token)
         case .push(let token, let data, let isDataOnly): .externalPush(token: token, data: data, isDataOnly: isDataOnly)
@@ -310,18 +320,21 @@ final class Partition: @unchecked Sendable {
         switch item {
         case .device(let index, let event):
             switch event {
-            case .completion(let completion):
-                inFlight -= 1
-                record(completion, at: time)
             case .socket(let socketEvent):
                 // Replies and closes still count after the end; they finish what was sent.
                 recordSocket(socketEvent, device: index, at: time)
             case .lifecycle, .clientTimer:
                 if isDraining { return }
             }
+            work(index: index, at: time, isDraining: isDraining) { device, work in device.handleOnExecutor(event, now: time, into: &work) }
+        case .completion(let index, let slot):
+            // Answers still count after the end; they finish what was sent.
+            let completion = takeCompletion(slot)
+            inFlight -= 1
+            record(completion, at: time)
             let device = slots[index].device
-            work(on: device, index: index, event, at: time, isDraining: isDraining)
-            if case .completion = event, !isDraining, var closed = closedLoop[index], device.pendingRequestsOnExecutor() == 0 {
+            work(index: index, at: time, isDraining: isDraining) { device, work in device.handleOnExecutor(completion, now: time, into: &work) }
+            if !isDraining, var closed = closedLoop[index], device.pendingRequestsOnExecutor() == 0 {
                 // A closed-model user got every answer: think, then the next event.
                 let think = closed.think.sampleSpan(using: &closed.random)
                 closedLoop[index] = closed
@@ -389,19 +402,35 @@ final class Partition: @unchecked Sendable {
                 return
             }
             metrics.increment("workload.arrivals")
-            work(on: slots[index].device, index: index, .lifecycle(.workloadEvent), at: time, isDraining: false)
+            work(index: index, at: time, isDraining: false) { device, work in device.handleOnExecutor(.lifecycle(.workloadEvent), now: time, into: &work) }
         }
     }
 
     /// Has a device handle an event and carries out what it asks, in buffers kept from one event
     /// to the next. Taken out while in use: anything that reaches a device again before they are
     /// back (nothing does today) finds none and makes its own.
-    private func work(on device: VirtualDevice, index: Int, _ event: VirtualDevice.Event, at time: Instant, isDraining: Bool) {
+    private func work(index: Int, at time: Instant, isDraining: Bool, _ handle: (VirtualDevice, inout VirtualDevice.Work) -> Void) {
         var work = VirtualDevice.Work()
         swap(&work, &spareWork)
-        device.handleOnExecutor(event, now: time, into: &work)
+        handle(slots[index].device, &work)
         work.takeActions { execute($0, device: index, now: time, isDraining: isDraining) }
         swap(&work, &spareWork)
+    }
+
+    /// Keeps an answer until its arrival; its slot goes in the queue item.
+    private func park(_ completion: ExchangeCompletion) -> Int32 {
+        if let slot = freeCompletionSlots.popLast() {
+            completions[Int(slot)] = completion
+            return slot
+        }
+        completions.append(completion)
+        return Int32(completions.count - 1)
+    }
+
+    /// Takes a parked answer out (moved, not copied) and frees its slot.
+    private func takeCompletion(_ slot: Int32) -> ExchangeCompletion {
+        freeCompletionSlots.append(slot)
+        return completions[Int(slot)].take()!
     }
 
     private func result() -> PartitionResult {
@@ -442,7 +471,7 @@ final class Partition: @unchecked Sendable {
     private func schedule(_ event: VirtualDevice.Event, device index: Int, at time: Instant) {
         switch event {
         case .lifecycle, .clientTimer: if time > end { return }
-        case .completion, .socket: break
+        case .socket: break
         }
         queue.schedule(.device(index, event), at: time, hint: Int32(index))
     }
@@ -544,7 +573,7 @@ final class Partition: @unchecked Sendable {
         inFlight += 1
         let slot = slots[index]
         if let (completion, at) = transport.send(outgoing, device: range.lowerBound + index, platform: groupPlatforms[Int(slot.group)], source: slot.source, at: now) {
-            queue.schedule(.device(index, .completion(completion)), at: at, hint: Int32(index))
+            queue.schedule(.completion(index, slot: park(completion)), at: at, hint: Int32(index))
         }
     }
 
