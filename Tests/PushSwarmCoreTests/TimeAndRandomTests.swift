@@ -273,8 +273,9 @@ import PushSwarmMetrics
     // in the window, and dropping it must not change any answer.
     @Test func keysWithNothingLeftInTheWindowAreDroppedWithoutChangingAdmissions() {
         var limiter = SlidingWindowLimiter<Int>(limit: 2, window: .seconds(1))
-        for key in 0..<1_000 { _ = limiter.admit(key, at: Instant(microseconds: Int64(key))) }
-        #expect(limiter.trackedKeys == 1_000)
+        let keys = SlidingWindowLimiter<Int>.minimumLogsToSweep + 1_000  // enough for a sweep
+        for key in 0..<keys { _ = limiter.admit(key, at: Instant(microseconds: Int64(key))) }
+        #expect(limiter.trackedKeys == keys)
         // Key 7 stays busy across the sweep; the others fall silent.
         var now = Instant.start
         for step in 1...130 {
@@ -286,12 +287,27 @@ import PushSwarmMetrics
         #expect(limiter.admit(7, at: now + .milliseconds(1)) != .admitted, "the busy key's log survived the sweep: a third in one second is refused")
         #expect(limiter.admit(3, at: now) == .admitted, "a dropped key starts afresh, as it would have")
         // New keys take the dropped keys' rings: each starts empty, whatever the ring held before.
-        for key in 2_000..<2_900 {
+        for key in 100_000..<100_900 {
             #expect(limiter.admit(key, at: now) == .admitted)
             #expect(limiter.admit(key, at: now) == .admitted)
             #expect(limiter.admit(key, at: now) != .admitted, "key \(key): a third in one second is refused")
         }
-        #expect(limiter.slotCount == 1_000, "the rings of dropped keys were reused, none added")
+        #expect(limiter.slotCount == keys, "the rings of dropped keys were reused, none added")
+    }
+
+    /// A sweep walks every log, so it waits, past its minute, until the logs are many: a few
+    /// quiet keys a minute do not pay a walk each minute.
+    @Test func aSweepWaitsUntilTheLogsAreMany() {
+        var limiter = SlidingWindowLimiter<Int>(limit: 2, window: .seconds(1))
+        let few = SlidingWindowLimiter<Int>.minimumLogsToSweep / 2
+        for key in 0..<few { _ = limiter.admit(key, at: Instant(microseconds: Int64(key))) }
+        // Ten minutes later, still fewer logs than a sweep needs: none is dropped.
+        _ = limiter.admit(-1, at: Instant(microseconds: 600_000_000))
+        #expect(limiter.trackedKeys == few + 1)
+        // As many new keys again, within the same second: once the logs are many enough, an
+        // admission sweeps the quiet ones away; the keys of this second stay.
+        for key in few..<(2 * few) { _ = limiter.admit(key, at: Instant(microseconds: 600_000_001)) }
+        #expect(limiter.trackedKeys == few + 1, "the first keys, quiet for ten minutes, are dropped")
     }
 
     @Test func noWindowOfOneSecondAdmitsMoreThanTheLimit() {

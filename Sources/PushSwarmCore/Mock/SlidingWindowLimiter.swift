@@ -36,6 +36,10 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     /// When logs whose every admit has left the window were last dropped: a key holds memory
     /// while it is active, not for the rest of the run (a day's fleet touches every address).
     @usableFromInline var lastSweep: Int64 = .min
+    /// How many logs make a sweep worth its walk over all of them: twice what the last one left,
+    /// and at least `minimumLogsToSweep`.
+    @usableFromInline var sweepAtLogs = SlidingWindowLimiter.minimumLogsToSweep
+    @usableFromInline static var minimumLogsToSweep: Int { 1_024 }
 
     public init(limit: Int, window: TimeSpan) {
         precondition(limit > 0 && window > .zero)
@@ -67,12 +71,16 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
         return times.count / limit - 1
     }
 
-    /// Every 64 windows (at least a minute), drops the logs with nothing left in the window: a
-    /// key with no admit inside the window is exactly as if it had never been seen.
+    /// Every 64 windows (at least a minute), once the logs have doubled since the last sweep
+    /// (and number at least `minimumLogsToSweep`), drops the logs with nothing left in the
+    /// window: a key with no admit inside the window is exactly as if it had never been seen, so
+    /// when this runs changes no answer. A sweep hashes every log it drops; each minute, those
+    /// sweeps cost 1 % of the quickstart, more than all its admissions. Logs held stay within
+    /// twice what the last sweep left, or the minimum, plus the keys of one period.
     @inlinable
     mutating func sweepIfDue(at now: Instant) {
         let period = max(window.microseconds * 64, 60_000_000)
-        guard lastSweep == .min || now.microseconds - lastSweep >= period else { return }
+        guard lastSweep == .min || (now.microseconds - lastSweep >= period && logs.count >= sweepAtLogs) else { return }
         if lastSweep != .min {
             let cutoff = now.microseconds - window.microseconds
             let stale = logs.filter { _, log in log.count == 0 || latest(of: log) <= cutoff }
@@ -82,6 +90,7 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
             }
         }
         lastSweep = now.microseconds
+        sweepAtLogs = max(Self.minimumLogsToSweep, 2 * logs.count)
     }
 
     @inlinable

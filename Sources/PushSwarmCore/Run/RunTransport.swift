@@ -131,20 +131,22 @@ public final class SimulatedTransport: RunTransport {
         deviceRandom = Array(repeating: nil, count: devices.count)
     }
 
-    private func draws(for device: Int) -> SeededRandom {
-        deviceRandom[device - firstDevice] ?? SeededRandom(seed: seed, stream: .network, index: UInt64(device) + 1)
-    }
-
-    private func keep(_ random: SeededRandom, for device: Int) {
-        deviceRandom[device - firstDevice] = random
+    /// Calls `body` with device `device`'s draws, in place in `deviceRandom` (a copy out and
+    /// back was two 40-byte copies a request).
+    private func withDraws<Result>(for device: Int, _ body: (inout SeededRandom) -> Result) -> Result {
+        let slot = device - firstDevice
+        if deviceRandom[slot] == nil { deviceRandom[slot] = SeededRandom(seed: seed, stream: .network, index: UInt64(device) + 1) }
+        return body(&deviceRandom[slot]!)
     }
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
         latest = now
+        return withDraws(for: device) { random in send(outgoing, platform: platform, source: source, at: now, random: &random) }
+    }
+
+    private func send(_ outgoing: OutgoingRequest, platform: String, source: SourceAddress, at now: Instant, random: inout SeededRandom) -> (ExchangeCompletion, Instant)? {
         let outcome: ExchangeOutcome
         let completedAt: Instant
-        var random = draws(for: device)
-        defer { keep(random, for: device) }
         if random.chance(network.errorRate) {
             // No route or a dropped connection: the client learns quickly, the service sees nothing.
             outcome = .transportError(reason: "networkError")
@@ -178,15 +180,21 @@ public final class SimulatedTransport: RunTransport {
         func fail(_ outcome: ExchangeOutcome, at time: Instant) {
             arrived.append(Arrival(device: device, payload: .socket(.failed(socket: open.id, outcome: outcome)), at: time))
         }
-        var random = draws(for: device)
-        defer { keep(random, for: device) }
-        if random.chance(network.errorRate) { return fail(.transportError(reason: "networkError"), at: now + .milliseconds(200)) }
-        guard let host = mocks.index(of: platform) else { return fail(.transportError(reason: "noService"), at: now) }
+        withDraws(for: device) { random in
+            if random.chance(network.errorRate) { return fail(.transportError(reason: "networkError"), at: now + .milliseconds(200)) }
+            guard let host = mocks.index(of: platform) else { return fail(.transportError(reason: "noService"), at: now) }
+            openSession(open, key: key, host: host, source: source, at: now, random: &random, fail: fail)
+        }
+    }
+
+    /// The rest of `openSocket`, once the network let the handshake through to a mock.
+    private func openSession(_ open: SocketOpen, key: SocketKey, host: Int, source: SourceAddress, at now: Instant, random: inout SeededRandom, fail: (ExchangeOutcome, Instant) -> Void) {
+        let device = key.device
         let (session, answer) = mocks.openSocket(platform: host, path: open.path, from: source, at: now, random: &random)
-        if let refusal = answer.reply.refusal { return fail(.response(refusal), at: now + min(answer.latency, open.timeout)) }
+        if let refusal = answer.reply.refusal { return fail(.response(refusal), now + min(answer.latency, open.timeout)) }
         guard answer.latency <= open.timeout else {
             mocks.socketClosed(platform: host, session: session, at: now)
-            return fail(.timeout, at: now + open.timeout)
+            return fail(.timeout, now + open.timeout)
         }
         sockets[key] = Session(platform: host, session: session, source: source, lastDelivery: now + answer.latency)
         socketBySession[session] = key
@@ -197,9 +205,9 @@ public final class SimulatedTransport: RunTransport {
     public func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) {
         let key = SocketKey(device: device, socket: socket)
         guard let session = sockets[key] else { return }
-        var random = draws(for: device)
-        defer { keep(random, for: device) }
-        let answer = mocks.socketMessage(platform: session.platform, session: session.session, text: text, from: session.source, at: now, random: &random)
+        let answer = withDraws(for: device) { random in
+            mocks.socketMessage(platform: session.platform, session: session.session, text: text, from: session.source, at: now, random: &random)
+        }
         apply(answer.reply, to: key, at: now + answer.latency, now: now)
     }
 

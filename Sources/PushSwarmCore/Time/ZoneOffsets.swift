@@ -49,12 +49,14 @@ public final class ZoneOffsets: Sendable {
     /// Seconds east of UTC in `zone` at `unixSeconds`; 0 for a zone not in the table.
     public func offsetSeconds(zone: String, atUnixSeconds unixSeconds: Int64) -> Int {
         guard let place = places[zone] else { return 0 }
-        let list = segments[place]
-        var result = list[0].offsetSeconds
-        for segment in list where segment.startUnixSeconds <= unixSeconds {
-            result = segment.offsetSeconds
+        // Read in place: a copy of the zone's list retained and released it, for every event.
+        return segments[place].withUnsafeBufferPointer { list in
+            var result = list[0].offsetSeconds
+            for segment in list where segment.startUnixSeconds <= unixSeconds {
+                result = segment.offsetSeconds
+            }
+            return result
         }
-        return result
     }
 
     /// Whether `identifier` names an IANA time zone. Foundation's list on Linux leaves out link
