@@ -32,7 +32,7 @@ let package = Package(
             // and every retain, release and standard-library call a direct call rather than one
             // through the dynamic linker's tables, 7 % of a simulated request's CPU (measured
             // alternating builds of one commit). Debug builds and the tests link dynamically.
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
+            linkerSettings: Context.environment["PUSHSWARM_FUZZ"] == nil ? [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))] : []
         ),
         // Helpers for tests that start real peers (nginx, openssl, Python) on loopback ports.
         .target(name: "PushSwarmTestSupport", path: "Tests/PushSwarmTestSupport"),
@@ -77,7 +77,10 @@ for target in package.targets where target.name != "CPushSwarmShim" {
     // alternating builds). Debug builds, which the tests run, keep them.
     settings.append(.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)))
     // Release builds link the Swift runtime and libraries statically (see the executable's
-    // linker settings); compiled so, each module names the static libraries it needs.
-    settings.append(.unsafeFlags(["-static-stdlib"], .when(configuration: .release)))
+    // linker settings); compiled so, each module names the static libraries it needs. Not the
+    // fuzzers' build, whose sanitizers link the runtime dynamically.
+    if Context.environment["PUSHSWARM_FUZZ"] == nil {
+        settings.append(.unsafeFlags(["-static-stdlib"], .when(configuration: .release)))
+    }
     target.swiftSettings = settings
 }
