@@ -63,11 +63,10 @@ final class Partition: @unchecked Sendable {
     static let maximumHeldPushes = 100_000
 
     private var queue = EventQueue<Item>()
-    /// Answers between their request's send and their arrival, by slot, and the slots free: an
-    /// answer is too large to travel in a queue item (every item would take its size), and a box
-    /// for it was an allocation a request.
-    private var completions: [ExchangeCompletion?] = []
-    private var freeCompletionSlots: [Int32] = []
+    /// Answers between their request's send and their arrival, by slot: an answer is too large
+    /// to travel in a queue item (every item would take its size), and a box for it was an
+    /// allocation a request.
+    private var completions = Slab<ExchangeCompletion>()
     /// What the partition reads of each device on every request, side by side: one cache line
     /// (four arrays were four lines apart, each a miss per event at a million devices).
     private struct DeviceSlot {
@@ -258,7 +257,7 @@ final class Partition: @unchecked Sendable {
     /// What an arrival is to this partition (transports number devices across the fleet).
     private func item(for arrival: Arrival) -> Item {
         switch arrival.payload {
-        case .completion(let completion): .completion(arrival.device - range.lowerBound, slot: park(completion))
+        case .completion(let completion): .completion(arrival.device - range.lowerBound, slot: completions.insert(completion))
         case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
         case .timer(let token): .transportTimer(token)
         case .push(let token, let data, let isDataOnly): .externalPush(token: token, data: data, isDataOnly: isDataOnly)
@@ -329,7 +328,7 @@ final class Partition: @unchecked Sendable {
             work(index: index, at: time, isDraining: isDraining) { device, work in device.handleOnExecutor(event, now: time, into: &work) }
         case .completion(let index, let slot):
             // Answers still count after the end; they finish what was sent.
-            let completion = takeCompletion(slot)
+            let completion = completions.take(slot)!
             inFlight -= 1
             record(completion, at: time)
             let device = slots[index].device
@@ -415,22 +414,6 @@ final class Partition: @unchecked Sendable {
         handle(slots[index].device, &work)
         work.takeActions { execute($0, device: index, now: time, isDraining: isDraining) }
         swap(&work, &spareWork)
-    }
-
-    /// Keeps an answer until its arrival; its slot goes in the queue item.
-    private func park(_ completion: ExchangeCompletion) -> Int32 {
-        if let slot = freeCompletionSlots.popLast() {
-            completions[Int(slot)] = completion
-            return slot
-        }
-        completions.append(completion)
-        return Int32(completions.count - 1)
-    }
-
-    /// Takes a parked answer out (moved, not copied) and frees its slot.
-    private func takeCompletion(_ slot: Int32) -> ExchangeCompletion {
-        freeCompletionSlots.append(slot)
-        return completions[Int(slot)].take()!
     }
 
     private func result() -> PartitionResult {
@@ -573,7 +556,7 @@ final class Partition: @unchecked Sendable {
         inFlight += 1
         let slot = slots[index]
         if let (completion, at) = transport.send(outgoing, device: range.lowerBound + index, platform: groupPlatforms[Int(slot.group)], source: slot.source, at: now) {
-            queue.schedule(.completion(index, slot: park(completion)), at: at, hint: Int32(index))
+            queue.schedule(.completion(index, slot: completions.insert(completion)), at: at, hint: Int32(index))
         }
     }
 

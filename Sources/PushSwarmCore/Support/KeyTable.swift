@@ -4,11 +4,12 @@
 /// request; with `Set` those hashes were about 1.5 % of a simulated request's CPU.
 ///
 /// Open addressing with linear probing, at most three quarters full (as `Dictionary`), keys and
-/// values in one array of entries (a key of 0 marks a free one). A key's position is the top bits of the key times an odd
+/// values in one array of entries. A key's position is the top bits of the key times an odd
 /// multiplier drawn per table from the system's random source, so that a peer that knows how
 /// ledger keys are made still cannot choose keys that pile up in one run of positions. Key 0
-/// marks an empty position and is kept beside the table. A removal shifts the entries after it
-/// back (no tombstones), so a table that sees many removals stays as short to probe as a new one.
+/// marks an empty position, so its value is kept beside the table. A removal shifts the entries
+/// after it back (no tombstones), so a table that sees many removals stays as short to probe as a
+/// new one.
 struct KeyTable: Sendable {
     /// One position: key 0 marks it empty.
     private struct Entry: Sendable {

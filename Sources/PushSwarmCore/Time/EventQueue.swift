@@ -1,5 +1,3 @@
-import CPushSwarmShim
-
 /// A priority queue of timed items: the scheduler where idle devices wait.
 ///
 /// Items come out in time order; items due at the same instant come out in the order they were
@@ -21,8 +19,7 @@ public struct EventQueue<Item> {
     }
 
     private var heap: [Entry] = []
-    private var slab: [Item?] = []
-    private var freeSlots: [Int32] = []
+    private var slab = Slab<Item>()
     private var nextSequence: UInt64 = 0
 
     public init() {}
@@ -35,14 +32,7 @@ public struct EventQueue<Item> {
     /// Queues `item`; `hint` is a number the caller can read for the earliest item without
     /// touching the item (`nextHint`).
     public mutating func schedule(_ item: Item, at time: Instant, hint: Int32 = -1) {
-        let slot: Int32
-        if let free = freeSlots.popLast() {
-            slot = free
-            slab[Int(free)] = item
-        } else {
-            slot = Int32(slab.count)
-            slab.append(item)
-        }
+        let slot = slab.insert(item)
         heap.append(Entry(time: time.microseconds, sequence: nextSequence, slot: slot, hint: hint))
         nextSequence += 1
         var child = heap.count - 1
@@ -62,10 +52,7 @@ public struct EventQueue<Item> {
     /// fetch.
     @inline(__always)
     private func prefetchNextItems() {
-        slab.withUnsafeBufferPointer { slab in
-            guard let base = slab.baseAddress else { return }
-            for position in 0..<min(3, heap.count) { ps_prefetch(base + Int(heap[position].slot)) }
-        }
+        for position in 0..<min(3, heap.count) { slab.prefetch(heap[position].slot) }
     }
 
     /// The hint the earliest item was scheduled with, read from the heap alone: the partition
@@ -91,9 +78,7 @@ public struct EventQueue<Item> {
             }
             heap[parent] = last
         }
-        let slot = Int(first.slot)
-        guard let item = slab[slot].take() else { return nil }
-        freeSlots.append(first.slot)
+        guard let item = slab.take(first.slot) else { return nil }
         prefetchNextItems()
         return (Instant(microseconds: first.time), item)
     }

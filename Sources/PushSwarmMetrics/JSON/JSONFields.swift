@@ -171,9 +171,7 @@ public struct JSONFields: Sendable {
     /// first look. `next` becomes the place after the member found. (Names are unique: a
     /// repeated one fails the parse.)
     public func value(named name: String, next: inout Int) -> Value? {
-        guard let place = name.withContiguousUTF8({ firstMember(named: $0, from: next) }) else { return nil }
-        next = place + 1
-        return members[place].value
+        name.withContiguousUTF8 { value(named: $0, key: Self.nameKey($0), next: &next) }
     }
 
     /// A member name a caller looks up in every body it parses, with its key made once (a mock
@@ -192,7 +190,11 @@ public struct JSONFields: Sendable {
 
     /// `value(named:next:)` for a `Name`.
     public func value(named name: Name, next: inout Int) -> Value? {
-        guard let place = name.text.withUTF8Buffer({ firstMember(named: $0, key: name.key, from: next) }) else { return nil }
+        name.text.withUTF8Buffer { value(named: $0, key: name.key, next: &next) }
+    }
+
+    private func value(named wanted: UnsafeBufferPointer<UInt8>, key: UInt64, next: inout Int) -> Value? {
+        guard let place = firstMember(named: wanted, key: key, from: next) else { return nil }
         next = place + 1
         return members[place].value
     }
