@@ -44,23 +44,27 @@ public enum SummaryArchive {
         writer.key("intervalMicroseconds"); writer.integer(Int(timeline.intervalMicroseconds))
         writer.key("intervals")
         writer.beginArray()
+        // A long run has thousands of intervals: their names are made once, and counts are
+        // written as integers (the text `number(Double(_:))` gave them, without the `String`s).
+        let names = IntervalNames.shared
         for interval in timeline.intervals {
             writer.beginObject()
-            for (name, value) in [
-                ("sent", interval.sent), ("retries", interval.retries), ("ok", interval.ok), ("rateLimited", interval.rateLimited),
-                ("clientErrors", interval.clientErrors), ("serverErrors", interval.serverErrors),
-                ("transportErrors", interval.transportErrors), ("timeouts", interval.timeouts),
-                ("activeDevices", interval.activeDevices), ("max", interval.latency.maximum),
-            ] {
-                writer.key(name)
-                writer.number(Double(value))
-            }
-            writer.key("buckets")
+            writer.key(names.sent); writer.integer(interval.sent)
+            writer.key(names.retries); writer.integer(interval.retries)
+            writer.key(names.ok); writer.integer(interval.ok)
+            writer.key(names.rateLimited); writer.integer(interval.rateLimited)
+            writer.key(names.clientErrors); writer.integer(interval.clientErrors)
+            writer.key(names.serverErrors); writer.integer(interval.serverErrors)
+            writer.key(names.transportErrors); writer.integer(interval.transportErrors)
+            writer.key(names.timeouts); writer.integer(interval.timeouts)
+            writer.key(names.activeDevices); writer.integer(interval.activeDevices)
+            writer.key(names.max); writer.integer(interval.latency.maximum)
+            writer.key(names.buckets)
             writer.beginArray()
             for bucket in interval.latency.buckets {
                 writer.beginArray()
                 writer.integer(bucket.index)
-                writer.number(Double(bucket.count))
+                writer.integer(bucket.count)
                 writer.endArray()
             }
             writer.endArray()
@@ -74,7 +78,12 @@ public enum SummaryArchive {
         writer.beginArray()
         for (index, tick) in timeline.ticks.enumerated() where !tick.isEmpty {
             writer.beginArray()
-            for value in [index, Int(tick.sent), Int(tick.retries), Int(tick.ok), Int(tick.rateLimited), Int(tick.failed)] { writer.integer(value) }
+            writer.integer(index)
+            writer.integer(UInt64(tick.sent))
+            writer.integer(UInt64(tick.retries))
+            writer.integer(UInt64(tick.ok))
+            writer.integer(UInt64(tick.rateLimited))
+            writer.integer(UInt64(tick.failed))
             writer.endArray()
             if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
@@ -84,6 +93,15 @@ public enum SummaryArchive {
         writer.endObject()
         writer.newlineAtEnd()
         try writer.flush(to: output)
+    }
+
+    private struct IntervalNames: Sendable {
+        static let shared = IntervalNames()
+        let sent = JSONWriter.Name("sent"), retries = JSONWriter.Name("retries"), ok = JSONWriter.Name("ok")
+        let rateLimited = JSONWriter.Name("rateLimited"), clientErrors = JSONWriter.Name("clientErrors")
+        let serverErrors = JSONWriter.Name("serverErrors"), transportErrors = JSONWriter.Name("transportErrors")
+        let timeouts = JSONWriter.Name("timeouts"), activeDevices = JSONWriter.Name("activeDevices")
+        let max = JSONWriter.Name("max"), buckets = JSONWriter.Name("buckets")
     }
 
     /// The archive's run, ledger and metrics sections, the timeline left out (`text` streams it).

@@ -69,6 +69,25 @@ import PushSwarmMetrics
     }
 }
 
+@Suite struct HexTests {
+    /// Eight digits at once (`Hex.eightDigits`) are `String(radix: 16)`'s, zero-padded, for
+    /// every nibble value in every place: each place's 0, 9, a and f among them.
+    @Test func eightDigitsAtOnceAreTheDigitsOneByOne() {
+        var values: [UInt32] = [0, 1, 9, 0xA, 0xF, 0x10, 0x9A, 0xFFFF_FFFF, 0x8000_0000, 0x0123_4567, 0x89AB_CDEF, 0xA0A0_A0A0, 0x0909_0909]
+        for shift in stride(from: UInt32(0), to: 32, by: 4) {
+            for nibble: UInt32 in [0x9, 0xA, 0xF] { values.append(nibble << shift) }
+        }
+        var random = SeededRandom(seed: 5, stream: .device, index: 1)
+        for _ in 0..<1_000 { values.append(UInt32(truncatingIfNeeded: random.next())) }
+        for value in values {
+            let word = Hex.eightDigits(value).littleEndian
+            let text = withUnsafeBytes(of: word) { String(decoding: $0, as: UTF8.self) }
+            let expected = String(value, radix: 16)
+            #expect(text == String(repeating: "0", count: 8 - expected.count) + expected, "\(value)")
+        }
+    }
+}
+
 @Suite struct LedgerKeyTests {
     @Test func fieldsAreKeptApartByTheirLengths() {
         #expect(LedgerKey("ab", "c") != LedgerKey("a", "bc"))

@@ -280,6 +280,34 @@ import Testing
         #expect(try JSONParser.parse(text) == value)
     }
 
+    /// Integers are written as digits straight into the buffer, not through a `String`: the
+    /// text must still be `String(value)`'s, at the extremes and for integral doubles (whose
+    /// text is the integer's while it is exact), with other doubles in Swift's shortest form.
+    @Test func integersAreWrittenAsStringWouldWriteThem() {
+        var integers: [Int] = [0, 1, -1, 9, 10, -10, 99, 100, 12_345, -98_765, Int.max, Int.min, Int(Int32.max), 9_007_199_254_740_991]
+        var tens = 1
+        for power in 0...18 {
+            integers += [tens, tens - 1, -tens, -(tens - 1)]
+            if power < 18 { tens *= 10 }
+        }
+        for value in integers {
+            var writer = JSONWriter()
+            writer.integer(value)
+            #expect(writer.text == String(value))
+        }
+        for value: UInt64 in [0, 7, UInt64(Int64.max), UInt64(Int64.max) + 1, UInt64.max] {
+            var writer = JSONWriter()
+            writer.integer(value)
+            #expect(writer.text == String(value))
+        }
+        for value: Double in [0, -0.0, 1, -1, 86_400, 9_007_199_254_740_991, -9_007_199_254_740_991, 9_007_199_254_740_992, 0.5, -2.25, 1e300, .infinity] {
+            var writer = JSONWriter()
+            writer.number(value)
+            let expected = !value.isFinite ? "null" : value == value.rounded() && abs(value) < 9_007_199_254_740_992 ? String(Int64(value)) : String(value)
+            #expect(writer.text == expected, "\(value)")
+        }
+    }
+
     @Test func sortingKeysGivesOneCanonicalForm() {
         let first: JSONValue = ["b": 1, "a": ["d": 1, "c": 2]]
         let second: JSONValue = ["a": ["c": 2, "d": 1], "b": 1]

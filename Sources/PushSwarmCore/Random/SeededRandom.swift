@@ -138,20 +138,23 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
     /// metadata.
     @inlinable
     public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
-            var at = 0
-            for index in 0..<16 {
-                let word = index < 8 ? high : low
-                let byte = UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(index % 8)))
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    text[at] = UInt8(ascii: "-")
-                    at += 1
-                }
-                text[at] = Hex.digit(byte >> 4)
-                text[at + 1] = Hex.digit(byte & 0x0F)
-                at += 2
-            }
-            return body(UnsafeBufferPointer(text))
+        // 8-4-4-4-12 digits: each half's sixteen made eight at a time (`Hex.eightDigits`) and
+        // stored around the dashes.
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 5) { words in
+            let text = UnsafeMutableRawPointer(words.baseAddress!)
+            let second = Hex.eightDigits(UInt32(truncatingIfNeeded: high)).littleEndian
+            let third = Hex.eightDigits(UInt32(truncatingIfNeeded: low >> 32)).littleEndian
+            text.storeBytes(of: Hex.eightDigits(UInt32(truncatingIfNeeded: high >> 32)).littleEndian, as: UInt64.self)
+            text.storeBytes(of: UInt32(truncatingIfNeeded: second), toByteOffset: 9, as: UInt32.self)
+            text.storeBytes(of: UInt32(truncatingIfNeeded: second >> 32), toByteOffset: 14, as: UInt32.self)
+            text.storeBytes(of: UInt32(truncatingIfNeeded: third), toByteOffset: 19, as: UInt32.self)
+            text.storeBytes(of: UInt32(truncatingIfNeeded: third >> 32), toByteOffset: 24, as: UInt32.self)
+            text.storeBytes(of: Hex.eightDigits(UInt32(truncatingIfNeeded: low)).littleEndian, toByteOffset: 28, as: UInt64.self)
+            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 8, as: UInt8.self)
+            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 13, as: UInt8.self)
+            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 18, as: UInt8.self)
+            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 23, as: UInt8.self)
+            return body(UnsafeBufferPointer(start: text.assumingMemoryBound(to: UInt8.self), count: 36))
         }
     }
 

@@ -44,9 +44,7 @@ public struct SHA256Digest: Sendable, Hashable {
     }
 
     private static func writeHex(_ word: UInt64, into out: UnsafeMutablePointer<UInt8>) {
-        for nibble in 0..<16 {
-            out[nibble] = Hex.digit(UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble) & 0xF))
-        }
+        Hex.writeSixteenDigits(word, to: UnsafeMutableRawPointer(out))
     }
 }
 

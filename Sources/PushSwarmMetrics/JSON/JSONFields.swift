@@ -80,7 +80,9 @@ public struct JSONFields: Sendable {
             repeat {
                 let (name, isPlain) = try cursor.memberName()
                 let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
-                let bit: UInt64 = isPlain ? 1 << (key & 63) : 0
+                // The key's top six bits: its low bits are a product's low bits, which depend
+                // only on the name's first and last bytes, and names share those more often.
+                let bit: UInt64 = isPlain ? 1 << (key >> 58) : 0
                 if hasEscapedName || !isPlain || seenKeys & bit != 0, hasMember(named: name, isPlain: isPlain, key: key) {
                     throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name)
                 }

@@ -66,7 +66,14 @@ public struct JSONParser {
             return SyntaxError(message: message, line: line, column: column)
         }
 
+        @inline(__always)
         mutating func skipWhitespace() {
+            // Compact JSON has none: one look, inline, and no call.
+            if index < bytes.count, bytes[index] > 0x20 { return }
+            skipWhitespaceRun()
+        }
+
+        private mutating func skipWhitespaceRun() {
             while index < bytes.count {
                 switch bytes[index] {
                 case 0x20, 0x09, 0x0A, 0x0D: index += 1

@@ -246,7 +246,17 @@ public struct JSONWriter: Sendable {
 
     public mutating func integer(_ value: Int) {
         prepareForValue()
-        String(value).withContiguousUTF8 { append($0) }
+        appendInteger(Int64(value))
+    }
+
+    /// A count, as `integer` writes it (no `Double` on the way: every `UInt64` is exact).
+    public mutating func integer(_ value: UInt64) {
+        prepareForValue()
+        if value <= UInt64(Int64.max) {
+            appendInteger(Int64(value))
+        } else {
+            String(value).withContiguousUTF8 { append($0) }
+        }
     }
 
     public mutating func bool(_ value: Bool) {
@@ -336,7 +346,40 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    private mutating func appendNumber(_ value: Double) { Self.numberText(value).withContiguousUTF8 { append($0) } }
+    private mutating func appendNumber(_ value: Double) {
+        // Integral ones (counts, most of a report's numbers) as digits written in place, the
+        // same text `numberText` gives them without making a `String` of it.
+        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
+            appendInteger(Int64(value))
+        } else {
+            Self.numberText(value).withContiguousUTF8 { append($0) }
+        }
+    }
+
+    /// `String(value)`'s digits, written straight into the buffer: a metrics archive is mostly
+    /// integers, and making a `String` of each cost more than the rest of writing it.
+    private mutating func appendInteger(_ value: Int64) {
+        write(upTo: 20) { out in
+            var magnitude = value.magnitude
+            // The digits from the last, into a scratch word pair, then copied in order.
+            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            return withUnsafeMutableBytes(of: &digits) { scratch in
+                var at = scratch.count
+                repeat {
+                    at -= 1
+                    scratch[at] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+                    magnitude /= 10
+                } while magnitude > 0
+                if value < 0 {
+                    at -= 1
+                    scratch[at] = UInt8(ascii: "-")
+                }
+                let length = scratch.count - at
+                out.update(from: scratch.baseAddress!.assumingMemoryBound(to: UInt8.self) + at, count: length)
+                return length
+            }
+        }
+    }
 
     /// A number as the writer writes it: integral ones without a fraction, others in Swift's
     /// shortest round-trip form, non-finite ones as null. (Most fit a `String`'s inline storage:
