@@ -1,26 +1,53 @@
 /// What does not change about one virtual device during a run: derived from (seed, index) alone,
 /// so shard 3 of 8 builds exactly the devices the full run builds at those indices.
-public struct DeviceProfile: Sendable {
-    public var index: Int
-    public var groupIndex: Int
-    public var platform: String
-    public var os: OperatingSystem
+///
+/// A class, held by reference: every call of a device's platform client passes a
+/// `DeviceSnapshot`, which copied the profile's five references as a struct (a retain each, and a
+/// release when the snapshot ended: 2 % of a simulated request); now it is one. Nothing in it
+/// changes, so sharing it is safe.
+public final class DeviceProfile: Sendable {
+    public let index: Int
+    public let groupIndex: Int
+    public let platform: String
+    public let os: OperatingSystem
     /// Human form, as apps report it: `Android 14`, `iOS 17.5`.
-    public var osVersion: String
-    public var appVersion: String
-    public var locale: LocaleShare
+    public let osVersion: String
+    public let appVersion: String
+    public let locale: LocaleShare
     /// Seconds east of UTC in the device's zone at the start of the run (for its daily rhythm).
-    public var utcOffsetAtStart: Int
-    public var source: SourceAddress
+    public let utcOffsetAtStart: Int
+    public let source: SourceAddress
     /// Nil when the device was installed before the run.
-    public var installAt: Instant?
+    public let installAt: Instant?
     /// The user's account id, if the user has one.
-    public var accountID: String?
-    public var isLoggedInAtStart: Bool
+    public let accountID: String?
+    public let isLoggedInAtStart: Bool
     /// The answer this user gives when asked for push permission.
-    public var grantsPushPermission: Bool
-    public var sessionsPerDay: Double
-    public var pushTokenStyle: PushTokenStyle
+    public let grantsPushPermission: Bool
+    public let sessionsPerDay: Double
+    public let pushTokenStyle: PushTokenStyle
+
+    public init(
+        index: Int, groupIndex: Int, platform: String, os: OperatingSystem, osVersion: String, appVersion: String,
+        locale: LocaleShare, utcOffsetAtStart: Int, source: SourceAddress, installAt: Instant?, accountID: String?,
+        isLoggedInAtStart: Bool, grantsPushPermission: Bool, sessionsPerDay: Double, pushTokenStyle: PushTokenStyle
+    ) {
+        self.index = index
+        self.groupIndex = groupIndex
+        self.platform = platform
+        self.os = os
+        self.osVersion = osVersion
+        self.appVersion = appVersion
+        self.locale = locale
+        self.utcOffsetAtStart = utcOffsetAtStart
+        self.source = source
+        self.installAt = installAt
+        self.accountID = accountID
+        self.isLoggedInAtStart = isLoggedInAtStart
+        self.grantsPushPermission = grantsPushPermission
+        self.sessionsPerDay = sessionsPerDay
+        self.pushTokenStyle = pushTokenStyle
+    }
 
     public var isInstalledAtStart: Bool { installAt == nil }
 }

@@ -202,28 +202,39 @@ public actor VirtualDevice {
 
     /// Turns the lifecycle's outputs in `work` into actions, asking the client about each intent.
     private func apply(now: Instant, into work: inout Work) {
-        // Made once for all of this event's intents: the lifecycle does not change while the
-        // client handles them, and each snapshot copies the profile.
-        var device: DeviceSnapshot?
+        // One snapshot for all of this event's intents (the lifecycle does not change while the
+        // client handles them), made only when there is one, and held as a plain `let`: an
+        // optional one cost a copy at each unwrap and a generic destroy (a retain or release of
+        // each of its references).
+        guard work.outputs.contains(where: { if case .intent = $0 { true } else { false } }) else {
+            for output in work.outputs { Self.appendPlain(output, to: &work.actions) }
+            return
+        }
+        let device = snapshot()
         for output in work.outputs {
-            switch output {
-            case .schedule(let event, let time):
-                work.actions.append(.schedule(.lifecycle(event), at: time))
-            case .count(let name):
-                work.actions.append(.count(name))
-            case .intent(let intent):
-                switch intent {
-                case .pushTokenIssued(let token):
-                    work.actions.append(.pushAddress(old: nil, new: token))
-                case .pushTokenRotated(let old, let new):
-                    work.actions.append(.pushAddress(old: old, new: new))
-                default:
-                    break
-                }
-                if device == nil { device = snapshot() }
-                client.handle(intent, device: device!, now: now, random: &random, into: &work.clientActions)
-                takeClientActions(into: &work)
+            guard case .intent(let intent) = output else {
+                Self.appendPlain(output, to: &work.actions)
+                continue
             }
+            switch intent {
+            case .pushTokenIssued(let token):
+                work.actions.append(.pushAddress(old: nil, new: token))
+            case .pushTokenRotated(let old, let new):
+                work.actions.append(.pushAddress(old: old, new: new))
+            default:
+                break
+            }
+            client.handle(intent, device: device, now: now, random: &random, into: &work.clientActions)
+            takeClientActions(into: &work)
+        }
+    }
+
+    /// The action of a lifecycle output that is not an intent (a timer or a count).
+    private static func appendPlain(_ output: DeviceLifecycle.Output, to actions: inout [Action]) {
+        switch output {
+        case .schedule(let event, let time): actions.append(.schedule(.lifecycle(event), at: time))
+        case .count(let name): actions.append(.count(name))
+        case .intent: break
         }
     }
 
