@@ -308,6 +308,29 @@ import Testing
         }
     }
 
+    /// `member(_:utf8:)` writes a name and a string in one go where it can: its text must be that
+    /// of `key` then `string`, first member or not, with escapes, nested, and pretty-printed.
+    @Test func aMemberWrittenAtOnceIsItsNameThenItsString() {
+        let name = JSONWriter.Name("app_version")
+        let values = ["1.2.3", "", "with \"quotes\" and \\", "tab\tnewline\n", "ünïcödé and a long value past sixteen bytes", "1234567"]
+        for indent in [0, 2] {
+            for value in values {
+                var together = JSONWriter(indent: indent)
+                var apart = JSONWriter(indent: indent)
+                together.beginObject(); apart.beginObject()
+                together.member(name, string: value); apart.key(name); apart.string(value)
+                together.key("n"); apart.key("n")
+                together.beginObject(); apart.beginObject()
+                together.member(name, string: value); apart.key(name); apart.string(value)
+                together.member(name, string: value); apart.key(name); apart.string(value)
+                together.endObject(); apart.endObject()
+                together.member(name, string: value); apart.key(name); apart.string(value)
+                together.endObject(); apart.endObject()
+                #expect(together.text == apart.text)
+            }
+        }
+    }
+
     @Test func sortingKeysGivesOneCanonicalForm() {
         let first: JSONValue = ["b": 1, "a": ["d": 1, "c": 2]]
         let second: JSONValue = ["a": ["c": 2, "d": 1], "b": 1]

@@ -135,17 +135,17 @@ struct SmartAppPushClient: PlatformClient {
             case .apiKey: body.key(fieldName); body.string(shared.quotedAPIKey)
             case .appUserID:
                 // "Before that, omit it — SmartAppPush auto-generates anon:{device_token}."
-                if let user = device.userID { body.key(fieldName); body.string(user) }
-            case .eventName: body.key(fieldName); body.string(name)
-            case .eventTime: body.key(fieldName); eventTime.withUTF8 { body.string(utf8: $0) }
-            case .deviceToken: body.key(fieldName); body.string(token)
-            case .platform: body.key(fieldName); body.string(profile.os.rawValue)
+                if let user = device.userID { body.member(fieldName, string: user) }
+            case .eventName: body.member(fieldName, string: name)
+            case .eventTime: eventTime.withUTF8 { body.member(fieldName, utf8: $0) }
+            case .deviceToken: body.member(fieldName, string: token)
+            case .platform: body.member(fieldName, string: profile.os.rawValue)
             // "Send `push_permission_granted` with every event."
             case .pushPermissionGranted: body.key(fieldName); body.bool(device.pushPermissionGranted)
-            case .timezone: body.key(fieldName); body.string(profile.locale.timeZone)
-            case .language: body.key(fieldName); body.string(profile.locale.language)
-            case .country: body.key(fieldName); body.string(profile.locale.country)
-            case .sessionID: body.key(fieldName); session.withUTF8 { body.string(utf8: $0) }
+            case .timezone: body.member(fieldName, string: profile.locale.timeZone)
+            case .language: body.member(fieldName, string: profile.locale.language)
+            case .country: body.member(fieldName, string: profile.locale.country)
+            case .sessionID: session.withUTF8 { body.member(fieldName, utf8: $0) }
             case .params:
                 if !parameters.isEmpty {
                     body.key(fieldName)
@@ -158,12 +158,9 @@ struct SmartAppPushClient: PlatformClient {
                 // Its members in byte order of their names: its canonical form.
                 let start = body.valueStart()
                 body.beginObject()
-                body.key(shared.quotedContextMembers.appVersion)
-                body.string(profile.appVersion)
-                body.key(shared.quotedContextMembers.osVersion)
-                body.string(profile.osVersion)
-                body.key(shared.quotedContextMembers.screen)
-                body.string(device.currentScreen)
+                body.member(shared.quotedContextMembers.appVersion, string: profile.appVersion)
+                body.member(shared.quotedContextMembers.osVersion, string: profile.osVersion)
+                body.member(shared.quotedContextMembers.screen, string: device.currentScreen)
                 body.endObject()
                 contextBytes = start..<body.count
             }

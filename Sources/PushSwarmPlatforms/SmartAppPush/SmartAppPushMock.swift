@@ -28,8 +28,20 @@ public struct SmartAppPushMock: MockService {
         var endpoint: UInt8
     }
 
-    /// A handful at most: found by comparing the request's bytes, without making strings.
-    private let tenants: [SmartAppPushTenant]
+    /// A handful at most: found by comparing the request's bytes, without making strings. Held
+    /// by reference: a found tenant copied as a struct retained and released its three strings,
+    /// for every request.
+    private final class Tenant: Sendable {
+        let tenantID: String
+        let apiKey: String
+        let appID: String
+
+        init(_ tenant: SmartAppPushTenant) {
+            (tenantID, apiKey, appID) = (tenant.tenantID, tenant.apiKey, tenant.appID)
+        }
+    }
+
+    private let tenants: [Tenant]
     private var limiter: SlidingWindowLimiter<LimitKey>
     /// Devices in the order the service first saw them (campaigns walk this order).
     private var devices: [DeviceRecord] = []
@@ -42,7 +54,7 @@ public struct SmartAppPushMock: MockService {
     private static let fingerprintAnswerPrefix: StaticString = #"{"fingerprint":""#
 
     public init(tenants: [SmartAppPushTenant], rateLimitPerSecond: Int) {
-        self.tenants = tenants
+        self.tenants = tenants.map(Tenant.init)
         limiter = SlidingWindowLimiter(limit: rateLimitPerSecond, window: .seconds(1))
     }
 
@@ -151,7 +163,7 @@ public struct SmartAppPushMock: MockService {
         _ = requireString(body, Self.names.sessionId, &problems, next: &next)
         let context = optionalObject(body, Self.names.context, &problems, next: &next)
         let params = optionalObject(body, Self.names.params, &problems, next: &next)
-        var tenant: SmartAppPushTenant?
+        var tenant: Tenant?
         if let apiKey {
             tenant = self.tenant(apiKey: apiKey, in: body)
             if tenant == nil { problems.append(FieldProblem("api_key", "unknown API key")) }
@@ -265,7 +277,7 @@ public struct SmartAppPushMock: MockService {
     }
 
     /// The (first) tenant whose API key the request gives.
-    private func tenant(apiKey: JSONFields.Text, in body: JSONFields) -> SmartAppPushTenant? {
+    private func tenant(apiKey: JSONFields.Text, in body: JSONFields) -> Tenant? {
         tenants.first { body.text(apiKey, equals: $0.apiKey) }
     }
 
