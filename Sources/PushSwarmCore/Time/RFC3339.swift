@@ -107,10 +107,10 @@ public enum RFC3339 {
             index += 1
             return true
         }
-        guard let year = digits(4), expect(UInt8(ascii: "-")), let month = digits(2), expect(UInt8(ascii: "-")), let day = digits(2),
-            expect(UInt8(ascii: "T"), or: UInt8(ascii: "t")), let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2),
-            expect(UInt8(ascii: ":")), let second = digits(2)
-        else { return nil }
+        // `YYYY-MM-DDTHH:MM:SS`, a fixed layout: read as three words (`head`), where a digit at a
+        // time was 2 % of a simulated request (the mock checks every event's time).
+        guard bytes.count >= 19, let (year, month, day, hour, minute, second) = head(UnsafeRawPointer(bytes.baseAddress!)) else { return nil }
+        index = 19
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour <= 23,
             minute <= 59, second <= 60
         else { return nil }
@@ -144,6 +144,36 @@ public enum RFC3339 {
         let days = Self.days(fromCivil: year, month, day)
         let seconds = days * 86_400 + Int64(hour * 3_600 + minute * 60 + second) - Int64(offset)
         return seconds * 1_000_000 + micros
+    }
+
+    /// The 19 bytes at `base` as `YYYY-MM-DDTHH:MM:SS` (`T` in either case), or nil: the digits
+    /// and separators of the words at 0, 8 and 11 checked at once, the digits read from them.
+    @inline(__always)
+    private static func head(_ base: UnsafeRawPointer) -> (Int, Int, Int, Int, Int, Int)? {
+        let first = UInt64(littleEndian: base.loadUnaligned(as: UInt64.self))  // YYYY-MM-
+        let second = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt64.self))  // DDTHH:MM
+        let third = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 11, as: UInt64.self))  // HH:MM:SS
+        // Each byte's digit value where a digit belongs (0 elsewhere): valid when every one is
+        // below 10, which adding 0x76 tells by the byte's top bit (a byte of 0x80 or more has it
+        // already, and only such a byte can carry into the next).
+        func digits(_ word: UInt64, at mask: UInt64) -> UInt64? {
+            let values = (word ^ 0x3030_3030_3030_3030) & mask
+            return (values | (values &+ 0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 == 0 ? values : nil
+        }
+        guard first & 0xFF00_00FF_0000_0000 == 0x2D00_002D_0000_0000,  // '-' at 4 and 7
+            second & 0x0000_FF00_0000_0000 == 0x0000_3A00_0000_0000,  // ':' at 13
+            (second >> 16 & 0xFF) | 0x20 == 0x74,  // 'T' or 't' at 10
+            third & 0x0000_FF00_0000_0000 == 0x0000_3A00_0000_0000,  // ':' at 16
+            let a = digits(first, at: 0x00FF_FF00_FFFF_FFFF),
+            let b = digits(second, at: 0xFFFF_00FF_FF00_FFFF),
+            let c = digits(third, at: 0xFFFF_0000_0000_0000)
+        else { return nil }
+        func digit(_ word: UInt64, _ place: UInt64) -> Int { Int(truncatingIfNeeded: word >> (8 * place) & 0xFF) }
+        return (
+            digit(a, 0) * 1_000 + digit(a, 1) * 100 + digit(a, 2) * 10 + digit(a, 3), digit(a, 5) * 10 + digit(a, 6),
+            digit(b, 0) * 10 + digit(b, 1), digit(b, 3) * 10 + digit(b, 4), digit(b, 6) * 10 + digit(b, 7),
+            digit(c, 6) * 10 + digit(c, 7)
+        )
     }
 
     static func daysIn(month: Int, year: Int) -> Int {
