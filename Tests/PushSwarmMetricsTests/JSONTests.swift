@@ -308,6 +308,37 @@ import Testing
         }
     }
 
+    /// Hundredths (a price, an amount) are written from their digits, not by Swift's search for
+    /// the shortest form: the text must still be `String(value)`'s, for every k/100 tried, and
+    /// a number's canonical check decides from the text alone what reading it and writing it
+    /// again decides.
+    @Test func hundredthsAreWrittenAsStringWouldWriteThemAndReadAsCanonical() throws {
+        var values: [Double] = [0.01, 0.05, 0.1, 0.5, 0.99, 1.01, 35.27, 99.9, 1e13 - 0.01, 9_999_999_999_999.99, 0.3 + 0.6, 0.1 + 0.2, 1e-3, 0.015, 2.675]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<20_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let k = Int64(truncatingIfNeeded: state >> 20) % 10_000_000_000_000_00
+            values.append(Double(k) / 100)
+            values.append(Double(k % 100_000) / 100)
+            values.append(Double(bitPattern: state >> 2) )  // anything at all
+        }
+        for value in values + values.map(-) where value.isFinite {
+            var writer = JSONWriter()
+            writer.number(value)
+            let expected = value == value.rounded() && abs(value) < 9_007_199_254_740_992 ? String(Int64(value)) : String(value)
+            #expect(writer.text == expected, "\(value)")
+            // Canonical: its own text is; with a trailing zero or a third decimal added, not.
+            let text = Array(writer.text.utf8)
+            for variant in [text, text + Array("0".utf8), text + Array("1".utf8)] {
+                var cursor = JSONParser.Cursor(bytes: variant)
+                let canonical = cursor.skipCanonical(depth: 0) && cursor.index == variant.count
+                let parsed = try? JSONParser.parse(variant)
+                let rewritten = parsed.map { JSONWriter.text(of: $0) }
+                #expect(canonical == (rewritten.map { Array($0.utf8) } == variant), "\(String(decoding: variant, as: UTF8.self))")
+            }
+        }
+    }
+
     /// `member(_:utf8:)` writes a name and a string in one go where it can: its text must be that
     /// of `key` then `string`, first member or not, with escapes, nested, and pretty-printed.
     @Test func aMemberWrittenAtOnceIsItsNameThenItsString() {

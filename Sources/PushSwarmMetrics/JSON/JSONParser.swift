@@ -409,6 +409,19 @@ public struct JSONParser {
             let digits = index - digitsStart
             let isPlainInteger = digits > 0 && digits <= 15 && (bytes[digitsStart] != UInt8(ascii: "0") || digits == 1 && digitsStart == start)
             if isPlainInteger, index == bytes.count || !Self.continuesNumber(bytes[index]) { return true }
+            // Hundredths (`JSONWriter.hundredths`): up to 13 digits without a leading zero (or a
+            // lone 0), a point, one or two digits, the last not 0, is the writer's form of the
+            // number it reads as, decided without reading it.
+            let hasLeadingZero = digits > 1 && bytes[digitsStart] == UInt8(ascii: "0")
+            if digits > 0, digits <= 13, !hasLeadingZero, index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                var end = index + 1
+                while end < bytes.count, end - index <= 3, isDigit(bytes[end]) { end += 1 }
+                let fraction = end - index - 1
+                if fraction >= 1, fraction <= 2, bytes[end - 1] != UInt8(ascii: "0"), end == bytes.count || !Self.continuesNumber(bytes[end]) {
+                    index = end
+                    return true
+                }
+            }
             index = start
             guard let value = try? parseNumber() else { return false }
             return JSONWriter.numberText(value).utf8.elementsEqual(bytes[start..<index])

@@ -387,8 +387,37 @@ public struct JSONWriter: Sendable {
         // same text `numberText` gives them without making a `String` of it.
         if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
             appendInteger(Int64(value))
+        } else if let hundredths = Self.hundredths(value) {
+            appendHundredths(hundredths)
         } else {
             Self.numberText(value).withContiguousUTF8 { append($0) }
+        }
+    }
+
+    /// `k` when `value` is the double nearest to k/100 for a whole `k` (a price or an amount, most
+    /// of the fractions a run writes), between 0.01 and 10^13 in size; nil otherwise. Such a
+    /// value's shortest round-trip form, `String(value)`'s, is k's digits with a point before the
+    /// last two and a trailing zero dropped: no shorter decimal is that near it (doubles there
+    /// lie far closer together than 0.01), and in that range Swift writes no exponent.
+    @inline(__always)
+    static func hundredths(_ value: Double) -> Int64? {
+        let magnitude = abs(value)
+        guard magnitude >= 0.01, magnitude < 1e13 else { return nil }
+        let scaled = (value * 100).rounded()
+        return scaled / 100 == value ? Int64(scaled) : nil
+    }
+
+    /// A non-integral number of hundredths (`hundredths`) as `String` writes k/100.
+    private mutating func appendHundredths(_ hundredths: Int64) {
+        let whole = hundredths / 100
+        let fraction = Int(hundredths.magnitude % 100)
+        if hundredths < 0 && whole == 0 { append(UInt8(ascii: "-")) }
+        appendInteger(whole)
+        if fraction % 10 == 0 {
+            append(UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 10))
+        } else {
+            append(UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 10))
+            append(UInt8(ascii: "0") + UInt8(fraction % 10))
         }
     }
 
