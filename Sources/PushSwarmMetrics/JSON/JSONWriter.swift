@@ -230,6 +230,20 @@ public struct JSONWriter: Sendable {
         appendQuoted(utf8)
     }
 
+    /// A string whose UTF-8 holds nothing JSON escapes (no quote, backslash or control
+    /// character; a plain string `JSONFields` read, say): written between quotes as it stands,
+    /// the same text as `string(utf8:)`, without looking for escapes.
+    public mutating func string(needingNoEscapes utf8: UnsafeBufferPointer<UInt8>) {
+        assert(Self.firstEscape(in: utf8) == nil, "a string that needs escaping given as one that does not")
+        prepareForValue()
+        write(upTo: utf8.count + 2) { out in
+            out[0] = UInt8(ascii: "\"")
+            Self.copy(utf8, to: out + 1)
+            out[utf8.count + 1] = UInt8(ascii: "\"")
+            return utf8.count + 2
+        }
+    }
+
     /// Writes one value with `write` and returns where its own text is in `bytes`: after the
     /// comma or indentation that separates it from what came before. For a caller that hashes
     /// or keeps a value's text as written.

@@ -54,9 +54,10 @@ public enum SmartAppPushMessages {
         deviceToken: String, context: JSONValue?, params: JSONValue?
     ) -> SHA256Digest {
         var identity = EventIdentity()
+        func field(_ text: String) -> EventIdentity.Field { EventIdentity.Field(Array(text.utf8)[...]) }
         return identity.identify(
-            tenantID: tenantID, appID: appID, appUserID: appUserID.map { Array($0.utf8)[...] }, eventName: Array(eventName.utf8)[...],
-            eventTime: Array(eventTime.utf8)[...], deviceToken: Array(deviceToken.utf8)[...],
+            tenantID: tenantID, appID: appID, appUserID: appUserID.map(field), eventName: field(eventName),
+            eventTime: field(eventTime), deviceToken: field(deviceToken),
             context: { $0.write(context ?? .null, sortingKeys: true) }, params: { $0.write(params ?? .null, sortingKeys: true) }
         ).fingerprint
     }
@@ -87,33 +88,58 @@ public enum SmartAppPushMessages {
 
         public init() {}
 
+        /// A string field's UTF-8, and whether it is known to hold nothing JSON escapes (a plain
+        /// string read out of a request body, `JSONFields.Text.isPlain`: a quote would have ended
+        /// it, a backslash made it not plain, and a control character is refused). Such a field
+        /// is written into the fingerprint's text as it stands, without looking for escapes (a
+        /// device token is 160 bytes of looking, twice an event).
+        public struct Field {
+            public var utf8: ArraySlice<UInt8>
+            public var needsNoEscaping: Bool
+
+            public init(_ utf8: ArraySlice<UInt8>, needsNoEscaping: Bool = false) {
+                self.utf8 = utf8
+                self.needsNoEscaping = needsNoEscaping
+            }
+        }
+
         public mutating func identify(
-            tenantID: String, appID: String, appUserID: ArraySlice<UInt8>?, eventName: ArraySlice<UInt8>, eventTime: ArraySlice<UInt8>,
-            deviceToken: ArraySlice<UInt8>, context: (inout JSONWriter) -> Void, params: (inout JSONWriter) -> Void
+            tenantID: String, appID: String, appUserID: Field?, eventName: Field, eventTime: Field,
+            deviceToken: Field, context: (inout JSONWriter) -> Void, params: (inout JSONWriter) -> Void
         ) -> (fingerprint: SHA256Digest, key: LedgerKey) {
             canonical.removeAll()
             builder = LedgerKey.Builder()
             builder.add("events")
             canonical.beginArray()
-            tenantID.withContiguousUTF8 { add($0) }
-            appID.withContiguousUTF8 { add($0) }
-            if let appUserID, !appUserID.isEmpty {
-                appUserID.withUnsafeBufferPointer { add($0) }
+            tenantID.withContiguousUTF8 { add($0, needsNoEscaping: false) }
+            appID.withContiguousUTF8 { add($0, needsNoEscaping: false) }
+            if let appUserID, !appUserID.utf8.isEmpty {
+                add(appUserID)
             } else {
-                deviceToken.withUnsafeBufferPointer { token in withAnonymousUser(of: token) { add($0) } }
+                deviceToken.utf8.withUnsafeBufferPointer { token in
+                    withAnonymousUser(of: token) { add($0, needsNoEscaping: deviceToken.needsNoEscaping) }
+                }
             }
-            eventName.withUnsafeBufferPointer { add($0) }
-            eventTime.withUnsafeBufferPointer { add($0) }
-            deviceToken.withUnsafeBufferPointer { add($0) }
+            add(eventName)
+            add(eventTime)
+            add(deviceToken)
             add(context)
             add(params)
             canonical.endArray()
             return (canonical.withBytes { SHA256.hash(UnsafeRawBufferPointer($0)) }, builder.key.once)
         }
 
-        private mutating func add(_ field: UnsafeBufferPointer<UInt8>) {
-            canonical.string(utf8: field)
-            builder.add(utf8: field)
+        private mutating func add(_ field: Field) {
+            field.utf8.withUnsafeBufferPointer { add($0, needsNoEscaping: field.needsNoEscaping) }
+        }
+
+        private mutating func add(_ utf8: UnsafeBufferPointer<UInt8>, needsNoEscaping: Bool) {
+            if needsNoEscaping {
+                canonical.string(needingNoEscapes: utf8)
+            } else {
+                canonical.string(utf8: utf8)
+            }
+            builder.add(utf8: utf8)
         }
 
         private mutating func add(_ write: (inout JSONWriter) -> Void) {

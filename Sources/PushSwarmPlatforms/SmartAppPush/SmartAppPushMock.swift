@@ -174,9 +174,12 @@ public struct SmartAppPushMock: MockService {
         guard problems.isEmpty, let tenant, let eventName, let eventTime, let deviceToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
+        func field(_ text: JSONFields.Text) -> SmartAppPushMessages.EventIdentity.Field {
+            SmartAppPushMessages.EventIdentity.Field(body.utf8(text), needsNoEscaping: text.isPlain)
+        }
         let (fingerprint, key) = identity.identify(
-            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID.map(body.utf8), eventName: body.utf8(eventName),
-            eventTime: body.utf8(eventTime), deviceToken: body.utf8(deviceToken),
+            tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID.map(field), eventName: field(eventName),
+            eventTime: field(eventTime), deviceToken: field(deviceToken),
             context: { writer in Self.writeCanonical(context, of: body, into: &writer) },
             params: { writer in Self.writeCanonical(params, of: body, into: &writer) }
         )
