@@ -59,6 +59,8 @@ public struct DeviceSnapshot: Sendable {
     public var userID: String?
     /// Push permission as the app last observed it (checked on every launch and resume).
     public var pushPermissionGranted: Bool
+    /// Made by `DeviceLifecycle.makeToken`: base64url characters and a colon, or a UUID
+    /// (nothing JSON escapes; clients write it without looking).
     public var pushToken: String?
     public var currentScreen: String
     /// Milliseconds since the Unix epoch for an instant of this run, and the zone offset then.

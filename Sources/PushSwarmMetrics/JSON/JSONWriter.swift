@@ -181,6 +181,23 @@ public struct JSONWriter: Sendable {
             string(utf8: utf8)
             return
         }
+        writeMember(name, plain: utf8)
+    }
+
+    /// `member(_:utf8:)` for a value whose UTF-8 holds nothing JSON escapes (as for
+    /// `string(needingNoEscapes:)`): written without looking for escapes.
+    public mutating func member(_ name: Name, needingNoEscapes utf8: UnsafeBufferPointer<UInt8>) {
+        assert(Self.firstEscape(in: utf8) == nil, "a string that needs escaping given as one that does not")
+        guard indentUnit == 0, depth > 0, !afterKey else {
+            key(name)
+            string(utf8: utf8)
+            return
+        }
+        writeMember(name, plain: utf8)
+    }
+
+    /// A compact member, `,"name":"value"`, whose value needs no escaping, in one write.
+    private mutating func writeMember(_ name: Name, plain utf8: UnsafeBufferPointer<UInt8>) {
         let needsComma = hasItems & 1 != 0
         hasItems |= 1
         write(upTo: Name.capacity + utf8.count + 2) { out in
