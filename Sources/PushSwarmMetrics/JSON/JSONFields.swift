@@ -134,16 +134,25 @@ public struct JSONFields: Sendable {
     /// found is the first of that name). `key` is `nameKey(wanted)` when the caller has it.
     private func firstMember(named wanted: UnsafeBufferPointer<UInt8>, key: UInt64? = nil, from start: Int = 0) -> Int? {
         let key = key ?? Self.nameKey(wanted)
-        let count = members.count
-        var place = start < count ? start : 0
-        for _ in 0..<count {
-            let member = members[place]
-            if member.key == key ? equals(member.name, wanted) : member.key == 0 && unescaped(member.name).elementsEqual(wanted) {
-                return place
+        // Through buffer pointers: a lookup reads one member's key and name in the common case,
+        // and the array accesses' checks were most of its cost.
+        return members.withUnsafeBufferPointer { members in
+            bytes.withUnsafeBufferPointer { bytes in
+                let count = members.count
+                var place = start < count ? start : 0
+                for _ in 0..<count {
+                    let name = members[place].name
+                    let memberKey = members[place].key
+                    if memberKey == key {
+                        if Self.equals(UnsafeBufferPointer(rebasing: bytes[name]), wanted) { return place }
+                    } else if memberKey == 0, unescaped(name).elementsEqual(wanted) {
+                        return place
+                    }
+                    place = place + 1 == count ? 0 : place + 1
+                }
+                return nil
             }
-            place = place + 1 == count ? 0 : place + 1
         }
-        return nil
     }
 
     /// A name's first and last eight bytes and its length, mixed into a word that is never 0: equal
@@ -244,17 +253,17 @@ public struct JSONFields: Sendable {
 
     /// Whether a string value is `other`, byte for byte.
     public func text(_ text: Text, equals other: String) -> Bool {
-        return other.withContiguousUTF8 { wanted in withUTF8(text) { equals($0, wanted) } }
+        return other.withContiguousUTF8 { wanted in withUTF8(text) { Self.equals($0, wanted) } }
     }
 
     private func equals(_ content: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.withUnsafeBufferPointer { equals(UnsafeBufferPointer(rebasing: $0[content]), wanted) }
+        bytes.withUnsafeBufferPointer { Self.equals(UnsafeBufferPointer(rebasing: $0[content]), wanted) }
     }
 
     /// Names and short values are compared in place, eight bytes at a time: a call to `memcmp`
     /// for a dozen bytes cost more than the comparison (2 % of a simulated request, in the
     /// mock's field lookups and duplicate-name checks). Long ones go to `memcmp`.
-    private func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         guard let left = a.baseAddress, let right = b.baseAddress else { return true }
         let count = a.count
