@@ -109,6 +109,40 @@ import Testing
         }
     }
 
+    /// Member names are keyed by their first and last bytes, read as words (two that may overlap
+    /// for a short name): every length from 1 to 20, names that differ only inside, and each one
+    /// repeated (refused as a duplicate) must still be told apart.
+    @Test func namesOfEveryLengthAreFoundAndTheirRepeatsRefused() throws {
+        var names: [String] = []
+        let letters = Array("abcdefghijklmnopqrst")
+        for length in 1...20 {
+            names.append(String(letters[..<length]))
+            if length >= 3 {
+                var inside = Array(letters[..<length])
+                inside[length / 2] = "Z"
+                names.append(String(inside))
+            }
+        }
+        let document = "{" + names.enumerated().map { "\"\($0.element)\": \($0.offset)" }.joined(separator: ", ") + "}"
+        let fields = try #require(try JSONFields.parse(Array(document.utf8)))
+        for (index, name) in names.enumerated() {
+            guard case .number(let number)? = fields[name] else {
+                Issue.record("\(name) not found")
+                continue
+            }
+            #expect(number == Double(index), "\(name)")
+            var next = 0
+            guard case .number(let again)? = fields.value(named: name, next: &next) else {
+                Issue.record("\(name) not found by place")
+                continue
+            }
+            #expect(again == Double(index))
+            let repeated = "{\"\(name)\": 1, \"other\": 2, \"\(name)\": 3}"
+            #expect(throws: JSONParser.SyntaxError.self) { _ = try JSONFields.parse(Array(repeated.utf8)) }
+        }
+        #expect(fields["abcdefghijklmnopqrstu"] == nil && fields["b"] == nil && fields["abZ"] == nil)
+    }
+
     /// `JSONFields` reads an object's members without a tree; what it finds must be what the parser
     /// finds: each member's value (escapes resolved, the first of a repeated name), and for a
     /// document that is not valid JSON the parser's error, line and column.
