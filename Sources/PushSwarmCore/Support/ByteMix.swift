@@ -24,9 +24,14 @@ enum ByteMix {
     /// Mixes `bytes` into `state`: 16 bytes a multiply, as wyhash does, then a word, then the
     /// tail. A two-word product is zero only when a word equals the constant it is xored with;
     /// both constants are invalid UTF-8, so no text can zero the state.
+    ///
+    /// The state is worked on in a local and stored once at the end: through the `inout` it was
+    /// stored after every multiply (the bytes read might have been it, for all the compiler knew).
     @inline(__always)
-    static func absorb(_ bytes: UnsafeBufferPointer<UInt8>, into state: inout UInt64) {
+    static func absorb(_ bytes: UnsafeBufferPointer<UInt8>, into stored: inout UInt64) {
         guard let base = bytes.baseAddress else { return }
+        var state = stored
+        defer { stored = state }
         let raw = UnsafeRawPointer(base)
         var offset = 0
         while offset + 16 <= bytes.count {
