@@ -176,28 +176,24 @@ public struct JSONWriter: Sendable {
     /// body is a dozen such members: half its writes, each of which checked the buffer's
     /// uniqueness.
     public mutating func member(_ name: Name, utf8: UnsafeBufferPointer<UInt8>) {
-        guard indentUnit == 0, depth > 0, !afterKey, Self.firstEscape(in: utf8) == nil else {
+        guard Self.firstEscape(in: utf8) == nil else {
             key(name)
             string(utf8: utf8)
             return
         }
-        writeMember(name, plain: utf8)
+        member(name, needingNoEscapes: utf8)
     }
 
     /// `member(_:utf8:)` for a value whose UTF-8 holds nothing JSON escapes (as for
-    /// `string(needingNoEscapes:)`): written without looking for escapes.
+    /// `string(needingNoEscapes:)`): written without looking for escapes, in compact output as
+    /// `,"name":"value"` in one write.
     public mutating func member(_ name: Name, needingNoEscapes utf8: UnsafeBufferPointer<UInt8>) {
         assert(Self.firstEscape(in: utf8) == nil, "a string that needs escaping given as one that does not")
         guard indentUnit == 0, depth > 0, !afterKey else {
             key(name)
-            string(utf8: utf8)
+            string(needingNoEscapes: utf8)
             return
         }
-        writeMember(name, plain: utf8)
-    }
-
-    /// A compact member, `,"name":"value"`, whose value needs no escaping, in one write.
-    private mutating func writeMember(_ name: Name, plain utf8: UnsafeBufferPointer<UInt8>) {
         let needsComma = hasItems & 1 != 0
         hasItems |= 1
         write(upTo: Name.capacity + utf8.count + 2) { out in
@@ -253,12 +249,7 @@ public struct JSONWriter: Sendable {
     public mutating func string(needingNoEscapes utf8: UnsafeBufferPointer<UInt8>) {
         assert(Self.firstEscape(in: utf8) == nil, "a string that needs escaping given as one that does not")
         prepareForValue()
-        write(upTo: utf8.count + 2) { out in
-            out[0] = UInt8(ascii: "\"")
-            Self.copy(utf8, to: out + 1)
-            out[utf8.count + 1] = UInt8(ascii: "\"")
-            return utf8.count + 2
-        }
+        appendPlainQuoted(utf8)
     }
 
     /// Writes one value with `write` and returns where its own text is in `bytes`: after the
@@ -416,8 +407,8 @@ public struct JSONWriter: Sendable {
     private mutating func appendNumber(_ value: Double) {
         // Integral ones (counts, most of a report's numbers) as digits written in place, the
         // same text `numberText` gives them without making a `String` of it.
-        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
-            appendInteger(Int64(value))
+        if let integer = Self.exactInteger(value) {
+            appendInteger(integer)
         } else if let hundredths = Self.hundredths(value) {
             appendHundredths(hundredths)
         } else {
@@ -444,12 +435,8 @@ public struct JSONWriter: Sendable {
         let fraction = Int(hundredths.magnitude % 100)
         if hundredths < 0 && whole == 0 { append(UInt8(ascii: "-")) }
         appendInteger(whole)
-        if fraction % 10 == 0 {
-            append(UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 10))
-        } else {
-            append(UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 10))
-            append(UInt8(ascii: "0") + UInt8(fraction % 10))
-        }
+        append(UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 10))
+        if fraction % 10 != 0 { append(UInt8(ascii: "0") + UInt8(fraction % 10)) }
     }
 
     /// `String(value)`'s digits, written straight into the buffer: a metrics archive is mostly
@@ -457,7 +444,7 @@ public struct JSONWriter: Sendable {
     private mutating func appendInteger(_ value: Int64) {
         write(upTo: 20) { out in
             var magnitude = value.magnitude
-            // The digits from the last, into a scratch word pair, then copied in order.
+            // The digits from the last, into three scratch words, then copied in order.
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             return withUnsafeMutableBytes(of: &digits) { scratch in
                 var at = scratch.count
@@ -482,8 +469,15 @@ public struct JSONWriter: Sendable {
     /// no allocation.)
     static func numberText(_ value: Double) -> String {
         guard value.isFinite else { return "null" }
-        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return String(Int64(value)) }
+        if let integer = exactInteger(value) { return String(integer) }
         return String(value)
+    }
+
+    /// The integer `value` is when it is integral and exact as a double (below 2^53 in size):
+    /// such numbers are written without a fraction.
+    @inline(__always)
+    static func exactInteger(_ value: Double) -> Int64? {
+        value == value.rounded() && abs(value) < 9_007_199_254_740_992 ? Int64(value) : nil
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -532,17 +526,20 @@ public struct JSONWriter: Sendable {
         return nil
     }
 
+    /// Quotes and text in one write, for text that needs no escaping.
+    @inline(__always)
+    private mutating func appendPlainQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+        write(upTo: utf8.count + 2) { out in
+            out[0] = UInt8(ascii: "\"")
+            Self.copy(utf8, to: out + 1)
+            out[utf8.count + 1] = UInt8(ascii: "\"")
+            return utf8.count + 2
+        }
+    }
+
     private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
         // Most strings need no escaping: quotes and text in one write.
-        guard var escape = Self.firstEscape(in: utf8) else {
-            write(upTo: utf8.count + 2) { out in
-                out[0] = UInt8(ascii: "\"")
-                Self.copy(utf8, to: out + 1)
-                out[utf8.count + 1] = UInt8(ascii: "\"")
-                return utf8.count + 2
-            }
-            return
-        }
+        guard var escape = Self.firstEscape(in: utf8) else { return appendPlainQuoted(utf8) }
         append(UInt8(ascii: "\""))
         var runStart = 0
         while true {
