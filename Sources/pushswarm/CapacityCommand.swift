@@ -65,21 +65,29 @@ enum CapacityCommand {
         print("capacity search: \(scenario.name), \(goals), steps of \(scenario.duration) in \(scenario.clock.rawValue) time")
         print("rate/s      sent  \(quantile.padding(toLength: 10, withPad: " ", startingAt: 0))  errors  held")
         var failedToRun = false
-        let (steps, capacity) = await search.run({ stepped in
+        let outcome = await search.run({ stepped in
             if stepped.clock == .wall {
                 guard let result = await RunCommand.runWall(stepped, arguments: arguments, targetWords: targetWords, quiet: true) else {
                     failedToRun = true
-                    return RunMetrics()
+                    return (RunMetrics(), nil)
                 }
-                return result.metrics
+                return (result.metrics, result.cpuBusy)
             }
-            return await Run.simulated(stepped).run().metrics
+            return (await Run.simulated(stepped).run().metrics, nil)
         }, progress: { step in
             let latency = step.latency.map { String(format: "%.2f ms", Double($0) / 1_000) } ?? "-"
-            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")\(step.saturated ? " (generator saturated: the load was not put on; see lag and missed starts)" : "")\(step.failedThresholds.isEmpty ? "" : " (" + step.failedThresholds.joined(separator: "; ") + ")")")
+            let limit = step.generatorLimit.map { " (PushSwarm's limit, not the service's: \($0))" } ?? ""
+            print("\(String(format: "%-8.2f", step.rate)) \(String(format: "%7d", step.sent))  \(latency.padding(toLength: 10, withPad: " ", startingAt: 0))  \(String(format: "%5.2f%%", step.errorRate * 100))  \(step.held ? "yes" : "no")\(limit)\(step.failedThresholds.isEmpty ? "" : " (" + step.failedThresholds.joined(separator: "; ") + ")")")
         })
         if failedToRun { return .badInput }
-        if let capacity {
+        let steps = outcome.steps
+        let capacity = outcome.capacity
+        if let limit = outcome.generatorLimit {
+            let held = outcome.held.map { String(format: "%.2f", $0) + " requests/s" } ?? "no rate tried"
+            let why = steps.last(where: { $0.rate == limit })?.generatorLimit ?? "it fell behind"
+            print("capacity: limited by PushSwarm at \(String(format: "%.2f", limit)) requests/s (\(why)); the service held \(held) \(goals), so its capacity is at least that, not known.")
+            print("  To measure further: more devices (--devices) if arrivals were shed on busy devices; more cores for PushSwarm, or shards on more machines (--workers N, --shard I/N), if its lag or CPU was the limit.")
+        } else if let capacity {
             print("capacity: \(String(format: "%.2f", capacity)) requests/s held \(goals)")
         } else {
             print("capacity: not found: the objective did not hold at any rate tried")
@@ -89,6 +97,8 @@ enum CapacityCommand {
         json["objective"] = .string(search.objective.description)
         json["thresholds"] = .array(search.thresholds.map { .string($0.text) })
         json["capacityPerSecond"] = capacity.map { .number($0) } ?? .null
+        json["heldPerSecond"] = outcome.held.map { .number($0) } ?? .null
+        json["limitedByPushSwarmAtPerSecond"] = outcome.generatorLimit.map { .number($0) } ?? .null
         json["steps"] = .array(steps.map { step -> JSONValue in
             var entry = JSONObject()
             entry["rate"] = .number(step.rate)
@@ -97,6 +107,7 @@ enum CapacityCommand {
             entry["errorRate"] = .number(step.errorRate)
             entry["held"] = .bool(step.held)
             entry["saturated"] = .bool(step.saturated)
+            entry["generatorLimit"] = step.generatorLimit.map(JSONValue.string) ?? .null
             entry["failedThresholds"] = .array(step.failedThresholds.map(JSONValue.string))
             return .object(entry)
         })

@@ -161,13 +161,17 @@ enum RunCommand {
             if !arguments.flags.contains("--quiet") { print("waiting until \(arguments.value("--start-at") ?? "") to start (\(Int(startAt.timeIntervalSinceNow.rounded(.up))) s)") }
             try? await Task.sleep(for: .seconds(startAt.timeIntervalSinceNow))
         }
-        if let partitions, let note = Run.partitionCount(for: scenario, requested: partitions).note {
+        if let partitions, let note = Run.partitionCount(for: scenario, requested: partitions, usesBuiltInMocks: targetWords.isEmpty).note {
             PushSwarmCommand.printError("note: --partitions \(partitions): \(note)")
         }
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
-        let onProgress: ((RunProgress) -> Void)? = line == nil && listeners.isEmpty ? nil : { [listeners] progress in
-            line?.update(progress)
-            for listener in listeners { listener.publish(progress) }
+        var onProgress: (@Sendable (RunProgress) -> Void)?
+        if line != nil || !listeners.isEmpty {
+            let live = listeners
+            onProgress = { @Sendable progress in
+                line?.update(progress)
+                for listener in live { listener.publish(progress) }
+            }
         }
         let result: RunResult
         if scenario.clock == .wall {
@@ -237,7 +241,7 @@ enum RunCommand {
     /// A wall-clock run: targets parsed, the socket plan checked, Ctrl-C wired to a clean stop.
     static func runWall(
         _ scenario: Scenario, arguments: Arguments, targetWords: [String], quiet: Bool = false, shard: Shard? = nil, partitions: Int? = nil,
-        onProgress: ((RunProgress) -> Void)? = nil
+        onProgress: (@Sendable (RunProgress) -> Void)? = nil
     ) async -> RunResult? {
         var targets: [String: TargetURL] = [:]
         for word in targetWords {

@@ -22,7 +22,7 @@ import PushSwarmMetrics
         // capacity-events.json: a token bucket admitting 200 events/s in all.
         let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
         let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms,errors<1%"), startRate: 10)
-        let (steps, capacity) = await search.run { await Run.simulated($0).run().metrics }
+        let (steps, capacity) = await search.run { (await Run.simulated($0).run().metrics, nil) }.pair
         let found = try #require(capacity)
         #expect(abs(found - 200) <= 10, "capacity \(found)/s")
         #expect(steps.contains { !$0.held } && steps.contains { $0.held })
@@ -41,7 +41,7 @@ import PushSwarmMetrics
             ]]]
         }
         let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms"), startRate: 10)
-        let (steps, capacity) = await search.run { await Run.simulated($0).run().metrics }
+        let (steps, capacity) = await search.run { (await Run.simulated($0).run().metrics, nil) }.pair
         let found = try #require(capacity)
         #expect(found >= 95 && found <= 115, "capacity \(found)/s")
         // Just above capacity nothing is refused or timed out: latency is what broke.
@@ -54,7 +54,7 @@ import PushSwarmMetrics
         let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
         var search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(), startRate: 10)
         search.thresholds = [try Threshold(parsing: "rate(status=429) < 1%"), try Threshold(parsing: "p99(smartapppush.events) < 1s")]
-        let (steps, capacity) = await search.run { await Run.simulated($0).run().metrics }
+        let (steps, capacity) = await search.run { (await Run.simulated($0).run().metrics, nil) }.pair
         let found = try #require(capacity)
         #expect(abs(found - 200) <= 10, "capacity \(found)/s")
         let broken = steps.filter { !$0.held }
@@ -79,23 +79,53 @@ import PushSwarmMetrics
         let (steps, capacity) = await search.run { stepped in
             var metrics = await Run.simulated(stepped).run().metrics
             if firstRuns.withLock({ $0.insert(Int(rate(of: stepped) * 100)).inserted }) { metrics.increment("workload.missedStarts") }
-            return metrics
-        }
+            return (metrics, nil)
+        }.pair
         #expect(abs((capacity ?? 0) - 200) <= 10, "capacity \(String(describing: capacity))/s")
         let saturated = steps.filter(\.saturated)
         #expect(!saturated.isEmpty && saturated.allSatisfy { !$0.held })
         for step in saturated { #expect(steps.contains { !$0.saturated && $0.rate == step.rate }, "rerun at \(step.rate)/s") }
 
-        // A generator that cannot go past 150/s: the search never claims more than that.
-        let (_, bounded) = await search.run { stepped in
+        // A generator that cannot go past 150/s: the search ends at PushSwarm's limit, never
+        // claims a capacity for the service, and what held stays below that limit.
+        let bounded = await search.run { stepped in
             var metrics = await Run.simulated(stepped).run().metrics
             if rate(of: stepped) > 150 { metrics.increment("workload.missedStarts") }
-            return metrics
+            return (metrics, nil)
         }
-        #expect((bounded ?? 0) <= 150, "capacity \(String(describing: bounded))/s")
+        #expect(bounded.capacity == nil, "no capacity claimed for the service")
+        let limit = try #require(bounded.generatorLimit)
+        #expect(limit > 150 && (bounded.held ?? 0) <= 150, "limited at \(limit)/s, held \(String(describing: bounded.held))/s")
+        #expect(bounded.steps.last { $0.rate == limit }?.generatorLimit?.contains("starts missed") == true)
+    }
+
+    /// Issue 34: arrivals shed on busy devices while the service answered within the objective
+    /// are PushSwarm's limit (too few devices), not the service's. 20 devices, a 100 ms service:
+    /// 20 devices × 8 waiting / 0.1 s is about 1,600/s at most, whatever the service could take.
+    @Test func arrivalsShedOnBusyDevicesWhileTheServiceAnswersInTimeAreTheGeneratorsLimit() async throws {
+        let scenario = try loadScenario("capacity-events") { object in
+            object["duration"] = "10s"
+            object["devices"] = 20
+            object["platforms"] = ["smartapppush": ["retry": ["rateLimited": ["maxRetries": 0]], "mock": ["latency": "100ms", "rateLimitPerSecond": 100000]]]
+        }
+        let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<2s,errors<1%"), startRate: 50)
+        let outcome = await search.run { (await Run.simulated($0).run().metrics, nil) }
+        #expect(outcome.capacity == nil)
+        let limit = try #require(outcome.generatorLimit, "\(outcome.steps.map { ($0.rate, $0.held, $0.generatorLimit) })")
+        #expect(limit <= 1_600 && (outcome.held ?? 0) >= 100)
+        #expect(outcome.steps.contains { $0.generatorLimit?.contains("shed on busy devices") == true })
+        // The same devices against a service slower than the objective: the service's limit.
+        let strict = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<50ms"), startRate: 50)
+        let slow = await strict.run { (await Run.simulated($0).run().metrics, nil) }
+        #expect(slow.generatorLimit == nil)
     }
 
     @Test func aScenarioWithoutAnOpenWorkloadIsRefused() throws {
         #expect(throws: ScenarioError.self) { try CapacitySearch(scenario: try loadScenario("quickstart"), objective: ServiceLevelObjective(), startRate: 10) }
     }
+}
+
+extension CapacityOutcome {
+    /// The steps and the service's capacity, as the tests above read them.
+    var pair: ([CapacityStep], Double?) { (steps, capacity) }
 }

@@ -30,7 +30,37 @@ import PushSwarmMetrics
         }
     }
 
-    /// Where a string's bytes are (nil: held inline, up to 15 bytes, nothing to share).
+    /// Three groups behind NAT addresses of 7, the spec's per-address limit answering 429s that
+    /// are retried: evenly spaced arrivals, Poisson arrivals, and a closed model's users.
+    static func mixedWorkloads() throws -> Scenario {
+        try loadScenario("capacity-events") { object in
+            object["devices"] = 1_400
+            object["duration"] = "40s"
+            object["network"] = ["devicesPerSourceIP": 7]
+            object["groups"] = [
+                ["name": "even", "share": 2, "platform": "smartapppush", "os": "android", "workload": ["model": "open", "rate": ["from": "100/s", "to": "600/s", "over": "30s"]]],
+                ["name": "poisson", "share": 1, "platform": "smartapppush", "os": "ios", "workload": ["model": "open", "rate": "250/s", "arrivals": "poisson"]],
+                ["name": "closed", "share": 1, "platform": "smartapppush", "os": "android", "workload": ["model": "closed", "concurrency": 150, "thinkTime": "500ms"]],
+            ]
+            object["platforms"] = ["smartapppush": ["mock": ["latency": "30ms"]]]
+        }
+    }
+
+    /// Issue 34: each partition computes the arrivals of its own devices only (evenly spaced ones
+    /// by their position in the group, Poisson ones per NAT address), and the run is the same.
+    @Test func openAndClosedWorkloadsGiveTheSameSummaryForOneTwoAndFourPartitions() async throws {
+        let scenario = try Self.mixedWorkloads()
+        let one = await summaryText(scenario, partitions: 1)
+        let summary = try JSONParser.parse(Array(one.utf8))
+        #expect((summary["workload"]?["arrivals"]?.numberValue ?? 0) > 10_000, "\(one)")
+        #expect((summary["requests"]?["byStatus"]?["429"]?.numberValue ?? 0) > 100, "the per-address limit answers 429s")
+        for partitions in [2, 4] {
+            let text = await summaryText(scenario, partitions: partitions)
+            #expect(text == one, "\(partitions) partitions")
+        }
+    }
+
+
     func storage(_ text: String) -> UnsafeRawPointer? {
         guard text.utf8.count > 15 else { return nil }
         return text.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil

@@ -63,6 +63,15 @@ import PushSwarmPlatforms
         #expect(whole.ledgers.values.reduce(0) { $0 + $1.acceptedByOperation.values.reduce(0, +) } == accepted)
     }
 
+    /// Issue 34: a shard computes only its own devices' arrivals, and the merge is the whole run.
+    @Test func openAndClosedWorkloadsInThreeShardsMergedEqualTheWholeRun() async throws {
+        let scenario = try PartitionTests.mixedWorkloads()
+        let (whole, merged, _, lost) = await wholeAndMerged(scenario, shards: 3)
+        #expect((whole.metrics.counters["workload.arrivals"] ?? 0) > 10_000)
+        #expect(withoutPeaks(whole.metrics) == withoutPeaks(merged))
+        #expect(whole.lost == lost)
+    }
+
     @Test func aShardHoldsOnlyItsDevices() async throws {
         // Eight NAT addresses of 125 devices: a shard of four holds two whole addresses.
         let scenario = try loadScenario("quickstart") { object in

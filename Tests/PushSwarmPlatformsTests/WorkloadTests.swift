@@ -50,6 +50,32 @@ import PushSwarmMetrics
         #expect(abs(count - 3_000) < 150)
     }
 
+    /// Every arrival offered: started, shed behind a busy device, or missed.
+    func offered(_ result: RunResult) -> Double {
+        Double(["workload.arrivals", "workload.shed", "workload.missedStarts"].reduce(0) { $0 + (result.metrics.counters[$1] ?? 0) })
+    }
+
+    /// Issue 34: "the count of arrivals in a simulated run is within 0.1 % of rate × duration at
+    /// rates whose intervals are not whole microseconds", ramps and steps included. Each instant is
+    /// computed exactly and rounded once; rounding each interval made 777,777/s into 1,000,000/s.
+    @Test(arguments: [(1_234.0, "10s"), (123_457, "200ms"), (777_777, "40ms"), (3_333_333, "10ms")])
+    func anOpenRateIsDeliveredWithin0point1Percent(rate: Double, duration: String) async throws {
+        let result = try await run(workload: ["model": "open", "rate": .string("\(Int(rate))/s")], duration: duration, devices: 5_000)
+        let expected = rate * (TimeSpan(parsing: duration)?.seconds ?? 0)
+        #expect(abs(offered(result) - expected) <= expected / 1_000, "\(offered(result)) arrivals for \(expected)")
+    }
+
+    @Test func rampsAndStepsAtRatesBetweenMicrosecondsAreDeliveredWithin0point1Percent() async throws {
+        // A ramp from 0 to 777,777/s over 40 ms: 15,555.5 arrivals.
+        let ramp = try await run(workload: ["model": "open", "rate": ["from": 0, "to": "777777/s", "over": "40ms"]], duration: "40ms", devices: 5_000)
+        #expect(abs(offered(ramp) - 15_555.5) <= 15.6, "\(offered(ramp))")
+        // 123,457/s for 100 ms, then 3,333,333/s for 10 ms: 12,345.7 + 33,333.3.
+        let steps = try await run(
+            workload: ["model": "open", "steps": [["rate": "123457/s", "for": "100ms"], ["rate": "3333333/s", "for": "10ms"]]], duration: "110ms", devices: 5_000
+        )
+        #expect(abs(offered(steps) - 45_679) <= 45.7, "\(offered(steps))")
+    }
+
     @Test func aClosedModelWaitsForEachAnswerAndThinks() async throws {
         // 10 users, a 5 ms answer and a 1 s think: about one event per user per 1.005 s.
         let result = try await run(workload: ["model": "closed", "concurrency": 10, "thinkTime": "1s"])

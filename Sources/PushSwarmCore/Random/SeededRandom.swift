@@ -26,6 +26,8 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         case pushDelivery = 8
         /// What a user does with one push, from its `PushNotification.fate`.
         case notificationFate = 9
+        /// An open workload's Poisson arrivals, per group and NAT address (`ArrivalStream`).
+        case arrivals = 10
     }
 
     public init(seed: UInt64, stream: Stream, index: UInt64 = 0) {

@@ -60,10 +60,29 @@ public struct CapacityStep: Sendable {
     public var held: Bool
     /// The thresholds that failed at this rate, as written.
     public var failedThresholds: [String] = []
-    /// The step did not put on the load it asked for because PushSwarm fell behind (generator
-    /// lag p99 over 100 ms, or arrivals missed). It cannot vouch for its rate, so it does not
-    /// hold; the search runs such a step again before believing it.
+    /// The step did not put on the load it asked for because PushSwarm, not the service, fell
+    /// behind: generator lag p99 over 100 ms, starts missed, the CPU over 90 % of the cores, or
+    /// arrivals shed on devices busy with earlier requests while the service's own answers
+    /// (service time, errors) met the objective. It cannot vouch for its rate, so it does not
+    /// hold; the search runs it again, and a rate that stays so is PushSwarm's limit, not the
+    /// service's.
     public var saturated = false
+    /// What limited PushSwarm at this step, in words (nil when it was not saturated).
+    public var generatorLimit: String?
+}
+
+/// What a capacity search found.
+public struct CapacityOutcome: Sendable {
+    public var steps: [CapacityStep]
+    /// The highest rate that held.
+    public var held: Double?
+    /// Set when the search stopped at PushSwarm's own limit: the lowest rate it could not put
+    /// on (the service held every rate below it that was tried). The service's capacity is then
+    /// unknown, at least `held`.
+    public var generatorLimit: Double?
+
+    /// The service's capacity: the highest rate that held, when the service (not PushSwarm) broke above it.
+    public var capacity: Double? { generatorLimit == nil ? held : nil }
 }
 
 /// Steps a scenario's open load up until the objective breaks, then narrows the gap: the highest
@@ -104,45 +123,66 @@ public struct CapacitySearch: Sendable {
         return stepped
     }
 
-    /// Whether a run's results meet the objective, and the figures checked.
-    public func judge(_ metrics: RunMetrics, rate: Double) -> CapacityStep {
+    /// Whether a run's results meet the objective, and the figures checked; `cpuBusy` is the
+    /// run's CPU use as a share of the cores (wall time).
+    public func judge(_ metrics: RunMetrics, rate: Double, cpuBusy: Double? = nil) -> CapacityStep {
         let sent = metrics.sent
         let errorRate = metrics.errorRate
         let value = metrics.allLatencies.value(atQuantile: objective.latencyQuantile)
         var held = sent > 0
         if let limit = objective.latencyLimit, let value, value > UInt64(max(0, limit.microseconds)) { held = false }
         if let limit = objective.errorRateLimit, errorRate > limit { held = false }
-        let summary = Summary(
+        var summary = Summary(
             scenario: scenario.name, seed: scenario.seed, clock: scenario.clock.rawValue, devices: scenario.devices,
             simulatedSeconds: scenario.duration.seconds, wallSeconds: 0, runID: "", version: "", metrics: metrics,
             ledger: nil, lost: 0, pendingAtEnd: 0
         )
+        summary.cpuBusy = cpuBusy
         let failed = thresholds.filter { !$0.holds(summary) }.map(\.text)
         // Once a step "held" at 278/s against a limit of 200/s: on a loaded machine its generator
-        // had put on far less than it asked for. (CPU use alone is not counted here: a busy
-        // generator that kept its schedule did put the load on.)
-        let saturated = (summary.lagP99Milliseconds ?? 0) > Summary.saturationThresholdMs || summary.missedStarts > 0
-        // Shed arrivals found their device's queue full: the service did not keep up. Not held.
+        // had put on far less than it asked for.
+        var limits: [String] = []
+        if let lag = summary.lagP99Milliseconds, lag > Summary.saturationThresholdMs { limits.append("generator lag p99 \(Int(lag.rounded())) ms") }
+        if summary.missedStarts > 0 { limits.append("\(summary.missedStarts) starts missed") }
+        if let cpuBusy, cpuBusy > Summary.saturationCPUShare { limits.append("CPU \(Int((cpuBusy * 100).rounded())) % of the cores") }
+        // Arrivals shed found their device busy with earlier requests. When the service's own
+        // answers met the objective (its service time, its errors), the devices were too few or
+        // too slow to put the load on: PushSwarm's limit. Otherwise the service did not keep up.
         let shed = summary.shedArrivals > 0
+        if shed {
+            var serviceTimes = LatencyHistogram()
+            for operation in metrics.operations.values { serviceTimes.merge(operation.serviceTime) }
+            var serviceHeld = objective.errorRateLimit.map { errorRate <= $0 } ?? true
+            if let limit = objective.latencyLimit, let p = serviceTimes.value(atQuantile: objective.latencyQuantile), p > UInt64(max(0, limit.microseconds)) { serviceHeld = false }
+            if serviceHeld { limits.append("\(summary.shedArrivals) arrivals shed on busy devices") }
+        }
+        let saturated = !limits.isEmpty
         var step = CapacityStep(
             rate: rate, sent: sent, latency: value, errorRate: errorRate, held: held && failed.isEmpty && !saturated && !shed, failedThresholds: failed
         )
         step.saturated = saturated
+        step.generatorLimit = saturated ? limits.joined(separator: ", ") : nil
         return step
     }
 
-    /// Times a saturated step is run again before the search takes it as not holding.
+    /// Times a saturated step is run again before the search takes it as PushSwarm's limit.
     public static let saturatedRetries = 2
 
-    /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives its metrics.
-    public func run(_ execute: (Scenario) async -> RunMetrics, progress: (CapacityStep) -> Void = { _ in }) async -> (steps: [CapacityStep], capacity: Double?) {
+    /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives its
+    /// metrics and its CPU use as a share of the cores (nil in simulated time).
+    public func run(_ execute: (Scenario) async -> (metrics: RunMetrics, cpuBusy: Double?), progress: (CapacityStep) -> Void = { _ in }) async -> CapacityOutcome {
         var steps: [CapacityStep] = []
         var good: Double?
         var bad: Double?
+        var badIsGenerator = false
         var rate = startRate
         var retries = 0
+        func outcome() -> CapacityOutcome {
+            CapacityOutcome(steps: steps, held: good, generatorLimit: badIsGenerator ? bad : nil)
+        }
         while steps.count < maximumSteps {
-            let step = judge(await execute(scenario(at: rate)), rate: rate)
+            let (metrics, cpuBusy) = await execute(scenario(at: rate))
+            let step = judge(metrics, rate: rate, cpuBusy: cpuBusy)
             steps.append(step)
             progress(step)
             if step.saturated && retries < Self.saturatedRetries {
@@ -152,21 +192,28 @@ public struct CapacitySearch: Sendable {
                 continue
             }
             retries = 0
-            if step.held { good = max(good ?? 0, rate) } else { bad = min(bad ?? .infinity, rate) }
+            if step.held {
+                good = max(good ?? 0, rate)
+            } else if rate < (bad ?? .infinity) {
+                // The lowest rate that did not hold bounds the search; whether it was the
+                // service's limit or PushSwarm's decides what the search reports.
+                bad = rate
+                badIsGenerator = step.saturated
+            }
             switch (good, bad) {
             case (let held?, nil):
                 rate = held * 2
             case (nil, let broke?):
                 // Even the first step broke: halve until one holds.
                 rate = broke / 2
-                if rate < 0.01 { return (steps, nil) }
+                if rate < 0.01 { return outcome() }
             case (let held?, let broke?):
-                if (broke - held) / held <= precision { return (steps, held) }
+                if (broke - held) / held <= precision { return outcome() }
                 rate = (held + broke) / 2
             case (nil, nil):
-                return (steps, nil)
+                return outcome()
             }
         }
-        return (steps, good)
+        return outcome()
     }
 }

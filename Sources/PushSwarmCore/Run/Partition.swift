@@ -1,6 +1,7 @@
 import CPushSwarmShim
 import Foundation
 import PushSwarmMetrics
+import Synchronization
 
 /// One shared-nothing part of a run: whole NAT addresses' worth of devices, its own scheduler, its
 /// own built-in mock state and transport, all confined to one thread (its executor: a
@@ -25,8 +26,8 @@ final class Partition: @unchecked Sendable {
         case transportTimer(UInt64)
         /// A push a real service posted for a token (`--push-listen`).
         case externalPush(token: String, data: [String: String], isDataOnly: Bool)
-        /// The next open-model arrival of group number `group`.
-        case arrival(group: Int)
+        /// The next open-model arrival of stream number `stream` (`arrivalStreams`).
+        case arrival(stream: Int)
         /// Wall time: wakes the partition each second to report progress while nothing else is due.
         case progressTick
         /// The warm-up of device number `index` (an install from before the run).
@@ -80,11 +81,12 @@ final class Partition: @unchecked Sendable {
     private var slots: [DeviceSlot] = []
     /// Each group's platform name, by group index.
     private let groupPlatforms: [String]
-    /// Fleet indices of each group's devices, the whole fleet's (open-model arrivals go round robin
-    /// over them; a partition skips the arrivals that land on other partitions' devices).
-    private var groupDevices: [[Int]] = []
-    private var arrivalCursor: [Int] = []
-    private var workloadRandom: SeededRandom
+    /// Where this partition's devices stand in their groups across the fleet.
+    private let positions: GroupPositions
+    /// Local indices of each group's devices, in fleet order (for workloads other than lifecycle).
+    private var groupMembers: [[Int32]] = []
+    /// Open-model arrival streams for this partition's devices (`ArrivalStream`).
+    private var arrivalStreams: [ArrivalStream] = []
     /// Closed-model devices, their think time and their own draws of it.
     private var closedLoop: [Int: (think: Distribution, random: SeededRandom)] = [:]
     private var pushGateway: TokenIndex
@@ -107,6 +109,9 @@ final class Partition: @unchecked Sendable {
     private var finished: ((PartitionResult) -> Void)?
     private var isDone = false
     private var eventsSinceProgressCheck = 0
+    /// When this partition next hands its progress to the board (`reportProgress`).
+    private var nextProgress = Instant.start
+    private var nextProgressNanoseconds: UInt64 = 0
     /// The buffers a device's handling of an event fills, kept for the next event (see `work`).
     private var spareWork = VirtualDevice.Work()
     /// Simulated time: the time of the item being handled.
@@ -122,7 +127,7 @@ final class Partition: @unchecked Sendable {
 
     init(
         number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
-        devices range: Range<Int>, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [ExternalPush] = []
+        devices range: Range<Int>, positions: GroupPositions, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [ExternalPush] = []
     ) {
         self.number = number
         self.scenario = scenario
@@ -132,6 +137,7 @@ final class Partition: @unchecked Sendable {
         self.transport = transport
         self.mocks = mocks
         self.range = range
+        self.positions = positions
         pushGateway = TokenIndex(minimumCapacity: range.count)
         self.countsRunEvents = countsRunEvents
         self.progress = progress
@@ -140,7 +146,6 @@ final class Partition: @unchecked Sendable {
         self.memories = memories
         self.heldPushes = heldPushes
         end = Instant.start + (warmUp?.maxDuration ?? scenario.duration)
-        workloadRandom = SeededRandom(seed: scenario.seed, stream: .delivery, index: 1)
         metrics.timeline = Timeline(
             intervalMicroseconds: Timeline.interval(forRunMicroseconds: scenario.duration.microseconds),
             tickMicroseconds: Timeline.tick(forRunMicroseconds: scenario.duration.microseconds)
@@ -311,7 +316,7 @@ final class Partition: @unchecked Sendable {
 
     private func handle(_ item: Item, at time: Instant, lag: TimeSpan) {
         let isDraining = time > end
-        if progress != nil { reportProgress(at: time) }
+        reportProgress(at: time)
         // How late the generator starts what was due (wall time): the run's own saturation.
         if isWall && !isDraining {
             metrics.recordDuration("generatorLag", microseconds: UInt64(max(0, lag.microseconds)))
@@ -374,16 +379,11 @@ final class Partition: @unchecked Sendable {
             schedule(.lifecycle(.notificationDelivered(notification)), device: index, at: time)
         case .progressTick:
             if time + .seconds(1) <= end { queue.schedule(.progressTick, at: time + .seconds(1)) }
-        case .arrival(let group):
-            guard !isDraining, case .open(let workload) = scenario.groups[group].workload, !groupDevices[group].isEmpty else { return }
-            if let next = workload.nextArrival(after: time - .start, random: &workloadRandom), Instant.start + next <= end {
-                queue.schedule(.arrival(group: group), at: Instant.start + next)
-            }
-            let members = groupDevices[group]
-            let global = members[arrivalCursor[group] % members.count]
-            arrivalCursor[group] += 1
-            // Another partition's device: that partition sends it.
-            guard let index = localIndex(global) else { return }
+        case .arrival(let number):
+            guard !isDraining else { return }
+            let stream = arrivalStreams[number]
+            let index = Int(groupMembers[stream.group][stream.due])
+            scheduleNextArrival(number)
             // An arrival the generator reaches more than a second late did not start when it
             // should have: counted as missed, not sent late (as load testers drop iterations).
             if lag > Self.maximumStartLag {
@@ -435,13 +435,23 @@ final class Partition: @unchecked Sendable {
         )
     }
 
-    /// Publishes progress when a second of wall time has passed since the last report (checking
-    /// the clock every 256 events in simulated time, where events are cheap).
+    /// Hands the board a copy of this partition's metrics once a second: in wall time when the
+    /// run's own clock (the time of the item handled) passes the next second, in simulated time
+    /// when the monotonic clock, read every 256 events, does. An event otherwise costs a compare.
     private func reportProgress(at time: Instant) {
-        eventsSinceProgressCheck += 1
-        guard isWall || eventsSinceProgressCheck >= 256 else { return }
-        eventsSinceProgressCheck = 0
-        progress?.offer(partition: number, elapsed: min(time, end) - .start, metrics: metrics)
+        guard let progress else { return }
+        if isWall {
+            guard time >= nextProgress else { return }
+            nextProgress = time + .seconds(1)
+        } else {
+            eventsSinceProgressCheck += 1
+            guard eventsSinceProgressCheck >= 256 else { return }
+            eventsSinceProgressCheck = 0
+            let now = ProgressBoard.now
+            guard now >= nextProgressNanoseconds else { return }
+            nextProgressNanoseconds = now + ProgressBoard.interval
+        }
+        progress.publish(partition: number, elapsed: min(time, end) - .start, metrics: metrics)
     }
 
     /// Queues a device's event, but not a timer or lifecycle event due after the end: `handle`
@@ -508,29 +518,43 @@ final class Partition: @unchecked Sendable {
         }
     }
 
-    /// Schedules each group's load shape: the first arrival of an open model, the first event of
-    /// each closed-model user.
+    /// Schedules each group's load shape: the arrival streams of an open model, the first event
+    /// of each closed-model user.
     private func startWorkloads() {
-        groupDevices = Array(repeating: [], count: scenario.groups.count)
-        arrivalCursor = Array(repeating: 0, count: scenario.groups.count)
         guard scenario.groups.contains(where: { $0.workload != .lifecycle }) else { return }
-        if range == 0..<scenario.devices {
-            for (index, slot) in slots.enumerated() { groupDevices[Int(slot.group)].append(index) }
-        } else {
-            // A partition needs the whole fleet's groups to know whose turn each arrival is.
-            for global in 0..<scenario.devices { groupDevices[fleet.groupIndex(at: global)].append(global) }
-        }
+        groupMembers = Array(repeating: [], count: scenario.groups.count)
+        for (index, slot) in slots.enumerated() { groupMembers[Int(slot.group)].append(Int32(index)) }
         for (number, group) in scenario.groups.enumerated() {
+            let members = groupMembers[number]
             switch group.workload {
             case .lifecycle:
                 break
             case .open(let workload):
-                if let first = workload.nextArrival(after: .zero, random: &workloadRandom) {
-                    queue.schedule(.arrival(group: number), at: Instant.start + first)
+                let clock = ArrivalClock(workload)
+                let major = UInt16(number)
+                guard !members.isEmpty else { continue }
+                if !workload.isPoisson {
+                    let pattern = ArrivalStream.Pattern.even(next: positions.before[number], members: positions.total[number], first: positions.before[number])
+                    arrivalStreams.append(ArrivalStream(group: number, devices: 0..<members.count, rank: EventRank(major: major, minor: 0), clock: clock, pattern: pattern))
+                    continue
+                }
+                // One stream per NAT address: its devices of the group are a run of `members`.
+                var first = 0
+                while first < members.count {
+                    let address = slots[Int(members[first])].source
+                    var last = first + 1
+                    while last < members.count && slots[Int(members[last])].source == address { last += 1 }
+                    let random = SeededRandom(seed: scenario.seed, stream: .arrivals, index: UInt64(number) << 32 | UInt64(address.index))
+                    let scale = Double(positions.total[number]) / Double(last - first)
+                    let pattern = ArrivalStream.Pattern.poisson(area: 0, scale: scale, random: random, turn: 0)
+                    arrivalStreams.append(ArrivalStream(group: number, devices: first..<last, rank: EventRank(major: major, minor: address.index), clock: clock, pattern: pattern))
+                    first = last
                 }
             case .closed(let workload):
-                for global in groupDevices[number].prefix(workload.concurrency) {
-                    guard let index = localIndex(global) else { continue }
+                // The group's first `concurrency` devices of the fleet are its users.
+                for local in members.prefix(max(0, workload.concurrency - positions.before[number])) {
+                    let index = Int(local)
+                    let global = range.lowerBound + index
                     var random = SeededRandom(seed: scenario.seed, stream: .workload, index: UInt64(global))
                     // Users start spread over the first think time, not all in one microsecond.
                     let offset = workload.thinkTime.sampleSpan(using: &random)
@@ -539,6 +563,18 @@ final class Partition: @unchecked Sendable {
                 }
             }
         }
+        for number in arrivalStreams.indices { scheduleNextArrival(number) }
+    }
+
+    /// Queues stream `number`'s next arrival, at its exact instant rounded to the microsecond,
+    /// unless it falls after the end.
+    private func scheduleNextArrival(_ number: Int) {
+        guard let seconds = arrivalStreams[number].advance() else { return }
+        let microseconds = (seconds * 1_000_000).rounded()
+        guard microseconds <= Double(end.microseconds) else { return }
+        let at = Instant(microseconds: Int64(microseconds))
+        let stream = arrivalStreams[number]
+        queue.schedule(.arrival(stream: number), at: at, rank: stream.rank, hint: groupMembers[stream.group][stream.due])
     }
 
     private func recordSent(operation: String, retryNumber: Int, device index: Int, at now: Instant) {
@@ -699,42 +735,55 @@ public struct ExternalPush: Sendable {
     public var isDataOnly: Bool
 }
 
-/// Where partitions leave their progress; about once a second of wall time it merges the latest
-/// of each and hands the whole to the run's `onProgress` (under its lock: one call at a time).
-final class ProgressBoard: @unchecked Sendable {
-    private let lock = NSLock()
-    private var latest: [(elapsed: TimeSpan, metrics: RunMetrics)?]
-    private var refreshed: [Date]
-    private var nextReport = Date.distantPast
+/// Where partitions leave their progress. Each partition hands the board a copy of its metrics
+/// about once a second (`Partition.reportProgress`): nothing on the path of an event takes the
+/// board's lock. The board keeps the latest copy of each, and about once a second of wall time the
+/// partition whose copy finds a report due merges them, outside the lock, and hands the whole to
+/// the run's `onProgress` (one call at a time).
+final class ProgressBoard: Sendable {
+    private struct State {
+        var latest: [(elapsed: TimeSpan, metrics: RunMetrics)?]
+        var nextReport: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
+    /// Held while a report is merged and handed over: reports come one at a time.
+    private let reporting = Mutex<Void>(())
     private let duration: TimeSpan
     private let devices: Int
-    private let report: (RunProgress) -> Void
+    private let report: @Sendable (RunProgress) -> Void
 
-    init(partitions: Int, duration: TimeSpan, devices: Int, report: @escaping (RunProgress) -> Void) {
-        latest = Array(repeating: nil, count: partitions)
-        refreshed = Array(repeating: .distantPast, count: partitions)
+    /// How often partitions publish and the board reports, in nanoseconds of the monotonic clock.
+    static let interval: UInt64 = 1_000_000_000
+
+    init(partitions: Int, duration: TimeSpan, devices: Int, report: @escaping @Sendable (RunProgress) -> Void) {
+        state = Mutex(State(latest: Array(repeating: nil, count: partitions)))
         self.duration = duration
         self.devices = devices
         self.report = report
     }
 
-    /// Called by partition `partition` on its own thread; cheap unless a report is due.
-    func offer(partition: Int, elapsed: TimeSpan, metrics: RunMetrics) {
-        let now = Date()
-        lock.lock()
-        defer { lock.unlock() }
-        // Each partition's slot is refreshed at most once a second too: a copy of its metrics.
-        if now < nextReport && now < refreshed[partition].addingTimeInterval(1) { return }
-        latest[partition] = (elapsed, metrics)
-        refreshed[partition] = now
-        guard now >= nextReport else { return }
-        nextReport = now.addingTimeInterval(1)
-        var merged = RunMetrics()
-        var elapsed = TimeSpan.zero
-        for case let slot? in latest {
-            merged.merge(slot.metrics)
-            elapsed = max(elapsed, slot.elapsed)
+    /// The monotonic clock partitions and the board pace themselves by.
+    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Partition `partition`'s latest progress, from its own thread, about once a second.
+    func publish(partition: Int, elapsed: TimeSpan, metrics: RunMetrics) {
+        let now = Self.now
+        let due: [(elapsed: TimeSpan, metrics: RunMetrics)?]? = state.withLock { state in
+            state.latest[partition] = (elapsed, metrics)
+            guard now >= state.nextReport else { return nil }
+            state.nextReport = now + Self.interval
+            return state.latest
         }
-        report(RunProgress(elapsed: elapsed, duration: duration, metrics: merged, devices: devices))
+        guard let due else { return }
+        reporting.withLock { _ in
+            var merged = RunMetrics()
+            var elapsed = TimeSpan.zero
+            for case let slot? in due {
+                merged.merge(slot.metrics)
+                elapsed = max(elapsed, slot.elapsed)
+            }
+            report(RunProgress(elapsed: elapsed, duration: duration, metrics: merged, devices: devices))
+        }
     }
 }

@@ -46,7 +46,7 @@ public final class Run: @unchecked Sendable {
     /// Called about once a second of wall time with the run's progress (the live line, the
     /// metrics endpoint), from whichever partition's thread reports it, one call at a time; set
     /// before `run()`.
-    public var onProgress: ((RunProgress) -> Void)?
+    public var onProgress: (@Sendable (RunProgress) -> Void)?
 
     /// `setups`: one per partition. `threads`: executors the run owns and stops at its end.
     /// `warmUp`: run the warm-up before a run instead of the run; `memories`: what a warm-up
@@ -83,10 +83,11 @@ public final class Run: @unchecked Sendable {
     }
 
     /// How many partitions a run of `scenario` gets: `requested`, else one per core; one when a
-    /// built-in mock keeps state across addresses (then `note` says so).
-    public static func partitionCount(for scenario: Scenario, requested: Int?) -> (count: Int, note: String?) {
+    /// built-in mock it uses keeps state across addresses (then `note` says so). Against a real
+    /// target (`usesBuiltInMocks` false) the mocks' settings do not count: no mock runs.
+    public static func partitionCount(for scenario: Scenario, requested: Int?, usesBuiltInMocks: Bool = true) -> (count: Int, note: String?) {
         let wanted = max(1, requested ?? ProcessInfo.processInfo.activeProcessorCount)
-        if wanted > 1, let shared = sharedMockState(scenario) {
+        if wanted > 1, usesBuiltInMocks, let shared = sharedMockState(scenario) {
             return (1, "one partition: \(shared) is one state for every address, which partitions cannot split")
         }
         return (wanted, nil)
@@ -138,13 +139,14 @@ public final class Run: @unchecked Sendable {
         let board = onProgress.map { report in
             ProgressBoard(partitions: setups.count, duration: scenario.duration, devices: setups.reduce(0) { $0 + $1.devices.count }, report: report)
         }
+        let positions = GroupPositions.census(scenario, fleet: Fleet(scenario: scenario), ranges: setups.map(\.devices))
         let partitions = setups.enumerated().map { number, setup in
             // Each partition makes its devices from its own copy of the scenario, so that no
             // object they retain on every event is another partition's (`String.partitionCopy`).
             let local = scenario.partitionCopy()
             return Partition(
                 number: number, scenario: local, fleet: Fleet(scenario: local), executor: setup.executor, transport: setup.transport, mocks: setup.mocks,
-                devices: setup.devices, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
+                devices: setup.devices, positions: positions[number], countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
                 warmUp: warmUp, memories: memories, heldPushes: heldPushes[number] ?? []
             )
         }

@@ -2,6 +2,9 @@ public import PushSwarmMetrics
 /// A validated scenario: who the devices are, how they behave, what they talk to, for how long.
 /// Built only by `ScenarioDecoder`, so every instance has passed validation.
 public struct Scenario: Sendable {
+    /// The most device groups a scenario may have (a group's number ranks its arrivals: `EventRank`).
+    public static let maximumGroups = 1_000
+
     public enum ClockKind: String, Sendable {
         case simulated
         case wall

@@ -70,6 +70,7 @@ public struct ScenarioDecoder: Sendable {
         let groups = try root.required("groups") { reader -> [DeviceGroup] in
             let elements = try reader.array()
             guard !elements.isEmpty else { throw reader.fail("must list at least one device group") }
+            guard elements.count <= Scenario.maximumGroups else { throw reader.fail("must list at most \(Scenario.maximumGroups) device groups") }
             var names = Set<String>()
             return try elements.map { element in
                 var object = try element.object()

@@ -103,7 +103,7 @@ extension JSONReader {
     public func arrivalRate() throws -> Double {
         let rate = try ratePerSecond(allowingZero: true)
         guard rate <= OpenWorkload.maximumRate else {
-            throw fail("must be at most \(Int(OpenWorkload.maximumRate))/s (the engine's clock counts microseconds); split a bigger load with --shard or --workers")
+            throw fail("must be at most \(Int(OpenWorkload.maximumRate))/s in one process (about ten times what 16 cores send through devices); split a bigger load with --shard or --workers")
         }
         return rate
     }

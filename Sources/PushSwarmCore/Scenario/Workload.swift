@@ -25,11 +25,13 @@ public struct OpenWorkload: Sendable, Equatable {
         }
     }
 
-    /// The highest arrival rate a workload may ask for, per second: the engine's clock counts
-    /// microseconds, so arrivals closer together could not be told apart (at 10^12/s they all
-    /// fell on one instant and the run never ended); it is also about fifteen times what one
-    /// 2-core machine sends through devices. Beyond it, split the load (`--shard`, `--workers`).
-    public static let maximumRate: Double = 1_000_000
+    /// The highest arrival rate a workload may ask for, per second, in one process. Arrival
+    /// instants are exact (see `ArrivalClock`) and only rounded to the engine's microsecond when
+    /// scheduled, so rates above 1,000,000/s put several arrivals in one microsecond and still
+    /// deliver their count; the ceiling is what one process can honour: ten times what 16 cores
+    /// send through devices, and a run that asks for more would only report its own saturation.
+    /// Beyond it, split the load (`--shard`, `--workers`).
+    public static let maximumRate: Double = 10_000_000
 
     /// The profile's stretches in order (a constant rate is one; a ramp, one that changes;
     /// steps, several); after the last, the last rate holds until the run ends.
@@ -59,33 +61,87 @@ public struct OpenWorkload: Sendable, Equatable {
         return segments.last?.toRate ?? 0
     }
 
-    /// The arrival after one at `elapsed`: where the expected count of arrivals since then
-    /// (the rate's integral) reaches 1 for even spacing, or an exponential draw for a Poisson
-    /// process (time rescaling). Ramps are integrated exactly. Nil when the rate stays zero.
-    public func nextArrival(after elapsed: TimeSpan, random: inout SeededRandom) -> TimeSpan? {
-        var area = isPoisson ? random.nextExponential(mean: 1) : 1
-        var time = max(elapsed, start).seconds
-        var segmentStart = start.seconds
-        for segment in segments {
-            let segmentEnd = segmentStart + segment.length.seconds
-            defer { segmentStart = segmentEnd }
-            guard time < segmentEnd else { continue }
-            let length = max(segment.length.seconds, 1e-9)
-            let slope = (segment.toRate - segment.fromRate) / length
-            let rateNow = segment.fromRate + slope * (time - segmentStart)
-            let span = segmentEnd - time
-            let areaToEnd = rateNow * span + slope / 2 * span * span
-            if areaToEnd >= area {
-                // Solve slope/2 · d² + rateNow · d = area for the smallest d ≥ 0.
-                let d = abs(slope) < 1e-12 ? area / rateNow : (-rateNow + (rateNow * rateNow + 2 * slope * area).squareRoot()) / slope
-                return .seconds(time + max(0, d))
-            }
-            area -= areaToEnd
-            time = segmentEnd
+    /// The expected number of arrivals from the run's start to `elapsed`: the rate's integral.
+    public func expectedArrivals(through elapsed: TimeSpan) -> Double {
+        var clock = ArrivalClock(self)
+        return clock.area(at: elapsed.seconds)
+    }
+}
+
+/// An open workload's rate integrated: where, in seconds from the run's start, the expected count
+/// of arrivals since the workload's start (the area under its rate) reaches a given value.
+///
+/// Arrival k of an evenly spaced workload is due where the area reaches k + 1, and a Poisson
+/// stream's next arrival where the area reaches the last one's plus an exponential draw (time
+/// rescaling). The instant is computed from the area each time, never from the previous arrival's
+/// rounded instant, so nothing accumulates: rounding to the engine's microsecond happens once,
+/// when the arrival is scheduled, and a run delivers rate × duration arrivals whatever the rate.
+/// Ramps are integrated exactly.
+public struct ArrivalClock: Sendable {
+    private struct Piece {
+        /// Seconds from the run's start, and the area before the piece.
+        var start: Double
+        var areaBefore: Double
+        var length: Double
+        var rate: Double
+        var slope: Double
+        var area: Double
+    }
+
+    private let pieces: [Piece]
+    /// The rate after the last piece, which holds until the run ends.
+    private let finalRate: Double
+    private let finalStart: Double
+    private let finalAreaBefore: Double
+    /// The piece the last question fell in: questions come in increasing order, so the search
+    /// starts there.
+    private var cursor = 0
+
+    public init(_ workload: OpenWorkload) {
+        var pieces: [Piece] = []
+        var time = workload.start.seconds
+        var area = 0.0
+        for segment in workload.segments {
+            let length = segment.length.seconds
+            let slope = length > 0 ? (segment.toRate - segment.fromRate) / length : 0
+            let pieceArea = length > 0 ? (segment.fromRate + segment.toRate) / 2 * length : 0
+            pieces.append(Piece(start: time, areaBefore: area, length: length, rate: segment.fromRate, slope: slope, area: pieceArea))
+            time += length
+            area += pieceArea
         }
-        // After the last segment its end rate holds.
-        guard let last = segments.last?.toRate, last > 0 else { return nil }
-        return .seconds(max(time, segmentStart) + area / last)
+        self.pieces = pieces
+        finalRate = workload.segments.last?.toRate ?? 0
+        finalStart = time
+        finalAreaBefore = area
+    }
+
+    /// Seconds from the run's start at which the area reaches `target` (> 0); nil when it never
+    /// does (the rate stays zero from some point on).
+    public mutating func time(atArea target: Double) -> Double? {
+        if cursor > 0, target < (cursor < pieces.count ? pieces[cursor].areaBefore : finalAreaBefore) { cursor = 0 }
+        while cursor < pieces.count {
+            let piece = pieces[cursor]
+            let needed = target - piece.areaBefore
+            if piece.area > 0, needed <= piece.area {
+                // Solve slope/2 · d² + rate · d = needed for the smallest d ≥ 0, in the form that
+                // loses no digits when the slope is small (and is needed / rate when it is zero).
+                let root = (piece.rate * piece.rate + 2 * piece.slope * needed).squareRoot()
+                let d = 2 * needed / (piece.rate + root)
+                return piece.start + min(piece.length, max(0, d))
+            }
+            cursor += 1
+        }
+        guard finalRate > 0 else { return nil }
+        return finalStart + (target - finalAreaBefore) / finalRate
+    }
+
+    /// The area from the start of the run to `seconds`.
+    public mutating func area(at seconds: Double) -> Double {
+        for piece in pieces where seconds < piece.start + piece.length {
+            let d = max(0, seconds - piece.start)
+            return piece.areaBefore + piece.rate * d + piece.slope / 2 * d * d
+        }
+        return finalAreaBefore + finalRate * max(0, seconds - finalStart)
     }
 }
 

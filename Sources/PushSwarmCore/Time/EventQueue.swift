@@ -2,6 +2,9 @@
 ///
 /// Items come out in time order; items due at the same instant come out in the order they were
 /// scheduled (a sequence number breaks ties), which is what makes simulated runs deterministic.
+/// Items scheduled with an `EventRank` come before those at their instant, in rank order: for items
+/// whose scheduling moment depends on how the run is cut (an open workload's arrivals, computed
+/// per partition), a rank makes their order a property of the item, not of the partition.
 /// A binary heap of small (time, sequence, slot) entries; the items themselves wait in a slab, so
 /// reordering the heap never copies a payload. No task per waiting device.
 public struct EventQueue<Item> {
@@ -18,9 +21,11 @@ public struct EventQueue<Item> {
         }
     }
 
+    private static var firstUnranked: UInt64 { 1 << 63 }
+
     private var heap: [Entry] = []
     private var slab = Slab<Item>()
-    private var nextSequence: UInt64 = 0
+    private var nextSequence: UInt64 = Self.firstUnranked
 
     public init() {}
 
@@ -32,9 +37,18 @@ public struct EventQueue<Item> {
     /// Queues `item`; `hint` is a number the caller can read for the earliest item without
     /// touching the item (`nextHint`).
     public mutating func schedule(_ item: Item, at time: Instant, hint: Int32 = -1) {
-        let slot = slab.insert(item)
-        heap.append(Entry(time: time.microseconds, sequence: nextSequence, slot: slot, hint: hint))
+        insert(item, at: time, sequence: nextSequence, hint: hint)
         nextSequence += 1
+    }
+
+    /// Queues `item` before every unranked item due at `time`, among ranked ones by `rank`.
+    public mutating func schedule(_ item: Item, at time: Instant, rank: EventRank, hint: Int32 = -1) {
+        insert(item, at: time, sequence: rank.value, hint: hint)
+    }
+
+    private mutating func insert(_ item: Item, at time: Instant, sequence: UInt64, hint: Int32) {
+        let slot = slab.insert(item)
+        heap.append(Entry(time: time.microseconds, sequence: sequence, slot: slot, hint: hint))
         var child = heap.count - 1
         let entry = heap[child]
         while child > 0 {
@@ -81,5 +95,15 @@ public struct EventQueue<Item> {
         guard let item = slab.take(first.slot) else { return nil }
         prefetchNextItems()
         return (Instant(microseconds: first.time), item)
+    }
+}
+
+/// An item's place among those due at its instant in an `EventQueue`, before every unranked one:
+/// `major` first, then `minor`. Its value stays below 2^48, and unranked items count up from 2^63.
+public struct EventRank: Sendable, Equatable {
+    let value: UInt64
+
+    public init(major: UInt16, minor: UInt32) {
+        value = UInt64(major) << 32 | UInt64(minor)
     }
 }

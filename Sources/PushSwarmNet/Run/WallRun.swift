@@ -112,7 +112,7 @@ public final class WallRun: @unchecked Sendable {
         shard = options.shard
         warmUp = options.targets.isEmpty ? nil : options.warmUp
         let devices = options.shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress) ?? 0..<scenario.devices
-        let count = Run.partitionCount(for: scenario, requested: options.partitions).count
+        let count = Run.partitionCount(for: scenario, requested: options.partitions, usesBuiltInMocks: options.targets.isEmpty).count
         let ranges = Run.ranges(scenario, shard: options.shard, partitions: count)
         let group = EventLoopGroup(threads: ranges.count, name: "pushswarm-partition")
         self.group = group
@@ -202,7 +202,7 @@ public final class WallRun: @unchecked Sendable {
     }
 
     /// The warm-up, if any (`onWarmUp` is told before it starts), then the run.
-    public func run(onProgress: ((RunProgress) -> Void)? = nil, onWarmUp: ((WarmUpSettings) -> Void)? = nil) async -> RunResult {
+    public func run(onProgress: (@Sendable (RunProgress) -> Void)? = nil, onWarmUp: ((WarmUpSettings) -> Void)? = nil) async -> RunResult {
         var memories: [Int: String] = [:]
         var held: [Int: [ExternalPush]] = [:]
         var warmedUp: Summary.WarmUp?
@@ -222,7 +222,7 @@ public final class WallRun: @unchecked Sendable {
         let engine = Run(scenario: scenario, shard: shard, partitions: setups, memories: memories, heldPushes: held)
         // Connections open now is the client's gauge, not a count the partitions add up.
         engine.onProgress = onProgress.map { report in
-            { [client] progress in
+            { @Sendable [client] progress in
                 var progress = progress
                 progress.openConnections = client.openConnections
                 report(progress)
