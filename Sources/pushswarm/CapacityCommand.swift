@@ -24,6 +24,8 @@ enum CapacityCommand {
           --clock KIND      simulated (default) or wall (each step in real time, against the
                             built-in mocks or --target).
           --target URL      Wall clock: the service to measure, as for `run`.
+          --no-warm-up      With --target: skip the installs' registration before each step
+                            (--warm-up forces it; default as for `run`).
           --seed N, --devices N, --duration D   As for `run` (duration: each step's length).
           --out DIR         Write capacity.json into DIR instead of Reports/<run-id>.
           -h, --help        Show this help.
@@ -31,7 +33,7 @@ enum CapacityCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file", "--threshold"], switches: ["--help", "--insecure"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file", "--threshold"], switches: ["--help", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }

@@ -228,6 +228,83 @@ import Testing
         }
     }
 
+    /// nginx on a free loopback port, one worker, `location` as its only location's body; stopped
+    /// by the caller (`Peer.stop`). Returns the peer, its port and its directory.
+    func startNginx(location: String, http: String = "") throws -> (nginx: Peer, port: UInt16, directory: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: directory.appendingPathComponent("html/events"))
+        let port = freePort()
+        let config = """
+            worker_processes 1; daemon off; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
+            events { worker_connections 4096; }
+            http {
+              access_log off; client_body_temp_path \(directory.path); keepalive_requests 1000000;
+              \(http)
+              server {
+                listen 127.0.0.1:\(port) backlog=4096;
+                location / { \(location) }
+                location @ok { default_type application/json; return 200 '{"fingerprint":"0"}'; }
+              }
+            }
+            """
+        try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+        let nginx = try Peer(which("nginx")!, ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path])
+        #expect(waitForPort(port))
+        return (nginx, port, directory)
+    }
+
+    /// Issue 34: against an nginx that answers everything at once, a capacity search runs into
+    /// PushSwarm's own limit long before the service's, and must say so: "limited by PushSwarm",
+    /// no capacity claimed for the service (it once reported its own ceiling, 56,875/s, as
+    /// nginx's). 20 devices behind one address: at most 20 × 8 requests wait at once.
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
+    func capacityAgainstAServiceFasterThanPushSwarmEndsLimitedByPushSwarm() throws {
+        let (nginx, port, directory) = try startNginx(location: #"default_type application/json; return 200 '{"fingerprint":"0"}';"#)
+        defer {
+            nginx.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let out = directory.appendingPathComponent("out").path
+        let run = try cli.run([
+            "capacity", "Scenarios/capacity-events.json", "--slo", "p99<200ms,errors<1%", "--clock", "wall", "--duration", "2s",
+            "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--devices", "20", "--from", "1000/s", "--precision", "25%", "--out", out,
+        ])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.output.contains("limited by PushSwarm at"), "\(run.output)")
+        #expect(!run.output.contains("requests/s held"), "no capacity claimed for the service:\n\(run.output)")
+        let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
+        #expect(report["capacityPerSecond"] == .null)
+        let limit = try #require(report["limitedByPushSwarmAtPerSecond"]?.numberValue)
+        let steps = report["steps"]?.arrayValue ?? []
+        #expect(steps.contains { $0["rate"]?.numberValue == limit && $0["generatorLimit"]?.stringValue != nil }, "the limiting step says why")
+    }
+
+    /// The same search against nginx's limit_req (500 r/s for every address together, burst 50,
+    /// 429 beyond) still finds the service's limit, and does not call it PushSwarm's.
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
+    func capacityAgainstNginxLimitReqFindsTheLimit() throws {
+        let (nginx, port, directory) = try startNginx(
+            location: "limit_req zone=all burst=50 nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
+            http: "limit_req_zone $host zone=all:1m rate=500r/s;"
+        )
+        defer {
+            nginx.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let out = directory.appendingPathComponent("out").path
+        let run = try cli.run([
+            "capacity", "Scenarios/capacity-events.json", "--slo", "errors<1%", "--clock", "wall", "--duration", "4s",
+            "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--from", "100/s", "--precision", "10%", "--out", out,
+        ])
+        #expect(run.status == 0, "\(run.error)")
+        let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
+        let capacity = try #require(report["capacityPerSecond"]?.numberValue, "\(run.output)")
+        #expect(capacity >= 350 && capacity <= 540, "capacity \(capacity)/s against limit_req at 500 r/s:\n\(run.output)")
+        #expect(report["limitedByPushSwarmAtPerSecond"] == .null)
+        #expect(!run.output.contains("limited by PushSwarm"))
+    }
+
     /// RFC 9110: "Retry-After = HTTP-date / delay-seconds". A wall run reads an HTTP-date against
     /// the real calendar: stamped with the scenario's start date instead (months before today),
     /// a date one second ahead looked like months ahead, and every retried request waited for the

@@ -366,7 +366,7 @@ import PushSwarmMetrics
             #expect(limiter.admit(key, at: now) == .admitted)
             #expect(limiter.admit(key, at: now) != .admitted, "key \(key): a third in one second is refused")
         }
-        #expect(limiter.slotCount == keys, "the rings of dropped keys were reused, none added")
+        #expect(limiter.allocatedSlots == keys * 2, "the rings of dropped keys were reused, none added")
     }
 
     /// A sweep walks every log, so it waits, past its minute, until the logs are many: a few
@@ -382,6 +382,23 @@ import PushSwarmMetrics
         // admission sweeps the quiet ones away; the keys of this second stay.
         for key in few..<(2 * few) { _ = limiter.admit(key, at: Instant(microseconds: 600_000_001)) }
         #expect(limiter.trackedKeys == few + 1, "the first keys, quiet for ten minutes, are dropped")
+    }
+
+    /// A limit set high to lift a spec's limit costs what the traffic puts in the window: rings
+    /// of `limit` slots were 8 MB a key at a million a second, zeroed as each address first sent.
+    @Test func aHighLimitsRingsGrowWithWhatTheWindowHolds() {
+        var limiter = SlidingWindowLimiter<Int>(limit: 1_000_000, window: .seconds(1))
+        for key in 0..<1_000 { #expect(limiter.admit(key, at: Instant(microseconds: Int64(key))) == .admitted) }
+        #expect(limiter.allocatedSlots == 1_000 * 16, "a first ring of 16 admits a key")
+        // One key busy: 5,000 admits within a second, then the limit still counts them all.
+        var small = SlidingWindowLimiter<Int>(limit: 3_000, window: .seconds(1))
+        var admitted = 0
+        for step in 0..<5_000 where small.admit(7, at: Instant(microseconds: Int64(step) * 100)) == .admitted { admitted += 1 }
+        #expect(admitted == 3_000, "exactly the limit within the window, across ring growths")
+        #expect(small.allocatedSlots <= 3 * 3_000, "rings doubled up to the limit: \(small.allocatedSlots)")
+        // The window slides: the first admit leaves after 1 s, and one more is admitted.
+        #expect(small.admit(7, at: Instant(microseconds: 1_000_001)) == .admitted)
+        #expect(small.admit(7, at: Instant(microseconds: 1_000_002)) != .admitted)
     }
 
     @Test func noWindowOfOneSecondAdmitsMoreThanTheLimit() {

@@ -4,10 +4,16 @@
 /// bucket, which lets 2 × limit through across a window boundary, no 1-second span ever sees more
 /// than `limit` admitted, which is what the spec's sentence promises.
 ///
-/// Each key's log is a ring of `limit` admit times (8 bytes each) in one shared array, its slot
-/// reused by another key once its log is dropped: a key costs no allocation of its own, and a
-/// busy mock none per request. The code is `@inlinable` so that a mock in another module gets it
-/// specialised for its key (unspecialised, every `admit` boxed the key and allocated).
+/// Each key's log is a ring of admit times (8 bytes each) in one shared array. A ring holds what
+/// its key has needed: it starts at `firstRingSize` admits (or `limit`, if smaller) and doubles,
+/// up to `limit`, when a key has that many in its window, so a limit set high to lift a spec's
+/// limit (a million a second) costs what the traffic puts in the window, not a million slots a
+/// key: rings of `limit` were 8 MB a key, zeroed as each address first sent, and stalled a
+/// wall run's loop for hundreds of milliseconds. Rings are kept by size in free lists, taken by
+/// the next key that needs one of that size once their log is dropped: a key costs no
+/// allocation of its own, and a busy mock none per request. The code is `@inlinable` so that a
+/// mock in another module gets it specialised for its key (unspecialised, every `admit` boxed
+/// the key and allocated).
 public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public enum Admission: Sendable, Equatable {
         case admitted
@@ -16,23 +22,60 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     }
 
     /// One key's admit times still inside the window: `count` of them, oldest first, in the ring
-    /// at `times[slot * limit ..< (slot + 1) * limit]` starting at `oldest`.
+    /// of size class `size` at `times[start ..< start + capacity]` starting at `oldest`.
     @usableFromInline
     struct Log: Sendable {
-        @usableFromInline var slot: Int
+        @usableFromInline var start: Int
+        @usableFromInline var size: Int
         @usableFromInline var oldest = 0
         @usableFromInline var count = 0
 
         @usableFromInline
-        init(slot: Int) { self.slot = slot }
+        init(start: Int, size: Int) {
+            self.start = start
+            self.size = size
+        }
     }
 
-    public let limit: Int
+    /// Every key's ring in one array, and the free rings by size class (class c holds
+    /// `capacity(ofSize: c)` admits).
+    @usableFromInline
+    struct Rings: Sendable {
+        @usableFromInline let limit: Int
+        @usableFromInline var times: [Int64] = []
+        @usableFromInline var free: [[Int]] = []
+
+        @usableFromInline
+        init(limit: Int) { self.limit = limit }
+
+        /// The admits a ring of size class `size` holds: the first ring's, doubled `size` times,
+        /// at most `limit`.
+        @inlinable
+        func capacity(ofSize size: Int) -> Int {
+            let first = Swift.min(limit, SlidingWindowLimiter.firstRingSize)
+            return size >= 40 ? limit : Swift.min(limit, first << size)
+        }
+
+        /// A free ring of size class `size`: a dropped log's, or a new one at the end of `times`.
+        @inlinable
+        mutating func take(size: Int) -> Int {
+            if size < free.count, let start = free[size].popLast() { return start }
+            let start = times.count
+            // Through an array, which the standard library fills at memset speed even in a debug build.
+            times.append(contentsOf: [Int64](repeating: 0, count: capacity(ofSize: size)))
+            return start
+        }
+
+        @inlinable
+        mutating func release(start: Int, size: Int) {
+            while free.count <= size { free.append([]) }
+            free[size].append(start)
+        }
+    }
+
     public let window: TimeSpan
     @usableFromInline var logs: [Key: Log] = [:]
-    @usableFromInline var times: [Int64] = []
-    /// Slots of dropped logs, for the next new key.
-    @usableFromInline var freeSlots: [Int] = []
+    @usableFromInline var rings: Rings
     /// When logs whose every admit has left the window were last dropped: a key holds memory
     /// while it is active, not for the rest of the run (a day's fleet touches every address).
     @usableFromInline var lastSweep: Int64 = .min
@@ -40,10 +83,14 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     /// and at least `minimumLogsToSweep`.
     @usableFromInline var sweepAtLogs = SlidingWindowLimiter.minimumLogsToSweep
     @usableFromInline static var minimumLogsToSweep: Int { 1_024 }
+    /// The admits a key's first ring holds (or the limit, if smaller).
+    @usableFromInline static var firstRingSize: Int { 16 }
+
+    public var limit: Int { rings.limit }
 
     public init(limit: Int, window: TimeSpan) {
         precondition(limit > 0 && window > .zero)
-        self.limit = limit
+        rings = Rings(limit: limit)
         self.window = window
     }
 
@@ -51,25 +98,17 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public mutating func admit(_ key: Key, at now: Instant) -> Admission {
         sweepIfDue(at: now)
         if let index = logs.index(forKey: key) {
-            return Self.admit(&logs.values[index], in: &times, limit: limit, window: window, at: now)
+            return Self.admit(&logs.values[index], in: &rings, window: window, at: now)
         }
-        var log = Log(slot: freeSlots.popLast() ?? newSlot())
-        let admission = Self.admit(&log, in: &times, limit: limit, window: window, at: now)
+        var log = Log(start: rings.take(size: 0), size: 0)
+        let admission = Self.admit(&log, in: &rings, window: window, at: now)
         logs[key] = log
         return admission
     }
 
-    /// Keys tracked now, and rings allocated so far (for tests).
+    /// Keys tracked now, and admit slots allocated so far (for tests).
     var trackedKeys: Int { logs.count }
-    var slotCount: Int { times.count / limit }
-
-    @inlinable
-    mutating func newSlot() -> Int {
-        // Through an array, which the standard library fills at memset speed even in a debug
-        // build: a limit set huge to switch a spec's limit off makes rings of a million slots.
-        times.append(contentsOf: [Int64](repeating: 0, count: limit))
-        return times.count / limit - 1
-    }
+    var allocatedSlots: Int { rings.times.count }
 
     /// Every 64 windows (at least a minute), once the logs have doubled since the last sweep
     /// (and number at least `minimumLogsToSweep`), drops the logs with nothing left in the
@@ -86,7 +125,7 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
             let stale = logs.filter { _, log in log.count == 0 || latest(of: log) <= cutoff }
             for (key, log) in stale {
                 logs[key] = nil
-                freeSlots.append(log.slot)
+                rings.release(start: log.start, size: log.size)
             }
         }
         lastSweep = now.microseconds
@@ -95,23 +134,33 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
 
     @inlinable
     func latest(of log: Log) -> Int64 {
-        times[log.slot * limit + (log.oldest + log.count - 1) % limit]
+        rings.times[log.start + (log.oldest + log.count - 1) % rings.capacity(ofSize: log.size)]
     }
 
-    /// Works on the log in place, in its ring in `times`.
+    /// Works on the log in place, in its ring; a full ring smaller than `limit` moves to one
+    /// twice its size first.
     @inlinable
-    static func admit(_ log: inout Log, in times: inout [Int64], limit: Int, window: TimeSpan, at now: Instant) -> Admission {
+    static func admit(_ log: inout Log, in rings: inout Rings, window: TimeSpan, at now: Instant) -> Admission {
         let cutoff = now.microseconds - window.microseconds
-        let base = log.slot * limit
-        while log.count > 0, times[base + log.oldest] <= cutoff {
-            log.oldest = (log.oldest + 1) % limit
+        var capacity = rings.capacity(ofSize: log.size)
+        while log.count > 0, rings.times[log.start + log.oldest] <= cutoff {
+            log.oldest = (log.oldest + 1) % capacity
             log.count -= 1
         }
-        if log.count < limit {
-            times[base + (log.oldest + log.count) % limit] = now.microseconds
+        if log.count == capacity && capacity < rings.limit {
+            let start = rings.take(size: log.size + 1)
+            for index in 0..<log.count { rings.times[start + index] = rings.times[log.start + (log.oldest + index) % capacity] }
+            rings.release(start: log.start, size: log.size)
+            log.start = start
+            log.size += 1
+            log.oldest = 0
+            capacity = rings.capacity(ofSize: log.size)
+        }
+        if log.count < capacity {
+            rings.times[log.start + (log.oldest + log.count) % capacity] = now.microseconds
             log.count += 1
             return .admitted
         }
-        return .limited(retryAfter: TimeSpan(microseconds: times[base + log.oldest] - cutoff))
+        return .limited(retryAfter: TimeSpan(microseconds: rings.times[log.start + log.oldest] - cutoff))
     }
 }
