@@ -1,9 +1,10 @@
 # Sourced by the benchmark scripts: the reference server and wrk's request, the same for all.
 #
-# start_nginx DIR: starts Debian's nginx (nginx-light), one worker, on a free loopback port,
-# answering every request with a fixed JSON body; sets `port` and `nginx_pid`. The caller stops
-# it (kill "$nginx_pid"). write_wrk_post DIR: writes DIR/post.lua, one SmartAppPush event as a
-# device sends it, POSTed by wrk.
+# start_nginx DIR [WORKERS]: starts Debian's nginx (nginx-light), WORKERS workers (default 1), on
+# a free loopback port, answering every request with a fixed JSON body; sets `port` and
+# `nginx_pid`. The caller stops it (kill "$nginx_pid"). write_wrk_post DIR: writes DIR/post.lua,
+# one SmartAppPush event as a device sends it, POSTed by wrk. NGINX_BIN (default: the nginx on PATH or
+# /usr/sbin/nginx) may name another binary, with a loader in front (Benchmarks/scale-bundle.sh).
 
 need_tools() {
     for tool in "$@"; do
@@ -15,12 +16,12 @@ need_tools() {
 }
 
 start_nginx() {
-    local dir=$1
+    local dir=$1 workers=${2:-1}
     local nginx_bin
-    nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+    nginx_bin=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat > "$dir/nginx.conf" <<CONF
-worker_processes 1;
+worker_processes $workers;
 pid $dir/nginx.pid;
 error_log $dir/error.log;
 events { worker_connections 8192; }
@@ -38,7 +39,7 @@ http {
     }
 }
 CONF
-    "$nginx_bin" -c "$dir/nginx.conf" -p "$dir"
+    $nginx_bin -c "$dir/nginx.conf" -p "$dir"
     nginx_pid=$(cat "$dir/nginx.pid")
     for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 }
