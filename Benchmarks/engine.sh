@@ -166,6 +166,7 @@ device_run() {
     sed "s/RATE/$rate/" Benchmarks/device-path.json > "$work/$name.json"
     read -r cpu rss wall < <(measure "$now" run "$work/$name.json" --clock wall --target "http://127.0.0.1:$port" --duration "${seconds}s" \
         --partitions "$partitions" --out "$work/$name" "${extra[@]}" 2>"$work/$name.stderr")
+    echo "$rss" > "$work/$name.rss"
     python3 - "$work/$name/summary.json" "$rate" "$partitions" "$cpu" "$rss" "$wall" "$seconds" "$mode" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -214,19 +215,36 @@ done
 python3 -c "print(f'P=2: the default mode held {$best_2_default / max(1, $best_2_quiet):.2f} x the rate --quiet held')"
 
 echo
-echo "== 6. overload: 3 x wrk's rate offered through devices"
-rate=$(python3 -c "print(int($wrk_rate * 3))")
-echo "command: $now run device-path.json (rate $rate/s) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --quiet"
-device_run "$rate" "$(nproc)" overload || true
-python3 - "$work/overload/summary.json" <<'PY'
+echo "== 6. overload: 3 and 10 x wrk's rate offered through devices, in the default mode"
+# Memory per waiting request: the overload's max RSS less that of the lightest P=2 run (the same
+# devices, nothing waiting), over the requests waiting at the peak: queued on devices (left at the
+# end) and in flight (one a device). The estimate is the memory check's (MemoryEstimate: 64 MiB,
+# 2 KiB a device, 1 KiB a waiting request up to the ceiling, by default 100,000).
+devices=$(python3 -c "import json; print(json.load(open('Benchmarks/device-path.json'))['devices'])")
+for factor in 3 10; do
+    rate=$(python3 -c "print(int($wrk_rate * $factor))")
+    echo "command: $now run device-path.json (rate $rate/s) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --partitions 2  (progress on)"
+    device_run "$rate" 2 "overload-$factor" || true
+    python3 - "$work/overload-$factor/summary.json" "$(cat "$work/overload-$factor.rss")" "$(cat "$work/p2-default-20.rss")" "$devices" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-c, r = s.get("counters", {}), s["requests"]
+rss, base, devices = int(sys.argv[2]) * 1024, int(sys.argv[3]) * 1024, int(sys.argv[4])
+r = s["requests"]
 answered = sum(r["byStatus"].values())
 accounted = answered + r["transportErrors"] + r["timeouts"] + r.get("inFlightAtEnd", 0)
 w = s.get("workload", {})
-print(f"  arrivals offered {w.get('arrivals', 0):,} = started {w.get('started', 0):,} + shed (device's queue full) {w.get('shed', 0):,} "
-      f"+ missed (reached over 1 s late) {w.get('missedStarts', 0):,}; still queued in devices at the end {s.get('queue', {}).get('pendingAtEnd', 0):,}")
+queued = s.get("queue", {}).get("pendingAtEnd", 0)
+print(f"  arrivals offered {w.get('arrivals', 0):,} = started {w.get('started', 0):,} + shed {w.get('shed', 0):,} "
+      f"(at the waiting ceiling: {s.get('counters', {}).get('workload.shedAtWaitingCeiling', 0):,}) + missed (reached over 1 s late) {w.get('missedStarts', 0):,}; "
+      f"still queued in devices at the end {queued:,}")
 print(f"  sent {r['sent']:,} = answered {answered:,} + transport errors {r['transportErrors']:,} + timeouts {r['timeouts']:,} "
       f"+ in flight at the end {r.get('inFlightAtEnd', 0):,}: {'every request accounted' if accounted == r['sent'] else f'MISMATCH ({accounted:,})'}")
+estimate = (64 << 20) + devices * 2048 + max(100_000, devices) * 1024
+# At the peak: queued and in flight (at most one a device), but never more than the ceiling.
+ceiling = max(100_000, devices)
+waiting = min(queued + devices, ceiling)
+print(f"  max RSS {rss / 2**20:,.0f} MiB against the estimate {estimate / 2**20:,.0f} MiB ({'within' if rss <= estimate else 'OVER'}); "
+      f"{(rss - base) / max(1, waiting):,.0f} bytes per waiting request ({waiting:,} waiting at most: {queued:,} queued at the end + up to {devices:,} in flight, "
+      f"within the ceiling of {ceiling:,}; target <= 1 KB)")
 PY
+done

@@ -33,7 +33,7 @@ enum CapacityCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file", "--threshold"], switches: ["--help", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file", "--threshold", "--max-waiting"], switches: ["--help", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }

@@ -39,6 +39,10 @@ enum RunCommand {
                               each on its own thread (an event loop in wall time) with its
                               own devices, scheduler and share of the built-in mocks (default:
                               one per core). Simulated results do not depend on P.
+          --max-waiting N     The most requests (queued on devices or in flight) this process
+                              holds for an open workload; beyond it, arrivals are shed and
+                              counted (default: one per device, at least 100,000, about
+                              1 KB each; counted in the memory check).
           --start-at TIME     Wait until TIME (RFC 3339 or Unix seconds) before starting:
                               shards started one by one put their load on together.
           --start TIME        The calendar the devices stamp their events with starts at TIME
@@ -67,7 +71,7 @@ enum RunCommand {
 
     static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
         let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--dashboard", "--push-listen", "--partitions"], switches: ["--help", "--quiet", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
+        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--dashboard", "--push-listen", "--partitions", "--max-waiting"], switches: ["--help", "--quiet", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
         case .success(let parsed): arguments = parsed
         case .failure(let code): return code
         }
@@ -107,7 +111,7 @@ enum RunCommand {
         }
         guard let targetWords = PushSwarmCommand.targetArguments(arguments, clock: scenario.clock) else { return .badInput }
         let devicesHere = shard?.devices(of: scenario.devices, devicesPerSource: scenario.network.devicesPerSourceAddress).count ?? scenario.devices
-        if let refusal = MemoryEstimate(devices: devicesHere).refusal(under: .current(), processes: workers ?? 1) {
+        if let refusal = MemoryEstimate(scenario, devices: devicesHere).refusal(under: .current(), processes: workers ?? 1) {
             PushSwarmCommand.printError(refusal)
             return .badInput
         }
@@ -337,6 +341,12 @@ enum RunCommand {
         if let text = arguments.value("--start") {
             scenario.startUnixSeconds = try instant(text, option: "--start")
             scenario.startIsExplicit = true
+        }
+        if let text = arguments.value("--max-waiting") {
+            guard let count = Int(text), count >= 1, count <= 1_000_000_000 else {
+                throw ScenarioError(path: "--max-waiting", message: "expected a whole number from 1 to 1000000000, found \"\(text)\"")
+            }
+            scenario.maximumWaiting = count
         }
     }
 

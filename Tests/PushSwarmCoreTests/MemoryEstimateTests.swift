@@ -27,4 +27,15 @@ import Testing
         let limits = MemoryEstimate.Limits.current()
         #expect((limits.available ?? 0) > 0, "MemAvailable is in /proc/meminfo on Linux")
     }
+
+    /// Issue 34: an open workload's waiting requests are weighed too, at their ceiling.
+    @Test func anOpenWorkloadsCeilingOnWaitingRequestsIsWeighed() throws {
+        let waiting = MemoryEstimate(devices: 20_000, waiting: 100_000)
+        #expect(waiting.bytes == 64 << 20 + 20_000 * 2_048 + 100_000 * 1_024)
+        let refusal = try #require(waiting.refusal(under: MemoryEstimate.Limits(available: 150 << 20)))
+        #expect(refusal.contains("100000 waiting requests at 1024 bytes (--max-waiting)"), "\(refusal)")
+        #expect(MemoryEstimate(devices: 20_000).refusal(under: MemoryEstimate.Limits(available: 150 << 20)) == nil)
+        #expect(MemoryEstimate.defaultMaximumWaiting(devices: 20_000) == 100_000)
+        #expect(MemoryEstimate.defaultMaximumWaiting(devices: 500_000) == 500_000)
+    }
 }

@@ -167,4 +167,34 @@ extension VirtualDevice {
         #expect(workload["arrivals"] == .number(Double(started + summary.shedArrivals + summary.missedStarts)))
         #expect(workload["shed"] == .number(Double(summary.shedArrivals)))
     }
+
+    /// Issue 34: a process holds at most `--max-waiting` requests for an open workload (each NAT
+    /// address its share); beyond it, arrivals are shed and counted. Per address, so the same
+    /// summary for any partition count.
+    @Test func arrivalsBeyondTheProcesssCeilingOnWaitingRequestsAreShedTheSameForAnyPartitionCount() async throws {
+        // 400 devices behind 10 addresses, each busy half a second per request, offered 2,000/s:
+        // without a ceiling each device would hold its backlog of 8 (3,200 waiting).
+        var scenario = try loadScenario("capacity-events") { object in
+            object["devices"] = 400
+            object["duration"] = "10s"
+            object["network"] = ["devicesPerSourceIP": 40]
+            object["groups"] = [["name": "load", "platform": "smartapppush", "os": "android", "workload": ["model": "open", "rate": "2000/s"]]]
+            object["platforms"] = ["smartapppush": ["retry": ["rateLimited": ["maxRetries": 0]], "mock": ["latency": "500ms", "rateLimitPerSecond": 100000]]]
+        }
+        let free = await Run.simulated(scenario, partitions: 1).run().summary(runID: "test", version: "test")
+        #expect(free.metrics.counters["workload.shedAtWaitingCeiling"] == nil, "the default ceiling (100,000) is far away")
+        #expect(free.pendingAtEnd > 2_000)
+        scenario.maximumWaiting = 1_000
+        var texts: [String] = []
+        for partitions in [1, 2, 4] {
+            var summary = await Run.simulated(scenario, partitions: partitions).run().summary(runID: "test", version: "test")
+            #expect((summary.metrics.counters["workload.shedAtWaitingCeiling"] ?? 0) > 1_000, "arrivals shed at the ceiling")
+            // In flight (one a device) and queued: at most the ceiling, 100 an address.
+            #expect(summary.pendingAtEnd + 400 <= 1_000 + 10, "pending \(summary.pendingAtEnd)")
+            #expect(summary.pendingAtEnd < free.pendingAtEnd / 2)
+            summary.wallSeconds = 0
+            texts.append(summary.jsonText)
+        }
+        #expect(texts[0] == texts[1] && texts[1] == texts[2], "the same summary for 1, 2 and 4 partitions")
+    }
 }

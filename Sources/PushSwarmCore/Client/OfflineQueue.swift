@@ -110,9 +110,27 @@ public struct OfflineQueue: Sendable {
     /// clients written that way.)
     public mutating func enqueue(_ item: consuming Item, now: Instant, into actions: inout [ClientAction]) {
         guard count < capacity else { return actions.append(.drop(reason: "queueFull")) }
+        // A full buffer with finished items at its front drops them rather than doubling: a
+        // device kept busy never empties its queue, and its buffer would otherwise grow to twice
+        // what it holds (a 16-slot buffer for 8 waiting requests, 100 bytes a slot).
+        if head > 0 && items.count == items.capacity {
+            items.removeFirst(head)
+            head = 0
+        }
         // Taken, not copied: the caller's item moves into the queue (a copy first, to set its
         // time, retained every reference in it).
         items.append(item)
+        if head < items.count - 1 {
+            // It waits behind others: its body keeps only its bytes, not the room its writer
+            // reserved (768 for a 620-byte event), so that a waiting request stays within 1 KB.
+            let body = items[items.count - 1].request.body
+            if body.capacity > body.count + 32 {
+                var trimmed: [UInt8] = []
+                trimmed.reserveCapacity(body.count)
+                trimmed.append(contentsOf: body)
+                items[items.count - 1].request.body = trimmed
+            }
+        }
         items[items.count - 1].raisedAt = now
         if let ratio = retryTable.retryBudget, let current = budget { budget = min(current + ratio, retryTable.budgetReserve + ratio * 100) }
         sendHeadIfIdle(now: now, into: &actions)
@@ -213,13 +231,20 @@ public struct OfflineQueue: Sendable {
         retriesSoFar = 0
         previousDelay = nil
         firstRateLimitedAt = nil
+        // The item is done: its request goes now, not when the buffer is next compacted. A device
+        // kept busy never empties its queue, and its finished items' bodies (800 bytes each) were
+        // held until 64 had passed: 5-7 KB a waiting request under overload, growing for as long
+        // as the overload lasted.
+        items[head].request = Request(method: "", path: "")
         head += 1
         if head == items.count {
             // Empty again (most of the time, between events): the buffer goes, so an idle device
             // holds no queue storage.
             items.removeAll()
             head = 0
-        } else if head > 64, head * 2 > items.count {
+        } else if head >= 8, head * 2 > items.count {
+            // Compacted once the finished items are half the buffer: each move is paid for by the
+            // removals before it.
             items.removeFirst(head)
             head = 0
         }

@@ -14,10 +14,29 @@ public struct MemoryEstimate: Sendable, Equatable {
     /// 250–450 MB measured; counted against an address-space limit (`ulimit -v`), not RAM.
     public static let reservedAddressSpace = 1 << 30
 
-    public var devices: Int
-    public var bytes: Int { Self.baseBytes + devices * Self.bytesPerDevice }
+    /// Bytes per request waiting on a device or in flight under an open workload's overload (a
+    /// SmartAppPush event's body, its queue slot and its share of the queue's buffer): 0.87-1.0 KB
+    /// measured (`Benchmarks/engine.sh`, overload).
+    public static let bytesPerWaitingRequest = 1_024
 
-    public init(devices: Int) { self.devices = devices }
+    /// The waiting requests a process holds before open-model arrivals are shed, when the run does
+    /// not say (`--max-waiting`): one per device, at least 100,000 (100 MiB).
+    public static func defaultMaximumWaiting(devices: Int) -> Int { max(100_000, devices) }
+
+    public var devices: Int
+    /// The waiting requests the run may hold (0 without an open workload).
+    public var waiting: Int
+    public var bytes: Int { Self.baseBytes + devices * Self.bytesPerDevice + waiting * Self.bytesPerWaitingRequest }
+
+    public init(devices: Int, waiting: Int = 0) {
+        self.devices = devices
+        self.waiting = waiting
+    }
+
+    /// The estimate of a run of `scenario` holding `devices` of its devices in one process.
+    public init(_ scenario: Scenario, devices: Int) {
+        self.init(devices: devices, waiting: scenario.hasOpenWorkload ? scenario.maximumWaiting ?? Self.defaultMaximumWaiting(devices: devices) : 0)
+    }
 
     /// The limits this process runs under; nil where there is none.
     public struct Limits: Sendable, Equatable {
@@ -57,7 +76,7 @@ public struct MemoryEstimate: Sendable, Equatable {
     /// Why the run cannot fit under `limits`, or nil when it can. `processes`: how many processes
     /// share the devices (`--workers`): each has its own address space, they share the machine.
     public func refusal(under limits: Limits, processes: Int = 1) -> String? {
-        let perProcess = MemoryEstimate(devices: (devices + processes - 1) / max(1, processes))
+        let perProcess = MemoryEstimate(devices: (devices + processes - 1) / max(1, processes), waiting: waiting)
         var problems: [String] = []
         if let space = limits.addressSpace, perProcess.bytes + Self.reservedAddressSpace > space {
             let who = processes > 1 ? "each of \(processes) processes" : "the process"
@@ -70,7 +89,8 @@ public struct MemoryEstimate: Sendable, Equatable {
             problems.append("the machine has \(Self.format(available)) available (MemAvailable)")
         }
         guard !problems.isEmpty else { return nil }
-        return "this run cannot fit in memory: \(devices) devices need about \(Self.format(bytes)) (\(Self.bytesPerDevice) bytes each + \(Self.format(Self.baseBytes))), but "
+        let waitingText = waiting > 0 ? " + \(waiting) waiting requests at \(Self.bytesPerWaitingRequest) bytes (--max-waiting)" : ""
+        return "this run cannot fit in memory: \(devices) devices need about \(Self.format(bytes)) (\(Self.bytesPerDevice) bytes each + \(Self.format(Self.baseBytes))\(waitingText)), but "
             + problems.joined(separator: "; ")
             + ". Run fewer devices (--devices), or split the fleet: --workers N (processes on this machine, each with its own address space) or --shard I/N on several machines."
     }

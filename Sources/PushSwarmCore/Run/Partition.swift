@@ -87,6 +87,15 @@ final class Partition: @unchecked Sendable {
     private var groupMembers: [[Int32]] = []
     /// Open-model arrival streams for this partition's devices (`ArrivalStream`).
     private var arrivalStreams: [ArrivalStream] = []
+    /// With an open workload: the requests waiting on each NAT address's devices (queued or in
+    /// flight), by the address's place in this partition, and the most each may hold: its share
+    /// of the process's ceiling (`Scenario.maximumWaiting`), in proportion to its devices. An
+    /// arrival finding its address at the ceiling is shed. Counted per address, the unit a
+    /// partition holds whole, so that the choice does not depend on the partition count.
+    private var waitingByAddress: [Int32] = []
+    private var waitingLimitByAddress: [Int32] = []
+    /// Fleet devices per process for the ceiling's shares.
+    private let processDevices: Int
     /// Closed-model devices, their think time and their own draws of it.
     private var closedLoop: [Int: (think: Distribution, random: SeededRandom)] = [:]
     private var pushGateway: TokenIndex
@@ -127,7 +136,7 @@ final class Partition: @unchecked Sendable {
 
     init(
         number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
-        devices range: Range<Int>, positions: GroupPositions, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [ExternalPush] = []
+        devices range: Range<Int>, positions: GroupPositions, processDevices: Int, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [ExternalPush] = []
     ) {
         self.number = number
         self.scenario = scenario
@@ -138,6 +147,7 @@ final class Partition: @unchecked Sendable {
         self.mocks = mocks
         self.range = range
         self.positions = positions
+        self.processDevices = processDevices
         pushGateway = TokenIndex(minimumCapacity: range.count)
         self.countsRunEvents = countsRunEvents
         self.progress = progress
@@ -400,6 +410,14 @@ final class Partition: @unchecked Sendable {
                 metrics.increment("workload.shed")
                 return
             }
+            // The process holds at most `Scenario.maximumWaiting` requests for its devices, each
+            // address its share: beyond it, memory would grow with the overload.
+            let address = addressPlace(of: index)
+            if waitingByAddress[address] >= waitingLimitByAddress[address] {
+                metrics.increment("workload.shed")
+                metrics.increment("workload.shedAtWaitingCeiling")
+                return
+            }
             metrics.increment("workload.arrivals")
             work(index: index, at: time, isDraining: false) { device, work in device.handleOnExecutor(.lifecycle(.workloadEvent), now: time, into: &work) }
         }
@@ -411,9 +429,21 @@ final class Partition: @unchecked Sendable {
     private func work(index: Int, at time: Instant, isDraining: Bool, _ handle: (VirtualDevice, inout VirtualDevice.Work) -> Void) {
         var work = VirtualDevice.Work()
         swap(&work, &spareWork)
-        handle(slots[index].device, &work)
+        let device = slots[index].device
+        let before = waitingByAddress.isEmpty ? 0 : device.pendingRequestsOnExecutor()
+        handle(device, &work)
         work.takeActions { execute($0, device: index, now: time, isDraining: isDraining) }
         swap(&work, &spareWork)
+        if !waitingByAddress.isEmpty {
+            let address = addressPlace(of: index)
+            waitingByAddress[address] += Int32(clamping: device.pendingRequestsOnExecutor() - before)
+        }
+    }
+
+    /// Device `index`'s NAT address, as its place among this partition's addresses.
+    private func addressPlace(of index: Int) -> Int {
+        let perSource = max(1, scenario.network.devicesPerSourceAddress)
+        return (range.lowerBound + index) / perSource - range.lowerBound / perSource
     }
 
     private func result() -> PartitionResult {
@@ -562,6 +592,21 @@ final class Partition: @unchecked Sendable {
                     schedule(.lifecycle(.workloadEvent), device: index, at: Instant.start + workload.start + TimeSpan(microseconds: offset.microseconds / 2))
                 }
             }
+        }
+        if !arrivalStreams.isEmpty {
+            // Each address's share of the process's ceiling on waiting requests.
+            let ceiling = scenario.maximumWaiting ?? MemoryEstimate.defaultMaximumWaiting(devices: processDevices)
+            let perDevice = Double(ceiling) / Double(max(1, processDevices))
+            let perSource = max(1, scenario.network.devicesPerSourceAddress)
+            let addresses = addressPlace(of: range.count - 1) + 1
+            waitingByAddress = Array(repeating: 0, count: addresses)
+            waitingLimitByAddress = (0..<addresses).map { place in
+                let first = (range.lowerBound / perSource + place) * perSource
+                let devices = min(first + perSource, range.upperBound) - max(first, range.lowerBound)
+                return Int32(clamping: max(1, Int((perDevice * Double(devices)).rounded(.down))))
+            }
+            // What the devices' first events already queued.
+            for index in slots.indices { waitingByAddress[addressPlace(of: index)] += Int32(clamping: slots[index].device.pendingRequestsOnExecutor()) }
         }
         for number in arrivalStreams.indices { scheduleNextArrival(number) }
     }

@@ -146,7 +146,7 @@ public final class Run: @unchecked Sendable {
             let local = scenario.partitionCopy()
             return Partition(
                 number: number, scenario: local, fleet: Fleet(scenario: local), executor: setup.executor, transport: setup.transport, mocks: setup.mocks,
-                devices: setup.devices, positions: positions[number], countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
+                devices: setup.devices, positions: positions[number], processDevices: setups.reduce(0) { $0 + $1.devices.count }, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
                 warmUp: warmUp, memories: memories, heldPushes: heldPushes[number] ?? []
             )
         }

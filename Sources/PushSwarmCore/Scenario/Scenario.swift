@@ -32,6 +32,12 @@ public struct Scenario: Sendable {
     public var network: NetworkSettings
     /// Wall runs against a real target: the installs from before the run register first.
     public var warmUp = WarmUpSettings()
+    /// The most requests (queued on devices or in flight) a process holds for its devices before
+    /// open-model arrivals are shed (`--max-waiting`); nil: `MemoryEstimate.defaultMaximumWaiting`.
+    public var maximumWaiting: Int?
+
+    /// Whether a group's load is an open workload (whose arrivals the waiting ceiling sheds).
+    public var hasOpenWorkload: Bool { groups.contains { if case .open = $0.workload { true } else { false } } }
     public var campaigns: [Campaign]
     /// The configured platforms, by name, for every platform a group or campaign uses.
     public var platforms: [String: any PlatformConfiguration]
