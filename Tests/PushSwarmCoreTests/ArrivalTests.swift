@@ -30,8 +30,7 @@ import Testing
             let time = clock.time(atArea: area)!
             #expect(time >= previous, "instants never go back")
             previous = time
-            var check = ArrivalClock(steps)
-            #expect(abs(check.area(at: time) - area) < 1e-6 * area, "area \(area) at \(time) s")
+            #expect(abs(ArrivalClock(steps).area(at: time) - area) < 1e-6 * area, "area \(area) at \(time) s")
         }
         // The ramp's area is 2,000 by 7 s (1 s of start, 2 s of nothing, 4 s of ramp).
         var fresh = ArrivalClock(steps)

@@ -162,12 +162,6 @@ final class Partition: @unchecked Sendable {
         )
     }
 
-    /// This partition's number for fleet device `global`, when it holds it.
-    private func localIndex(_ global: Int) -> Int? {
-        let local = global - range.lowerBound
-        return (0..<range.count).contains(local) ? local : nil
-    }
-
     // MARK: - Drivers
 
     /// Simulated time: runs the whole partition to its end, on the calling thread (its executor's).

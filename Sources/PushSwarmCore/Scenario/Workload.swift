@@ -60,12 +60,6 @@ public struct OpenWorkload: Sendable, Equatable {
         }
         return segments.last?.toRate ?? 0
     }
-
-    /// The expected number of arrivals from the run's start to `elapsed`: the rate's integral.
-    public func expectedArrivals(through elapsed: TimeSpan) -> Double {
-        var clock = ArrivalClock(self)
-        return clock.area(at: elapsed.seconds)
-    }
 }
 
 /// An open workload's rate integrated: where, in seconds from the run's start, the expected count
@@ -135,8 +129,8 @@ public struct ArrivalClock: Sendable {
         return finalStart + (target - finalAreaBefore) / finalRate
     }
 
-    /// The area from the start of the run to `seconds`.
-    public mutating func area(at seconds: Double) -> Double {
+    /// The area from the start of the run to `seconds`: the expected number of arrivals by then.
+    public func area(at seconds: Double) -> Double {
         for piece in pieces where seconds < piece.start + piece.length {
             let d = max(0, seconds - piece.start)
             return piece.areaBefore + piece.rate * d + piece.slope / 2 * d * d
