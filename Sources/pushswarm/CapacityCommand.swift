@@ -11,7 +11,10 @@ enum CapacityCommand {
         Steps the arrival rate of FILE's open-workload groups up (doubling from --from) until the
         objective breaks, then narrows the gap to --precision, running the scenario once per step
         for its duration. Prints the step table and the highest rate that held, and writes
-        capacity.json.
+        capacity.json. A step PushSwarm could not put on (its lag, missed starts, its CPU, or
+        arrivals shed on busy devices while the service answered within the objective) is
+        PushSwarm's limit, not the service's: run again, and if it stays so the search ends
+        "limited by PushSwarm at X/s" instead of claiming a capacity for the service.
 
         Options:
           --slo OBJECTIVE   pNN<duration and/or errors<percent, e.g. 'p99<200ms,errors<1%'.
@@ -26,7 +29,8 @@ enum CapacityCommand {
           --target URL      Wall clock: the service to measure, as for `run`.
           --no-warm-up      With --target: skip the installs' registration before each step
                             (--warm-up forces it; default as for `run`).
-          --seed N, --devices N, --duration D   As for `run` (duration: each step's length).
+          --seed N, --devices N, --duration D, --max-waiting N
+                            As for `run` (duration: each step's length).
           --out DIR         Write capacity.json into DIR instead of Reports/<run-id>.
           -h, --help        Show this help.
         """
