@@ -42,25 +42,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a command and prints "cpu_seconds max_rss_kib wall_seconds" for it (children's rusage).
-measure() {
-    python3 - "$@" <<'PY'
-import resource, subprocess, sys, time
-start = time.time()
-done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
-wall = time.time() - start
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-if done.returncode not in (0, 99):
-    sys.exit(f"command failed with {done.returncode}: {' '.join(sys.argv[1:])}")
-print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss} {wall:.3f}")
-PY
-}
-
-summary() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
-
 echo "== builds"
 swift build -c release 2>&1 | tail -n 1
 now="$here/.build/release/pushswarm"
+device_binary=$now
 if [ "${ONLY_WALL:-0}" = 1 ]; then
     echo "this tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'); items 5 and 6 only (ONLY_WALL=1)"
 fi
@@ -156,50 +141,12 @@ echo "command: wrk -t2 -c64 -d${seconds}s -s post.lua http://127.0.0.1:$port/eve
 wrk_rate=$(cd "$work" && wrk -t2 -c64 -d"${seconds}s" -s post.lua "http://127.0.0.1:$port/events" | awk '/Requests\/sec/ {print $2}')
 echo "wrk: $wrk_rate requests/s"
 
-# One device-path run at RATE/s with P partitions, in the default mode (live progress on, its
-# output to a file, as a user or a CI job runs it) unless MODE is quiet; prints its figures and
-# whether it held.
-device_run() {
-    local rate=$1 partitions=$2 name=$3 mode=${4:-default}
-    local extra=()
-    [ "$mode" = quiet ] && extra=(--quiet)
-    sed "s/RATE/$rate/" Benchmarks/device-path.json > "$work/$name.json"
-    read -r cpu rss wall < <(measure "$now" run "$work/$name.json" --clock wall --target "http://127.0.0.1:$port" --duration "${seconds}s" \
-        --partitions "$partitions" --out "$work/$name" "${extra[@]}" 2>"$work/$name.stderr")
-    echo "$rss" > "$work/$name.rss"
-    python3 - "$work/$name/summary.json" "$rate" "$partitions" "$cpu" "$rss" "$wall" "$seconds" "$mode" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-rate, partitions, cpu, rss, wall, length = int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
-g, r, w = s["generator"], s["requests"], s.get("workload", {})
-pending = s.get("queue", {}).get("pendingAtEnd", 0) + r.get("inFlightAtEnd", 0)
-ok200 = r["byStatus"].get("200", 0)
-held = not g["saturated"] and g["lagP99Ms"] < 100 and g["missedStarts"] == 0 and w.get("shed", 0) == 0 and pending == 0
-print(f"  P={partitions} ({sys.argv[8]}) offered {rate:,}/s: sent {r['sent']:,} ({r['sent'] / length:,.0f}/s), 200s {ok200:,}, errors {r['transportErrors'] + r['timeouts']}, "
-      f"latency p99 {s['operations']['smartapppush.events']['latencyMs']['p99']} ms, lag p99 {g['lagP99Ms']} ms, CPU busy {g.get('cpuBusy', '?')}, "
-      f"shed {w.get('shed', 0):,}, missed starts {g['missedStarts']:,}, pending {pending:,}, saturated {g['saturated']}, "
-      f"CPU {cpu:.1f} s, max RSS {rss // 1024} MiB, wall {wall:.1f} s -> {'held' if held else 'did not hold'}")
-sys.exit(0 if held else 1)
-PY
-}
-
 # The default mode at P = 1 and 2 (what users run), and --quiet at P = 2 beside it.
 for run in 1:default 2:default 2:quiet; do
     partitions=${run%%:*}
     mode=${run##*:}
     echo "command: $now run device-path.json (rate set) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --partitions $partitions$([ "$mode" = quiet ] && echo " --quiet" || echo "  (progress on, its output to a file)")"
-    best=0
-    failed=0
-    for share in 20 30 40 50 60 70 80 90 100; do
-        rate=$(python3 -c "print(int($wrk_rate * $share / 100))")
-        if device_run "$rate" "$partitions" "p$partitions-$mode-$share" "$mode"; then best=$rate; else failed=$rate; break; fi
-    done
-    # One more run halfway between the last rate that held and the first that did not: the
-    # figure to 5 % of wrk's rate rather than 10 %.
-    if [ "$best" -gt 0 ] && [ "$failed" -gt 0 ]; then
-        rate=$(( (best + failed) / 2 ))
-        if device_run "$rate" "$partitions" "p$partitions-$mode-mid" "$mode"; then best=$rate; fi
-    fi
+    highest_held "$partitions" "$mode" "$wrk_rate"
     eval "best_${partitions}_$mode=$best"
 done
 # wrk again: the machine's speed drifts over the minutes the device runs take (wrk has measured

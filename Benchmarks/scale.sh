@@ -2,7 +2,8 @@
 # How PushSwarm scales with cores (issue 34), on whatever machine it runs; every command and
 # figure is printed:
 #
-#   1. The simulated lifecycle day: Benchmarks/engine-quickstart.json, 200,000 devices x 24 h, at
+#   1. The simulated lifecycle day (each simulated run in the default mode: progress on, its
+#      output to a file): Benchmarks/engine-quickstart.json, 200,000 devices x 24 h, at
 #      P = 1, 2, 4, ... up to the core count: wall time, CPU, speedup over P = 1, and whether every
 #      P sent the same requests.
 #   2. The simulated open workload: Benchmarks/open-workload.json (80,000 devices, 100,000/s for
@@ -49,22 +50,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a command and prints "cpu_seconds max_rss_kib wall_seconds" for it (children's rusage).
-measure() {
-    python3 - "$@" <<'PY'
-import resource, shlex, subprocess, sys, time
-start = time.time()
-# The binary may be a command with a loader in front (Benchmarks/scale-bundle.sh).
-done = subprocess.run(shlex.split(sys.argv[1]) + sys.argv[2:], stdout=subprocess.DEVNULL)
-wall = time.time() - start
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-if done.returncode not in (0, 99):
-    sys.exit(f"command failed with {done.returncode}: {' '.join(sys.argv[1:])}")
-print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss} {wall:.3f}")
-PY
-}
-summary() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
-
 echo "machine: $cores cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); binary: $PUSHSWARM"
 partition_counts() {
     local top=$1 p=1 list=""
@@ -78,9 +63,9 @@ scaling() {
     shift 2
     local base_wall="" base_cpu="" base_requests=""
     for p in $(partition_counts "$top"); do
-        [ "$p" = 1 ] && echo "command: $PUSHSWARM run $* --partitions P --out DIR --quiet"
-        read -r cpu rss wall < <(measure "$PUSHSWARM" run "$@" --partitions "$p" --out "$work/$name-$p" --quiet)
-        requests=$(summary "$work/$name-$p/summary.json" 'json.dumps(s["requests"], sort_keys=True)' 2>/dev/null || summary "$work/$name-$p/summary.json" 's["requests"]')
+        [ "$p" = 1 ] && echo "command: $PUSHSWARM run $* --partitions P --out DIR  (progress on, its output to a file)"
+        read -r cpu rss wall < <(measure "$PUSHSWARM" run "$@" --partitions "$p" --out "$work/$name-$p" 2>"$work/$name-$p.stderr")
+        requests=$(summary "$work/$name-$p/summary.json" 'json.dumps(s["requests"], sort_keys=True)')
         sent=$(summary "$work/$name-$p/summary.json" 's["requests"]["sent"]')
         if [ -z "$base_wall" ]; then base_wall=$wall; base_cpu=$cpu; base_requests=$requests; fi
         same=$([ "$requests" = "$base_requests" ] && echo "same requests as P=1" || echo "REQUESTS DIFFER from P=1")
@@ -145,43 +130,14 @@ if [[ $skip != *,4,* ]]; then
     wrk_rate=$(wrk_run)
     echo "wrk: $wrk_rate requests/s"
 
-    # One device-path run at RATE/s in MODE (default or quiet); prints its figures, and exits 0 if it held.
-    device_run() {
-        local rate=$1 mode=$2 name=$3
-        local extra=()
-        [ "$mode" = quiet ] && extra=(--quiet)
-        sed "s/RATE/$rate/" Benchmarks/device-path.json > "$work/$name.json"
-        read -r cpu rss wall < <(measure "$PUSHSWARM" run "$work/$name.json" --clock wall --target "http://127.0.0.1:$port" --duration "${seconds}s" \
-            --partitions "$half" --out "$work/$name" "${extra[@]}")
-        python3 - "$work/$name/summary.json" "$rate" "$mode" "$cpu" "$rss" "$wall" "$seconds" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-rate, mode, cpu, rss, wall, length = int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
-g, r, w = s["generator"], s["requests"], s.get("workload", {})
-pending = s.get("queue", {}).get("pendingAtEnd", 0) + r.get("inFlightAtEnd", 0)
-held = not g["saturated"] and g["lagP99Ms"] < 100 and g["missedStarts"] == 0 and w.get("shed", 0) == 0 and pending == 0
-print(f"  {mode:<7} offered {rate:,}/s: sent {r['sent']:,} ({r['sent'] / length:,.0f}/s), lag p99 {g['lagP99Ms']} ms, CPU busy {g.get('cpuBusy', '?')}, "
-      f"shed {w.get('shed', 0):,}, missed {g['missedStarts']:,}, pending {pending:,}, CPU {cpu:.1f} s, max RSS {rss // 1024} MiB -> {'held' if held else 'did not hold'}")
-sys.exit(0 if held else 1)
-PY
-    }
+    device_binary=$PUSHSWARM
     for mode in default quiet; do
         if [ "$mode" = default ]; then
             echo "command: $PUSHSWARM run device-path.json (rate set) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --partitions $half --out DIR  (progress on, output to a file)"
         else
             echo "command: the same with --quiet"
         fi
-        best=0
-        failed=0
-        for share in 20 30 40 50 60 70 80 90 100; do
-            rate=$(python3 -c "print(int($wrk_rate * $share / 100))")
-            if device_run "$rate" "$mode" "$mode-$share" > "$work/line" 2>"$work/stderr-$mode-$share"; then cat "$work/line"; best=$rate; else cat "$work/line"; failed=$rate; break; fi
-        done
-        if [ "$best" -gt 0 ] && [ "$failed" -gt 0 ]; then
-            rate=$(( (best + failed) / 2 ))
-            if device_run "$rate" "$mode" "$mode-mid" > "$work/line" 2>"$work/stderr-$mode-mid"; then best=$rate; fi
-            cat "$work/line"
-        fi
+        highest_held "$half" "$mode" "$wrk_rate"
         eval "best_$mode=$best"
     done
     echo "command: $WRK -t$half -c$connections -d${seconds}s -s post.lua (again, after the device runs)"

@@ -29,9 +29,14 @@ public enum Quantity {
 
 extension RunMetrics {
     /// Every operation's latency in one histogram.
-    public var allLatencies: LatencyHistogram {
+    public var allLatencies: LatencyHistogram { merged(\.latency) }
+
+    /// Every operation's service time (from the request on the wire to its answer) in one histogram.
+    public var allServiceTimes: LatencyHistogram { merged(\.serviceTime) }
+
+    private func merged(_ histogram: KeyPath<OperationMetrics, LatencyHistogram>) -> LatencyHistogram {
         var merged = LatencyHistogram()
-        for operation in operations.values { merged.merge(operation.latency) }
+        for operation in operations.values { merged.merge(operation[keyPath: histogram]) }
         return merged
     }
 

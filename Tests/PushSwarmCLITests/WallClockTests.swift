@@ -228,6 +228,11 @@ import Testing
         }
     }
 
+    /// capacity.json as `pushswarm capacity --out DIRECTORY` wrote it.
+    func capacityReport(in directory: String) throws -> JSONValue {
+        try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent("capacity.json"))))
+    }
+
     /// nginx on a free loopback port, one worker, `location` as its only location's body; stopped
     /// by the caller (`Peer.stop`). Returns the peer, its port and its directory.
     func startNginx(location: String, http: String = "") throws -> (nginx: Peer, port: UInt16, directory: URL) {
@@ -273,7 +278,7 @@ import Testing
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("limited by PushSwarm at"), "\(run.output)")
         #expect(!run.output.contains("requests/s held"), "no capacity claimed for the service:\n\(run.output)")
-        let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
+        let report = try capacityReport(in: out)
         #expect(report["capacityPerSecond"] == .null)
         let limit = try #require(report["limitedByPushSwarmAtPerSecond"]?.numberValue)
         let steps = report["steps"]?.arrayValue ?? []
@@ -298,7 +303,7 @@ import Testing
             "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--from", "100/s", "--precision", "10%", "--out", out,
         ])
         #expect(run.status == 0, "\(run.error)")
-        let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
+        let report = try capacityReport(in: out)
         let capacity = try #require(report["capacityPerSecond"]?.numberValue, "\(run.output)")
         #expect(capacity >= 350 && capacity <= 540, "capacity \(capacity)/s against limit_req at 500 r/s:\n\(run.output)")
         #expect(report["limitedByPushSwarmAtPerSecond"] == .null)
@@ -674,7 +679,7 @@ import Testing
         ])
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("rate/s"), "the step table is printed")
-        let report = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("capacity.json"))))
+        let report = try capacityReport(in: out)
         let capacity = try #require(report["capacityPerSecond"]?.numberValue)
         let steps = report["steps"]?.arrayValue ?? []
         let starved = steps.contains { $0["saturated"] == .bool(true) }

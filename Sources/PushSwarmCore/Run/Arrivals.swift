@@ -10,7 +10,7 @@ struct GroupPositions: Sendable {
 
     /// The positions of every range in `ranges` (contiguous, in fleet order): one pass over the
     /// fleet's group draws, none when the scenario has one group or no open or closed workload.
-    static func census(_ scenario: Scenario, fleet: Fleet, ranges: [Range<Int>]) -> [GroupPositions] {
+    static func census(_ scenario: Scenario, ranges: [Range<Int>]) -> [GroupPositions] {
         let groups = scenario.groups.count
         if groups == 1 || !scenario.groups.contains(where: { $0.workload != .lifecycle }) {
             return ranges.map { range in
@@ -18,6 +18,7 @@ struct GroupPositions: Sendable {
             }
         }
         // Counts of each group before each range's first device, then the totals.
+        let fleet = Fleet(scenario: scenario)
         let starts = ranges.map(\.lowerBound)
         var counts = Array(repeating: 0, count: groups)
         var before: [[Int]] = Array(repeating: counts, count: starts.count)

@@ -150,10 +150,8 @@ public struct CapacitySearch: Sendable {
         // too slow to put the load on: PushSwarm's limit. Otherwise the service did not keep up.
         let shed = summary.shedArrivals > 0
         if shed {
-            var serviceTimes = LatencyHistogram()
-            for operation in metrics.operations.values { serviceTimes.merge(operation.serviceTime) }
             var serviceHeld = objective.errorRateLimit.map { errorRate <= $0 } ?? true
-            if let limit = objective.latencyLimit, let p = serviceTimes.value(atQuantile: objective.latencyQuantile), p > UInt64(max(0, limit.microseconds)) { serviceHeld = false }
+            if let limit = objective.latencyLimit, let p = metrics.allServiceTimes.value(atQuantile: objective.latencyQuantile), p > UInt64(max(0, limit.microseconds)) { serviceHeld = false }
             if serviceHeld { limits.append("\(summary.shedArrivals) arrivals shed on busy devices") }
         }
         let saturated = !limits.isEmpty

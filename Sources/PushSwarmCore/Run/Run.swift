@@ -139,7 +139,7 @@ public final class Run: @unchecked Sendable {
         let board = onProgress.map { report in
             ProgressBoard(partitions: setups.count, duration: scenario.duration, devices: setups.reduce(0) { $0 + $1.devices.count }, report: report)
         }
-        let positions = GroupPositions.census(scenario, fleet: Fleet(scenario: scenario), ranges: setups.map(\.devices))
+        let positions = GroupPositions.census(scenario, ranges: setups.map(\.devices))
         let partitions = setups.enumerated().map { number, setup in
             // Each partition makes its devices from its own copy of the scenario, so that no
             // object they retain on every event is another partition's (`String.partitionCopy`).
