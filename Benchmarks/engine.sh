@@ -167,7 +167,7 @@ echo "== 6. overload: 3 and 10 x wrk's rate offered through devices, in the defa
 # devices, nothing waiting), over the requests waiting at the peak: queued on devices (left at the
 # end) and in flight (one a device). The estimate is the memory check's (MemoryEstimate: 64 MiB,
 # 2 KiB a device, 1 KiB a waiting request up to the ceiling, by default 100,000).
-devices=$(python3 -c "import json; print(json.load(open('Benchmarks/device-path.json'))['devices'])")
+devices=$(python3 -c "import json; print(json.loads(open('Benchmarks/device-path.json').read().replace('CONNS', '1'))['devices'])")
 for factor in 3 10; do
     rate=$(python3 -c "print(int($wrk_rate * $factor))")
     echo "command: $now run device-path.json (rate $rate/s) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --partitions 2  (progress on)"

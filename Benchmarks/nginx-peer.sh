@@ -73,7 +73,8 @@ PY
 summary() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
 # device_run RATE PARTITIONS NAME [MODE]: one run of Benchmarks/device-path.json at RATE/s through
-# `$device_binary` against nginx on `$port`, for `$seconds` s, in `$work`; in the default mode (live
+# `$device_binary` against nginx on `$port`, for `$seconds` s, in `$work`, its 64 addresses holding
+# `$per_address` connections each (default 1: 64 in all, as many as wrk -c64 holds); in the default mode (live
 # progress on, its output to NAME.stderr, as a user or a CI job runs it) unless MODE is quiet.
 # Prints its figures, leaves its max RSS (KiB) in NAME.rss, and exits 0 if it held: no generator
 # saturation, lag p99 under 100 ms, no missed start, nothing shed or pending.
@@ -81,7 +82,7 @@ device_run() {
     local rate=$1 partitions=$2 name=$3 mode=${4:-default}
     local extra=()
     [ "$mode" = quiet ] && extra=(--quiet)
-    sed "s/RATE/$rate/" Benchmarks/device-path.json > "$work/$name.json"
+    sed "s/RATE/$rate/; s/CONNS/${per_address:-1}/" Benchmarks/device-path.json > "$work/$name.json"
     read -r cpu rss wall < <(measure "$device_binary" run "$work/$name.json" --clock wall --target "http://127.0.0.1:$port" --duration "${seconds}s" \
         --partitions "$partitions" --out "$work/$name" "${extra[@]}" 2>"$work/$name.stderr")
     echo "$rss" > "$work/$name.rss"

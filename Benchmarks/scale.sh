@@ -125,6 +125,7 @@ if [[ $skip != *,4,* ]]; then
     start_nginx "$work" "$half"
     write_wrk_post "$work"
     connections=$(( 64 * half ))
+    per_address=$half  # device-path.json's 64 addresses hold as many connections as wrk
     wrk_run() { (cd "$work" && $WRK -t"$half" -c"$connections" -d"${seconds}s" -s post.lua "http://127.0.0.1:$port/events" | awk '/Requests\/sec/ {print $2}'); }
     echo "command: $WRK -t$half -c$connections -d${seconds}s -s post.lua http://127.0.0.1:$port/events"
     wrk_rate=$(wrk_run)

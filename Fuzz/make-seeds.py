@@ -54,8 +54,19 @@ for message in [
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 120\r\nContent-Length: 0\r\n\r\n",
     b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n",
     b"HTTP/1.0 200 OK\r\n\r\nread until close",
+    # Interim answers before the final one (RFC 9110 section 15.2).
+    b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
 ]:
     write("http-response", b"\x05" + message)
+# --push-listen: FCM's messages:send bodies, within and over its 4,096-byte payload.
+for body in [
+    {"message": {"token": "tok-1", "data": {"tracking_token": "t-1", "campaign_id": "c"}, "notification": {"title": "Sale", "body": "Now"}}},
+    {"message": {"token": "tok-2", "data": {"px.msg_id": "m-1"}}},
+    {"message": {"token": "tok-3", "data": {"blob": "x" * 4090}}},
+    {"message": {"topic": "news", "data": {"a": 1}}},
+]:
+    write("push-receiver", json.dumps(body))
 # WebSocket frames: a client's are masked, a server's are not; the first byte picks the piece size.
 def frame(opcode, payload, fin=True, mask=None):
     head = bytes([(0x80 if fin else 0) | opcode])

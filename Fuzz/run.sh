@@ -11,7 +11,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(http-request http-response websocket-server websocket-client json scenario mock-http mock-socket metrics-archive)
+    targets=(http-request http-response websocket-server websocket-client json scenario mock-http mock-socket metrics-archive push-receiver)
 fi
 
 echo "== building the fuzz targets (-sanitize=fuzzer,address)"
@@ -27,7 +27,7 @@ for target in "${targets[@]}"; do
     inputs=("$work" "Fuzz/corpus/$target")
     [ -d "Fuzz/regressions/$target" ] && inputs+=("Fuzz/regressions/$target")
     if [ "$seconds" = 0 ]; then limit=(-runs=0); else limit=(-max_total_time="$seconds"); fi
-    case $target in json | scenario | mock-http | mock-socket | metrics-archive) limit+=(-dict=Fuzz/json.dict) ;; esac
+    case $target in json | scenario | mock-http | mock-socket | metrics-archive | push-receiver) limit+=(-dict=Fuzz/json.dict) ;; esac
     # A metrics.json holds a run's intervals: its seed, a small stormy run's, is about 30 KB.
     max_len=8192
     [ "$target" = metrics-archive ] && max_len=65536

@@ -22,8 +22,16 @@ public struct Summary: Sendable {
         /// Installs whose warm-up started.
         public var installs: UInt64 = 0
         public var seconds: Double = 0
-        /// Whether every install finished before the warm-up's `maxDuration`.
+        /// Whether every install registered before the warm-up's `maxDuration`, and it was not
+        /// stopped early (Ctrl-C).
         public var complete = true
+        /// Installs that did not register, by why: `notReached` (the warm-up ended before their
+        /// turn), `waiting` (a request queued or in flight at its end), `failed` (their last answer
+        /// a failure: an error status, a timeout, no connection; retrying or given up). The run's
+        /// devices start without what they would have learnt, and register as their SDK does.
+        public var notRegistered: [String: UInt64] = [:]
+        /// How long the run waited after it for the service's limiter to drain (`warmUp.settle`).
+        public var settleSeconds: Double = 0
         public var sent: UInt64 = 0
         public var byStatus: [Int: UInt64] = [:]
         public var transportErrors: UInt64 = 0
@@ -49,13 +57,22 @@ public struct Summary: Sendable {
             self.pendingAtEnd = UInt64(max(0, pendingAtEnd))
             byOperation = metrics.operations.mapValues(\.sent)
             droppedByReason = metrics.droppedByReason
+            for (name, count) in metrics.counters where name.hasPrefix(Self.notRegisteredPrefix) {
+                notRegistered[String(name.dropFirst(Self.notRegisteredPrefix.count))] = count
+            }
+            if notRegistered.values.contains(where: { $0 > 0 }) { self.complete = false }
         }
+
+        /// The counters a warm-up keeps for installs that did not register (`warmUp.notRegistered.failed`).
+        public static let notRegisteredPrefix = "warmUp.notRegistered."
 
         /// Shards of one run warm up their own installs, concurrently.
         public mutating func merge(_ other: WarmUp) {
             installs += other.installs
             seconds = max(seconds, other.seconds)
             complete = complete && other.complete
+            notRegistered.merge(other.notRegistered, uniquingKeysWith: +)
+            settleSeconds = max(settleSeconds, other.settleSeconds)
             sent += other.sent
             byStatus.merge(other.byStatus, uniquingKeysWith: +)
             transportErrors += other.transportErrors
@@ -73,6 +90,7 @@ public struct Summary: Sendable {
                 "transportErrors": .number(Double(transportErrors)), "timeouts": .number(Double(timeouts)),
                 "retries": .number(Double(retries)), "pendingAtEnd": .number(Double(pendingAtEnd)),
                 "byOperation": .object(Summary.countObject(byOperation)), "droppedByReason": .object(Summary.countObject(droppedByReason)),
+                "notRegistered": .object(Summary.countObject(notRegistered)), "settleSeconds": .number((settleSeconds * 1_000).rounded() / 1_000),
             ]
         }
     }

@@ -261,6 +261,11 @@ public enum SummaryArchive {
             warmUp.pendingAtEnd = try count("pendingAtEnd", of: object, at: path)
             warmUp.byOperation = try counts(object["byOperation"], "\(path).byOperation")
             warmUp.droppedByReason = try counts(object["droppedByReason"], "\(path).droppedByReason")
+            if object["notRegistered"] != nil { warmUp.notRegistered = try counts(object["notRegistered"], "\(path).notRegistered") }
+            if object["settleSeconds"] != nil {
+                warmUp.settleSeconds = try number(object["settleSeconds"], "\(path).settleSeconds")
+                guard warmUp.settleSeconds >= 0 else { throw fail("\(path).settleSeconds", "expected a number from 0, found \(warmUp.settleSeconds)") }
+            }
             return warmUp
         }
 

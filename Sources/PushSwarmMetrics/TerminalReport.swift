@@ -45,8 +45,10 @@ public enum TerminalReport {
         if let warmUp = summary.warmUp {
             // Before the run, and not in any figure above.
             let statuses = warmUp.byStatus.sorted { $0.key < $1.key }.map { "\($0.key): \(group($0.value))" }.joined(separator: ", ")
-            let ending = warmUp.complete ? "complete" : "cut at its limit, \(group(warmUp.pendingAtEnd)) still waiting"
-            lines.append("Warm-up     \(group(warmUp.installs)) installs from before the run registered first in \(format2(warmUp.seconds)) s (\(ending)): "
+            let missing = warmUp.notRegistered.sorted { $0.key < $1.key }.filter { $0.value > 0 }.map { "\($0.key) \(group($0.value))" }.joined(separator: ", ")
+            let ending = warmUp.complete ? "complete" : "incomplete: \(missing.isEmpty ? "stopped early" : "not registered: " + missing), \(group(warmUp.pendingAtEnd)) requests still waiting"
+            let settled = warmUp.settleSeconds > 0 ? ", then \(format2(warmUp.settleSeconds)) s for the service's limiter to drain" : ""
+            lines.append("Warm-up     \(group(warmUp.installs)) installs from before the run registered first in \(format2(warmUp.seconds)) s\(settled) (\(ending)): "
                 + "\(group(warmUp.sent)) requests, by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(warmUp.transportErrors)) · timeouts \(group(warmUp.timeouts)) · not in the figures above")
         }
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")

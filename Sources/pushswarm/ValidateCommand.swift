@@ -17,13 +17,14 @@ enum ValidateCommand {
         }
         guard let scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "validate", usage: usage) else { return .badInput }
         let groups = scenario.groups.map { "\($0.name) (\($0.platform), \($0.os.rawValue))" }.joined(separator: ", ")
-        print("\(arguments.positionals[0]): valid scenario \"\(scenario.name)\": \(scenario.devices) devices for \(scenario.duration), groups \(groups), \(scenario.campaigns.count) campaign(s), \(scenario.clock.rawValue) clock")
         let estimate = MemoryEstimate(scenario, devices: scenario.devices)
         if let refusal = estimate.refusal(under: .current()) {
-            print("note: as one process here, \(refusal)")
-        } else {
-            print("memory: about \(MemoryEstimate.format(estimate.bytes)) as one process")
+            // What `run` would refuse, `validate` refuses too, with the same words.
+            PushSwarmCommand.printError(refusal)
+            return .badInput
         }
+        print("\(arguments.positionals[0]): valid scenario \"\(scenario.name)\": \(scenario.devices) devices for \(scenario.duration), groups \(groups), \(scenario.campaigns.count) campaign(s), \(scenario.clock.rawValue) clock")
+        print("memory: about \(MemoryEstimate.format(estimate.bytes)) as one process")
         return .success
     }
 }

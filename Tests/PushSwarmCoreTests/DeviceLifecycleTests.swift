@@ -184,6 +184,22 @@ import Testing
         #expect(device.keptNotificationCount == 0)
     }
 
+    /// A flood of pushes (issue 35: 1.2 M in 15 s through `--push-listen`) is bounded per device:
+    /// Android posts at most 50 notifications an app, and a device keeps no more awaiting the user.
+    @Test mutating func aDeviceKeepsAtMostFiftyNotificationsAwaitingTheUser() {
+        var behaviour = Fixtures.quietBehaviour
+        behaviour.tapRate = PerOS(both: 1)
+        var device = DeviceLifecycle(profile: Fixtures.profile(), behaviour: behaviour)
+        var over = 0
+        for id in 1...500 {
+            let push = PushNotification(id: UInt64(id), campaign: "c", data: ["blob": String(repeating: "x", count: 4_000)], fate: UInt64(id))
+            let outputs = device.handle(.notificationDelivered(push), now: t0, random: &random)
+            if Fixtures.counts(outputs).contains("notifications.overDisplayLimit") { over += 1 }
+        }
+        #expect(device.keptNotificationCount == DeviceLifecycle.maximumKeptNotifications && DeviceLifecycle.maximumKeptNotifications == 50)
+        #expect(over == 450, "each push beyond them is counted, not displayed")
+    }
+
     @Test mutating func withoutPermissionANotificationIsNotDisplayed() {
         var device = DeviceLifecycle(profile: Fixtures.profile(grants: false), behaviour: Fixtures.quietBehaviour)
         let outputs = device.handle(.notificationDelivered(PushNotification(id: 1, campaign: "c", data: [:])), now: t0, random: &random)

@@ -118,7 +118,7 @@ struct FakePlatform: Platform {
     @Test func anUnknownKeyListsTheKeysThatAreAllowed() {
         let error = error(#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": {"devicesPerIP": 3}}"#)
         #expect(error?.path == "$.network.devicesPerIP")
-        #expect(error?.message == "unknown key; expected one of: devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
+        #expect(error?.message == "unknown key; expected one of: connectionsPerSourceIP, devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
     }
 
     /// The warm-up of wall runs against a real target: on unless set off, paced and bounded.
@@ -133,18 +133,31 @@ struct FakePlatform: Platform {
         #expect(error(scenario(#"{"rate": 0}"#))?.path == "$.warmUp.rate")
         #expect(error(scenario(#"{"maxDuration": "2d"}"#))?.path == "$.warmUp.maxDuration")
         #expect(error(scenario(#"{"enabled": "yes"}"#))?.path == "$.warmUp.enabled")
-        #expect(error(scenario(#"{"rates": 5}"#))?.message == "unknown key; expected one of: enabled, maxDuration, rate")
+        #expect(error(scenario(#"{"rates": 5}"#))?.message == "unknown key; expected one of: enabled, maxDuration, perAddressRate, rate, settle")
+        #expect(defaults.perAddressRate == nil && defaults.settle == .seconds(5))
+        let paced = try decode(scenario(#"{"perAddressRate": "7/s", "settle": "0s"}"#)).warmUp
+        #expect(paced.perAddressRate == 7 && paced.settle == .zero)
+        #expect(error(scenario(#"{"perAddressRate": 0}"#))?.path == "$.warmUp.perAddressRate")
+        #expect(error(scenario(#"{"settle": "1h"}"#))?.path == "$.warmUp.settle")
     }
 
-    @Test func theWebSocketMessageLimitIsReadAndBounded() throws {
+    /// A `network` key: its default, a value set, and values out of bounds refused at its path.
+    @Test(arguments: [
+        ("maxWebSocketMessageBytes", 65_536, 4_096, ["100", "16777217", "1e12", "-1"]),
+        ("connectionsPerSourceIP", 64, 1, ["0", "10001", "2.5", "\"4\""]),
+    ])
+    func networkLimitsAreReadAndBounded(key: String, byDefault: Int, set: Int, bad: [String]) throws {
         func scenario(_ network: String) -> String {
             #"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": "# + network + "}"
         }
-        #expect(try decode(scenario("{}")).network.maxWebSocketMessageBytes == 65_536)
-        #expect(try decode(scenario(#"{"maxWebSocketMessageBytes": 4096}"#)).network.maxWebSocketMessageBytes == 4_096)
-        for bad in ["100", "16777217", "1e12", "-1"] {
-            let error = error(scenario(#"{"maxWebSocketMessageBytes": "# + bad + "}"))
-            #expect(error?.path == "$.network.maxWebSocketMessageBytes", "\(bad): \(String(describing: error))")
+        func read(_ network: NetworkSettings) -> Int {
+            key == "connectionsPerSourceIP" ? network.connectionsPerSourceAddress : network.maxWebSocketMessageBytes
+        }
+        #expect(read(try decode(scenario("{}")).network) == byDefault)
+        #expect(read(try decode(scenario(#"{""# + key + #"": "# + String(set) + "}")).network) == set)
+        for value in bad {
+            let error = error(scenario(#"{""# + key + #"": "# + value + "}"))
+            #expect(error?.path == "$.network.\(key)", "\(value): \(String(describing: error))")
         }
     }
 

@@ -53,5 +53,8 @@ import Testing
         #expect(data["tiles"]?.arrayValue?.first?["value"] == .number(40))
         #expect(try await get("/elsewhere").status == 404)
         #expect(try await get("/data", method: "POST").status == 405)
+        // RFC 9110 section 9.3.2: HEAD wherever GET is allowed, its headers without the body.
+        let head = try await get("/", method: "HEAD")
+        #expect(head.status == 200 && head.body.isEmpty && head.header("Content-Length") == String(page.body.count))
     }
 }

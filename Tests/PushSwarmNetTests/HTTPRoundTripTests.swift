@@ -83,3 +83,72 @@ import Testing
         #expect(results.contains { $0.timings.queued > 10_000_000 })
     }
 }
+
+/// Interim (1xx) answers before the final one, from a peer that sends them as RFC 9110 allows.
+@Suite struct InterimAnswerTests {
+    /// RFC 9110 section 15.2: "A client MUST be able to parse one or more 1xx responses received
+    /// prior to a final response, even if the client does not expect one." A peer answers each
+    /// request with 103 Early Hints (and, on the second, 100 Continue as well) before its 200; the
+    /// client's result is the 200 with its body, and the connection carries the next request.
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func interimAnswersAreSkippedBeforeTheFinalOne() async throws {
+        let port = freePort()
+        let peer = try rawPythonPeer(port: port, perConnection: """
+            served = 0
+            buffer = b""
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk: break
+                buffer += chunk
+                while b"\\r\\n\\r\\n" in buffer:
+                    head, buffer = buffer.split(b"\\r\\n\\r\\n", 1)
+                    served += 1
+                    interim = b"HTTP/1.1 103 Early Hints\\r\\nLink: </style.css>; rel=preload\\r\\n\\r\\n"
+                    if served == 2: interim = b"HTTP/1.1 100 Continue\\r\\n\\r\\n" + interim
+                    body = b'{"served":%d}' % served
+                    # The interim answers and the final one in separate writes.
+                    conn.sendall(interim)
+                    conn.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body) + body)
+            conn.close()
+            """)
+        defer { peer.stop() }
+        #expect(waitForPort(port))
+        let client = HTTPClient(group: testGroup)
+        defer { client.shutdown() }
+        for served in 1...2 {
+            let result = await client.send(HTTPClientRequest(method: "GET", url: TargetURL("http://127.0.0.1:\(port)/events")!))
+            let response = try #require(result.response, "\(result)")
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self) == #"{"served":\#(served)}"#, "the second rides the same connection")
+        }
+    }
+}
+
+/// Where a redirect's next hop goes under a target (issue 35: with `--target
+/// flocktory=http://host:port/flocktory`, a `302 Location: http://host:port/flocktory/__r1/…` was
+/// fetched as `/flocktory/flocktory/__r1/…`).
+@Suite struct RedirectTargetTests {
+    let target = TargetURL("http://127.0.0.1:8080/flocktory")!
+
+    func hop(_ locations: [String], from path: String = "/t/show/7", target: TargetURL? = nil) -> String {
+        let url = NetworkTransport.url(target ?? self.target, Request(method: "GET", path: path, locations: locations))
+        #expect(url.origin == (target ?? self.target).origin)
+        return url.path
+    }
+
+    @Test func aLocationOnTheTargetsOriginIsFetchedAsItIs() {
+        // RFC 9110 section 10.2.2: the Location is a URI reference, resolved against the request's URL.
+        #expect(hop(["http://127.0.0.1:8080/flocktory/__r1/t/show/promo-a-35"]) == "/flocktory/__r1/t/show/promo-a-35")
+        #expect(hop(["/flocktory/__r1/t/show/promo-a-35"]) == "/flocktory/__r1/t/show/promo-a-35")
+        #expect(hop(["__r1/7"]) == "/flocktory/t/show/__r1/7")
+        #expect(hop(["../../r/7", "../landing/7"], from: "/t/click/7") == "/flocktory/landing/7")
+        #expect(hop(["/elsewhere/x"]) == "/elsewhere/x", "a path outside the target's, on its host, is the service's to name")
+    }
+
+    @Test func aLocationLeavingTheTargetsOriginGoesToTheTargetWithoutDoublingItsPath() {
+        #expect(hop(["https://api.flocktory.com/static/icon/7.png"]) == "/flocktory/static/icon/7.png")
+        #expect(hop(["https://cdn.example/flocktory/static/icon/7.png"]) == "/flocktory/static/icon/7.png")
+        #expect(hop(["https://cdn.example/static/7.png", "../landing/7"]) == "/flocktory/landing/7")
+        #expect(hop(["https://api.flocktory.com/static/icon/7.png"], target: TargetURL("http://127.0.0.1:8080")!) == "/static/icon/7.png")
+    }
+}

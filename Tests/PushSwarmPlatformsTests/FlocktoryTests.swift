@@ -26,7 +26,7 @@ import PushSwarmMetrics
         var pending = requests(actions)
         while !pending.isEmpty {
             let outgoing = pending.removeFirst()
-            let reply = mock.handle(outgoing.request, from: SourceAddress(index: 0), at: now)
+            let reply = mock.handle(outgoing.request.resolved, from: SourceAddress(index: 0), at: now)
             log.append((outgoing, reply.response))
             pending += requests(client.handle(ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: .response(reply.response)), device: device, now: now, random: &random))
         }

@@ -197,4 +197,38 @@ extension VirtualDevice {
         }
         #expect(texts[0] == texts[1] && texts[1] == texts[2], "the same summary for 1, 2 and 4 partitions")
     }
+
+    /// Issue 35: SmartAppPush's mock answering 503 to everything, and the documented
+    /// `whenExhausted: keepForNextLaunch`: the lifecycle's queues grew to 400 KB a device (832,070
+    /// requests for 2,000 devices over 6 h) until the process died. Every workload's waiting
+    /// requests are held under the ceiling: a device queueing past its address's share drops its
+    /// oldest, counted as `waitingCeiling`; and a full device queue keeps the newest.
+    @Test func queuesKeptForTheNextLaunchStayUnderTheCeilingForAnyPartitionCount() async throws {
+        var scenario = try loadScenario("quickstart") { object in
+            object["devices"] = 400
+            object["duration"] = "24h"
+            object["network"] = ["devicesPerSourceIP": 20]
+            object["groups"] = [["name": "g", "platform": "smartapppush", "os": "android"]]
+            object["campaigns"] = []
+            object["platforms"] = ["smartapppush": [
+                "retry": ["serverError": ["maxRetries": 1, "whenExhausted": "keepForNextLaunch"]],
+                "mock": ["http503Rate": 1],
+            ]]
+        }
+        let free = await Run.simulated(scenario, partitions: 1).run().summary(runID: "test", version: "test")
+        #expect(free.pendingAtEnd > 1_000, "kept for the next launch, the queues grow: \(free.pendingAtEnd)")
+        #expect(free.metrics.droppedByReason["waitingCeiling"] == nil, "the default ceiling (100,000) is far away")
+        scenario.maximumWaiting = 400
+        var texts: [String] = []
+        for partitions in [1, 2, 4] {
+            var summary = await Run.simulated(scenario, partitions: partitions).run().summary(runID: "test", version: "test")
+            #expect((summary.metrics.droppedByReason["waitingCeiling"] ?? 0) > 100, "the oldest dropped at the ceiling")
+            #expect(summary.pendingAtEnd <= 400, "queued and in flight: at most the ceiling, 20 an address (\(summary.pendingAtEnd))")
+            let answered = summary.metrics.byStatus.values.reduce(0, +) + summary.metrics.transportErrors + summary.metrics.timeouts
+            #expect(summary.metrics.sent == answered, "every request sent is answered")
+            summary.wallSeconds = 0
+            texts.append(summary.jsonText)
+        }
+        #expect(texts[0] == texts[1] && texts[1] == texts[2], "the same summary for 1, 2 and 4 partitions")
+    }
 }

@@ -42,6 +42,17 @@ import PushSwarmMetrics
         ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: .response(Response(status: 503)))
     }
 
+    /// "Generate UUIDv4 (or UUIDv7) to use as ic_token": an install from before the run, whose
+    /// ic_token the built-in mock derives from its push token, gets version 4 and variant 10 too
+    /// (issue 35: 76 of 80 warm-up creates carried any version and variant).
+    @Test func anInstallFromBeforeTheRunHasAVersionFourICToken() {
+        for token in ["fcm-1", "fcm-2", "dGVzdC10b2tlbg", ""] {
+            let groups = PushExpressMessages.preRunICToken(pushToken: token).split(separator: "-")
+            #expect(groups.map(\.count) == [8, 4, 4, 4, 12])
+            #expect(groups[2].first == "4" && "89ab".contains(groups[3].first ?? "x"), "\(groups)")
+        }
+    }
+
     @Test mutating func theInstanceIsCreatedOnceAndItsIDKeptUntilUninstall() throws {
         // "Access some variable from app persistent local storage, for example ic_id … If non-nil and
         // non-empty variable found, assume it is existing install … Storage MUST be resistant to app

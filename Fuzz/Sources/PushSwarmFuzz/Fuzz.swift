@@ -42,6 +42,7 @@ enum FuzzTarget: String, CaseIterable {
     case mockHTTP = "mock-http"
     case mockSocket = "mock-socket"
     case metricsArchive = "metrics-archive"
+    case pushReceiver = "push-receiver"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -56,6 +57,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mockHTTP: Self.mockHTTP(bytes)
         case .mockSocket: Self.mockSocket(bytes)
         case .metricsArchive: Self.metricsArchive(bytes)
+        case .pushReceiver: Self.pushReceiver(bytes)
         }
     }
 
@@ -74,12 +76,22 @@ enum FuzzTarget: String, CaseIterable {
             do {
                 while let message = try parser.next() {
                     if let value = message.header("retry-after") { _ = RetryAfter.parse(value, unixNow: 1_800_000_000) }
+                    // An interim answer (1xx but 101) is one the client skips: it has no body.
+                    if kind == .response, message.isInterim { precondition(message.body.isEmpty, "an interim answer with a body") }
                 }
             } catch {
                 return
             }
         }
         _ = parser.finishAtEOF()
+    }
+
+    /// A body posted to `--push-listen`: FCM's answer, or a push whose payload is within FCM's
+    /// 4,096 bytes (all a device keeps of it).
+    static func pushReceiver(_ bytes: [UInt8]) {
+        guard case .success(let push) = PushReceiver.push(from: bytes) else { return }
+        let payload = push.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        precondition(payload <= 4_096 && !push.token.isEmpty, "a push over FCM's limit was taken")
     }
 
     static func frames(_ input: [UInt8], readsMasked: Bool) {

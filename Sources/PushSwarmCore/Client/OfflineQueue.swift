@@ -26,7 +26,8 @@ public struct OfflineQueue: Sendable {
     public final class Policy: Sendable {
         public let retryTable: RetryTable
         public let timeout: TimeSpan
-        /// Items beyond this are dropped as `queueFull` (a real app bounds its local store too).
+        /// A full queue drops its oldest waiting item for a new one, as `queueFull` (a real app
+        /// bounds its local store too, and analytics SDKs keep the newest events).
         public let capacity: Int
 
         public init(retryTable: RetryTable, timeout: TimeSpan, capacity: Int) {
@@ -109,7 +110,11 @@ public struct OfflineQueue: Sendable {
     /// so a request allocates no array of actions. The array-returning forms are for tests and
     /// clients written that way.)
     public mutating func enqueue(_ item: consuming Item, now: Instant, into actions: inout [ClientAction]) {
-        guard count < capacity else { return actions.append(.drop(reason: "queueFull")) }
+        if count >= capacity {
+            // The oldest item not in flight makes room; with none (a one-item queue whose item is
+            // out), the new one is dropped.
+            guard dropOldestWaiting(reason: "queueFull", into: &actions) else { return actions.append(.drop(reason: "queueFull")) }
+        }
         // A full buffer with finished items at its front drops them rather than doubling: a
         // device kept busy never empties its queue, and its buffer would otherwise grow to twice
         // what it holds (a 16-slot buffer for 8 waiting requests, 100 bytes a slot).
@@ -212,6 +217,23 @@ public struct OfflineQueue: Sendable {
         var actions: [ClientAction] = []
         appLaunched(now: now, into: &actions)
         return actions
+    }
+
+    /// Drops the oldest item that is not in flight (the head itself when it waits for a retry or
+    /// the next launch), counted as dropped for `reason`; false when every item is in flight.
+    @discardableResult
+    public mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+        if inFlightID == nil, head < items.count {
+            // A head waiting for its back-off or the next launch: the next item takes its place
+            // when the timer fires or the app launches.
+            actions.append(.drop(reason: reason))
+            removeHead()
+            return true
+        }
+        guard head + 1 < items.count else { return false }
+        actions.append(.drop(reason: reason))
+        items.remove(at: head + 1)
+        return true
     }
 
     private mutating func sendHeadIfIdle(now: Instant, into actions: inout [ClientAction]) {

@@ -83,6 +83,8 @@ public struct DeviceLifecycle: Sendable {
     private var pendingNotifications: [UInt64: PushNotification] = [:]
     /// How many displayed notifications the device keeps for a tap or dismissal to come.
     var keptNotificationCount: Int { pendingNotifications.count }
+    /// The most it keeps (Android's limit of notifications an app may have posted).
+    static let maximumKeptNotifications = 50
     private var nextTokenSerial = 0
     /// The user force-stopped the app when it last closed; cleared by the next launch.
     public private(set) var isForceStopped = false
@@ -223,6 +225,14 @@ public struct DeviceLifecycle: Sendable {
             }
             guard permission == .granted else {
                 outputs.append(.count("notifications.suppressedNoPermission"))
+                outputs.append(.intent(.notificationNotDisplayed(notification)))
+                return
+            }
+            // Android posts at most 50 notifications an app (NotificationManagerService's
+            // MAX_PACKAGE_NOTIFICATIONS) and refuses more: a device keeps no more awaiting a tap
+            // or dismissal, however many pushes a service floods it with.
+            guard pendingNotifications.count < Self.maximumKeptNotifications else {
+                outputs.append(.count("notifications.overDisplayLimit"))
                 outputs.append(.intent(.notificationNotDisplayed(notification)))
                 return
             }

@@ -65,7 +65,9 @@ public enum EventParameters {
         }
         switch kind {
         case .productID: return .string("SKU-\(1_000 + random.nextIndex(below: 9_000))")
-        case .orderID: return .string("ORD-\(100_000 + random.nextIndex(below: 900_000))")
+        // 64 bits, with the run's nonce: an order id repeats neither within a run (six digits
+        // did, among a few thousand orders) nor across wall runs of one seed.
+        case .orderID: return .string("ORD-" + String(random.next() ^ random.identifierNonce, radix: 16))
         case .contentID: return .string("C-\(random.nextIndex(below: 5_000))")
         case .category: return pick(categories)
         case .screen: return pick(screens)

@@ -118,6 +118,14 @@ public actor VirtualDevice {
 
     public var warmUpMemory: String? { client.warmUpMemory }
 
+    /// Drops the oldest request waiting in the device's client (`PlatformClient.dropOldestWaiting`);
+    /// what that makes it do (the drop, counted), nil when nothing could go.
+    public func dropOldestWaiting(reason: String) -> [Action]? {
+        var actions: [ClientAction] = []
+        guard client.dropOldestWaiting(reason: reason, into: &actions) else { return nil }
+        return actions.map(Self.action(for:))
+    }
+
     /// What this install's warm-up learnt (before `start`).
     public func remember(warmUp memory: String) { client.remember(warmUp: memory) }
 

@@ -32,17 +32,24 @@ public final class MockFleet: Sendable {
     /// numbers are its own (`partition << 40` up), so that sessions of several partitions' mocks
     /// behind one server stay distinct.
     public convenience init(scenario: Scenario, partition: Int = 0) {
-        self.init(platforms: scenario.platforms, seed: scenario.seed, partition: partition, calendarStartUnixSeconds: scenario.startUnixSeconds)
+        self.init(
+            platforms: scenario.platforms, seed: scenario.seed, partition: partition, calendarStartUnixSeconds: scenario.startUnixSeconds,
+            identifierNonce: scenario.identifierNonce
+        )
     }
 
     /// Mocks for `platforms` as configured, with randomness from `seed`; instant zero is
     /// `calendarStartUnixSeconds` on the calendar (for answers that tell the time).
-    public init(platforms configurations: [String: any PlatformConfiguration], seed: UInt64, partition: Int = 0, calendarStartUnixSeconds: Int64 = 0) {
+    /// `identifierNonce`: mixed into the identifiers the services make (`Scenario.identifierNonce`).
+    public init(
+        platforms configurations: [String: any PlatformConfiguration], seed: UInt64, partition: Int = 0, calendarStartUnixSeconds: Int64 = 0,
+        identifierNonce: UInt64 = 0
+    ) {
         platforms = configurations.keys.sorted()
         var hosts: [MockHost] = []
         for name in platforms {
             guard let configuration = configurations[name] else { continue }
-            var host = MockHost(service: configuration.makeMock(), behaviour: configuration.mockBehaviour, seed: seed)
+            var host = MockHost(service: configuration.makeMock(), behaviour: configuration.mockBehaviour, seed: seed, identifierNonce: identifierNonce)
             host.setCalendar(startUnixSeconds: calendarStartUnixSeconds)
             hosts.append(host)
         }

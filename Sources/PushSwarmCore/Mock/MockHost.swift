@@ -7,13 +7,16 @@ public struct MockHost: Sendable {
     public let behaviour: MockBehaviour
     public private(set) var ledger = Ledger()
     private let seed: UInt64
+    /// Mixed into the identifiers a campaign makes (tracking tokens, message ids).
+    private let identifierNonce: UInt64
     private var limiters: [RateLimiter]
 
     /// Draws (latency, faults) come from the caller with each request: see `MockFleet`.
-    public init(service: any MockService, behaviour: MockBehaviour, seed: UInt64) {
+    public init(service: any MockService, behaviour: MockBehaviour, seed: UInt64, identifierNonce: UInt64 = 0) {
         self.service = service
         self.behaviour = behaviour
         self.seed = seed
+        self.identifierNonce = identifierNonce
         limiters = behaviour.rateLimits.map(RateLimiter.init(rule:))
     }
 
@@ -132,7 +135,7 @@ public struct MockHost: Sendable {
     public mutating func confirm(_ key: LedgerKey, at now: Instant) -> Bool { ledger.confirm(key, at: now) }
 
     public mutating func launchCampaign(_ campaign: Campaign, at now: Instant) -> (pushes: [PushMessage], sessionMessages: [SessionMessage]) {
-        let pushes = service.launchCampaign(campaign, at: now, draws: CampaignDraws(seed: seed, campaign: campaign.name))
+        let pushes = service.launchCampaign(campaign, at: now, draws: CampaignDraws(seed: seed, campaign: campaign.name, identifierNonce: identifierNonce))
         return (pushes, service.campaignSocketMessages(campaign, at: now))
     }
 }

@@ -33,6 +33,12 @@ public enum ExchangeOutcome: Sendable {
 
 /// A finished request, delivered back to the device that sent it.
 public struct ExchangeCompletion: Sendable {
+    /// Answered 1xx to 3xx: what the service took (a redirect's next hop included).
+    public var isSuccess: Bool {
+        if case .response(let response) = outcome { return response.status < 400 }
+        return false
+    }
+
     public var requestID: UInt64
     public var operation: String
     /// When the device asked for the request to be sent (its intended start).

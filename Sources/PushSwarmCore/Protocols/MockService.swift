@@ -51,10 +51,14 @@ public protocol MockService: Sendable {
 public struct CampaignDraws: Sendable {
     public let seed: UInt64
     public let campaign: String
+    /// Mixed into the identifiers drawn (`SeededRandom.identifierNonce`): unique per wall run,
+    /// so that a second run of one seed sends a real service no id it has seen.
+    public let identifierNonce: UInt64
 
-    public init(seed: UInt64, campaign: String) {
+    public init(seed: UInt64, campaign: String, identifierNonce: UInt64 = 0) {
         self.seed = seed
         self.campaign = campaign
+        self.identifierNonce = identifierNonce
     }
 
     public func random(for recipient: String) -> SeededRandom {
@@ -63,7 +67,9 @@ public struct CampaignDraws: Sendable {
         for byte in campaign.utf8 + [0] + recipient.utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
-        return SeededRandom(seed: seed, stream: .campaign, index: hash)
+        var random = SeededRandom(seed: seed, stream: .campaign, index: hash)
+        random.identifierNonce = identifierNonce
+        return random
     }
 }
 

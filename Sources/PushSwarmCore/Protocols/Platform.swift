@@ -21,7 +21,31 @@ public protocol PlatformConfiguration: Sendable {
     /// A fresh mock service for one run.
     func makeMock() -> any MockService
 
+    /// The requests a second one source address may send before the service refuses, as the
+    /// scenario describes the service; nil: none known. A warm-up paces each address below it
+    /// (`WarmUpSettings.perAddressRate`). Default: the mock's per-address `rateLimits`.
+    var perAddressRequestsPerSecond: Double? { get }
+
     /// An equal configuration for one partition, with storage of its own for what its mock and
     /// its client profiles reference on every request: see `String.partitionCopy`.
     func partitionCopy() -> any PlatformConfiguration
+}
+
+extension PlatformConfiguration {
+    public var perAddressRequestsPerSecond: Double? {
+        mockBehaviour.rateLimits.compactMap(\.perAddressRequestsPerSecond).min()
+    }
+}
+
+extension RateLimitRule {
+    /// What the rule admits a second from one source address, steadily; nil when it does not
+    /// count per address.
+    public var perAddressRequestsPerSecond: Double? {
+        guard key == .sourceIP || key == .sourceIPAndEndpoint, paths.isEmpty else { return nil }
+        switch algorithm {
+        case .tokenBucket(let perSecond, _), .leakyBucket(let perSecond, _, _): return perSecond
+        case .fixedWindow(let limit, let window), .slidingWindow(let limit, let window):
+            return window.microseconds > 0 ? Double(limit) / window.seconds : nil
+        }
+    }
 }

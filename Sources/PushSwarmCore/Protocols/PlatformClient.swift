@@ -45,8 +45,15 @@ public protocol PlatformClient: Sendable {
     var warmUpMemory: String? { get }
 
     /// The same install in the measured run starts with what its warm-up learnt; called before
-    /// `started`.
+    /// `started`, for every install from before the run when a warm-up ran. Empty: it learnt
+    /// nothing (the service did not take its registration, or its turn never came), and it
+    /// registers as its SDK would, never with what a built-in mock would have known.
     mutating func remember(warmUp memory: String)
+
+    /// Drops the oldest request waiting in the client (not one in flight), counted as dropped
+    /// for `reason`: the run holds its devices' waiting requests under a ceiling
+    /// (`Scenario.maximumWaiting`). False when nothing waits that could go.
+    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool
 }
 
 extension PlatformClient {
@@ -54,6 +61,7 @@ extension PlatformClient {
     public mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
     public var warmUpMemory: String? { nil }
     public mutating func remember(warmUp memory: String) {}
+    public mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool { false }
 
     /// Most clients do nothing until the app does something.
     public mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }

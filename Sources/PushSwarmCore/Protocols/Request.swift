@@ -7,12 +7,31 @@ public struct Request: Sendable, Equatable {
     public var path: String
     public var headers: [Header]
     public var body: [UInt8]
+    /// A redirect's `Location` values followed so far, in order (RFC 9110 section 10.2.2): each a
+    /// URI reference resolved against the URL before it, from `path` under the target. Empty for
+    /// every request but a redirect's next hop.
+    public var locations: [String]
 
-    public init(method: String, path: String, headers: [Header] = [], body: [UInt8] = []) {
+    public init(method: String, path: String, headers: [Header] = [], body: [UInt8] = [], locations: [String] = []) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.locations = locations
+    }
+
+    /// Where the request goes under a target without a path: `path`, then each of `locations`
+    /// resolved against it, an absolute URL on any host by its path. What the simulated transport
+    /// hands its mocks; a live one resolves against the real URLs (`TargetURL.resolving`).
+    public var resolvedPath: String {
+        locations.reduce(path) { URIReference.resolve($1, against: $0).path }
+    }
+
+    /// The request as a service under a target without a path receives it: at `resolvedPath`,
+    /// with no locations left to follow.
+    public var resolved: Request {
+        guard !locations.isEmpty else { return self }
+        return Request(method: method, path: resolvedPath, headers: headers, body: body)
     }
 
     public func header(_ name: String) -> String? {

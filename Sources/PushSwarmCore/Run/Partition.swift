@@ -56,10 +56,30 @@ final class Partition: @unchecked Sendable {
     /// Set: this partition runs the warm-up before a run, not the run (`WarmUpSettings`).
     private let warmUp: WarmUpSettings?
     /// What each install's warm-up learnt, by fleet index: handed to the measured run's devices.
-    private let memories: [Int: String]
+    /// After a warm-up (nil: none ran): what each install learnt, by fleet index.
+    private let memories: [Int: String]?
     /// Pushes a real service sent during the warm-up (`--push-listen`): kept for the run after
     /// it, whose devices show them as it starts.
     private var heldPushes: [ExternalPush]
+    /// A warm-up's: where each device's warm-up stands (empty in a run proper).
+    private var warmUpStates: [WarmUpState] = []
+    /// A warm-up's pace per NAT address (by its place in the partition): the earliest its next
+    /// install may start, and the gap between its installs, doubled by each 429.
+    private var warmUpGates: [Int: (next: Instant, gap: TimeSpan)] = [:]
+    /// The gap between one address's installs the warm-up starts with (zero: paced by the
+    /// fleet's rate alone).
+    private var warmUpGap = TimeSpan.zero
+
+    private enum WarmUpState: UInt8 {
+        /// Not an install from before the run: nothing to register.
+        case none
+        /// Its turn has not come (the warm-up ended first).
+        case due
+        /// Started; its last answer, if any, was a success.
+        case going
+        /// Started; its last answer was a failure (an error status, a timeout, no connection).
+        case failing
+    }
     /// The most pushes a warm-up keeps for the run; more are counted and dropped.
     static let maximumHeldPushes = 100_000
 
@@ -87,10 +107,10 @@ final class Partition: @unchecked Sendable {
     private var groupMembers: [[Int32]] = []
     /// Open-model arrival streams for this partition's devices (`ArrivalStream`).
     private var arrivalStreams: [ArrivalStream] = []
-    /// With an open workload: the requests waiting on each NAT address's devices (queued or in
-    /// flight), by the address's place in this partition, and the most each may hold: its share
-    /// of the process's ceiling (`Scenario.maximumWaiting`), in proportion to its devices. An
-    /// arrival finding its address at the ceiling is shed. Counted per address, the unit a
+    /// The requests waiting on each NAT address's devices (queued or in flight), by the address's
+    /// place in this partition, and the most each may hold: its share of the process's ceiling
+    /// (`Scenario.maximumWaiting`), in proportion to its devices. An arrival finding its address
+    /// at the ceiling is shed; a device queueing past it drops its oldest (`shedOldest`). Counted per address, the unit a
     /// partition holds whole, so that the choice does not depend on the partition count.
     private var waitingByAddress: [Int32] = []
     private var waitingLimitByAddress: [Int32] = []
@@ -116,6 +136,8 @@ final class Partition: @unchecked Sendable {
     private(set) var end: Instant
     private var interrupted = false
     private var finished: ((PartitionResult) -> Void)?
+    /// Wall time: the instant the partition asked its transport to wake it at (nil: none asked).
+    private var wakeAt: Instant?
     private var isDone = false
     private var eventsSinceProgressCheck = 0
     /// When this partition next hands its progress to the board (`reportProgress`).
@@ -136,7 +158,7 @@ final class Partition: @unchecked Sendable {
 
     init(
         number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
-        devices range: Range<Int>, positions: GroupPositions, processDevices: Int, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [ExternalPush] = []
+        devices range: Range<Int>, positions: GroupPositions, processDevices: Int, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String]? = nil, heldPushes: [ExternalPush] = []
     ) {
         self.number = number
         self.scenario = scenario
@@ -199,7 +221,7 @@ final class Partition: @unchecked Sendable {
     /// has reached its end and every request in flight has ended.
     func startWall(_ live: any LiveTransport, finished: @escaping (PartitionResult) -> Void) {
         self.finished = finished
-        live.onArrival { [unowned self] arrival in arrive(arrival) }
+        live.onArrival { [unowned self] arrival in arrive(arrival, live) }
         start()
         if progress != nil && warmUp == nil { queue.schedule(.progressTick, at: Instant.start + .seconds(1)) }
         tick(live)
@@ -215,16 +237,21 @@ final class Partition: @unchecked Sendable {
             if isDone { return }
         }
         if (now >= end || isWarmedUp) && inFlight == 0 { return finish() }
-        let wake = min(queue.nextTime ?? end, end)
-        live.wake(at: max(wake, now)) { [unowned self] in tick(live) }
+        let wake = max(min(queue.nextTime ?? end, end), now)
+        wakeAt = wake
+        live.wake(at: wake) { [unowned self] in tick(live) }
     }
 
-    /// An answer or socket event from the transport, on this thread, as it happens.
-    private func arrive(_ arrival: Arrival) {
+    /// An answer or socket event from the transport, on this thread, as it happens. What it
+    /// schedules (a retry after a 503, the next request of a device's queue) may fall before the
+    /// wake-up asked for: then a tick runs what is due and moves the wake-up to the next item,
+    /// or the retry would wait for whatever came next (in a quiet warm-up, its end).
+    private func arrive(_ arrival: Arrival, _ live: any LiveTransport) {
         guard !isDone else { return }
         let time = transport.currentTime
         handle(item(for: arrival), at: time, lag: .zero)
-        if !isDone && (time >= end || isWarmedUp) && inFlight == 0 { finish() }
+        if !isDone && (time >= end || isWarmedUp) && inFlight == 0 { return finish() }
+        if !isDone, let next = queue.nextTime, wakeAt.map({ next < $0 }) ?? true { tick(live) }
     }
 
     /// Asks the partition to stop starting requests (Ctrl-C); those in flight still finish.
@@ -295,7 +322,9 @@ final class Partition: @unchecked Sendable {
     private func start() {
         if let warmUp { return startWarmUp(warmUp) }
         makeDevices { index, profile, device in
-            if let memory = memories[range.lowerBound + index] { device.assumeIsolated { $0.remember(warmUp: memory) } }
+            // After a warm-up, an install it did not register learns nothing (""), and registers
+            // as its SDK would rather than with what a built-in mock would know.
+            if let memories, profile.isInstalledAtStart { device.assumeIsolated { $0.remember(warmUp: memories[range.lowerBound + index] ?? "") } }
             let (actions, known) = device.assumeIsolated { $0.start(now: .start) }
             if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
             execute(actions, device: index, now: .start, isDraining: false)
@@ -305,17 +334,50 @@ final class Partition: @unchecked Sendable {
         }
         for push in heldPushes { queue.schedule(.externalPush(token: push.token, data: push.data, isDataOnly: push.isDataOnly), at: .start) }
         heldPushes = []
+        startWaitingCeiling()
         startWorkloads()
     }
 
     /// The warm-up: the partition's installs from before the run, each at its turn of the fleet's
     /// pace (fleet index / rate, so partitions together keep `rate`), send what registered them.
+    /// Each address no faster than its per-address pace (`WarmUpSettings.perAddressRate`, or the
+    /// scenario's own per-address limit), which a 429 slows further (`warmUpAnswered`).
     private func startWarmUp(_ warmUp: WarmUpSettings) {
+        warmUpStates = Array(repeating: .none, count: range.count)
+        let perAddress = warmUp.perAddressRate ?? scenario.platforms.values.compactMap(\.perAddressRequestsPerSecond).min()
+        if let perAddress { warmUpGap = .seconds(1 / perAddress) }
+        var turns: [Int: Int] = [:]
         makeDevices { index, profile, _ in
             guard profile.isInstalledAtStart else { return }
-            let at = Instant.start + TimeSpan(microseconds: Int64((Double(profile.index) / warmUp.rate * 1_000_000).rounded(.down)))
+            warmUpStates[index] = .due
+            var seconds = Double(profile.index) / warmUp.rate
+            if let perAddress {
+                let place = addressPlace(of: index)
+                let turn = turns[place, default: 0]
+                turns[place] = turn + 1
+                seconds = max(seconds, Double(turn) / perAddress)
+            }
+            let at = Instant.start + TimeSpan(microseconds: Int64((seconds * 1_000_000).rounded(.down)))
             if at <= end { queue.schedule(.warmUp(index), at: at) }
         }
+    }
+
+    /// A warm-up's answer: a 429 pauses the device's address for its `Retry-After` (1 s without
+    /// one) and doubles the gap between its installs (once a pause), so the warm-up backs off a
+    /// service's limiter instead of filling it.
+    private func warmUpAnswered(_ completion: ExchangeCompletion, device index: Int, at time: Instant) {
+        warmUpStates[index] = completion.isSuccess ? .going : .failing
+        guard case .response(let response) = completion.outcome, response.status == 429 else { return }
+        let pause = response.header("Retry-After").flatMap { RetryAfter.parse($0, unixNow: Int64(Date().timeIntervalSince1970)) } ?? .seconds(1)
+        let place = addressPlace(of: index)
+        let gate = warmUpGates[place] ?? (next: time, gap: warmUpGap)
+        // One slow-down a pause: 429s to requests sent before it add none.
+        let slows = time >= gate.next
+        let gap = slows ? max(TimeSpan(microseconds: gate.gap.microseconds * 2), .milliseconds(100)) : gate.gap
+        // The refused install's own retry goes after about the pause (its SDK's rule); the
+        // address's next install a gap after that, not beside it.
+        warmUpGates[place] = (next: max(gate.next, time + min(pause, .seconds(60)) + gap), gap: gap)
+        if slows { metrics.increment("warmUp.slowedOn429") }
     }
 
     private func handle(_ item: Item, at time: Instant, lag: TimeSpan) {
@@ -340,6 +402,7 @@ final class Partition: @unchecked Sendable {
             let completion = completions.take(slot)!
             inFlight -= 1
             record(completion, at: time)
+            if !warmUpStates.isEmpty { warmUpAnswered(completion, device: index, at: time) }
             let device = slots[index].device
             work(index: index, at: time, isDraining: isDraining) { device, work in device.handleOnExecutor(completion, now: time, into: &work) }
             if !isDraining, var closed = closedLoop[index], device.pendingRequestsOnExecutor() == 0 {
@@ -356,7 +419,14 @@ final class Partition: @unchecked Sendable {
             transport.timerFired(token, at: time)
         case .warmUp(let index):
             guard !isDraining else { return }
+            let place = addressPlace(of: index)
+            if let gate = warmUpGates[place] {
+                // The address was answered 429: its installs wait for the pause and go at its pace.
+                guard time >= gate.next else { return queue.schedule(.warmUp(index), at: gate.next) }
+                warmUpGates[place] = (next: time + gate.gap, gap: gate.gap)
+            }
             metrics.increment("warmUp.installs")
+            warmUpStates[index] = .going
             let actions = slots[index].device.assumeIsolated { $0.warmUp(now: time) }
             execute(actions, device: index, now: time, isDraining: false)
         case .externalPush(let token, let data, let isDataOnly):
@@ -431,6 +501,21 @@ final class Partition: @unchecked Sendable {
         if !waitingByAddress.isEmpty {
             let address = addressPlace(of: index)
             waitingByAddress[address] += Int32(clamping: device.pendingRequestsOnExecutor() - before)
+            if waitingByAddress[address] > waitingLimitByAddress[address] { shedOldest(of: index, address: address, at: time, isDraining: isDraining) }
+        }
+    }
+
+    /// The address is over its share of the ceiling on waiting requests: the device that added
+    /// to it drops its oldest waiting requests (not one in flight) until it is back, each counted
+    /// as dropped (`waitingCeiling`). Memory stays within the run's estimate whatever a failing
+    /// service or a scenario makes the devices keep.
+    private func shedOldest(of index: Int, address: Int, at time: Instant, isDraining: Bool) {
+        let device = slots[index].device
+        while waitingByAddress[address] > waitingLimitByAddress[address] {
+            let before = device.pendingRequestsOnExecutor()
+            guard let actions = device.assumeIsolated({ $0.dropOldestWaiting(reason: "waitingCeiling") }) else { return }
+            execute(actions, device: index, now: time, isDraining: isDraining)
+            waitingByAddress[address] += Int32(clamping: device.pendingRequestsOnExecutor() - before)
         }
     }
 
@@ -449,6 +534,15 @@ final class Partition: @unchecked Sendable {
         if warmUp != nil {
             for (index, slot) in slots.enumerated() {
                 if let memory = slot.device.assumeIsolated({ $0.warmUpMemory }) { learnt[range.lowerBound + index] = memory }
+                // An install that did not register, and why: the run's devices start without
+                // what it would have learnt, and register as their SDK does.
+                switch warmUpStates[index] {
+                case .none: break
+                case .due: metrics.increment("warmUp.notRegistered.notReached")
+                case _ where slot.device.pendingRequestsOnExecutor() > 0: metrics.increment("warmUp.notRegistered.waiting")
+                case .failing: metrics.increment("warmUp.notRegistered.failed")
+                case .going: break
+                }
             }
         }
         // A warm-up over before its limit ends when it did.
@@ -542,6 +636,25 @@ final class Partition: @unchecked Sendable {
         }
     }
 
+    /// Each address's share of the process's ceiling on waiting requests, for every workload
+    /// (`waitingByAddress`): arrivals beyond it are shed, and requests a device queues beyond it
+    /// (retries kept for the next launch against a failing service) drop its oldest.
+    private func startWaitingCeiling() {
+        guard !slots.isEmpty else { return }
+        let ceiling = scenario.maximumWaiting ?? MemoryEstimate.defaultMaximumWaiting(devices: processDevices)
+        let perDevice = Double(ceiling) / Double(max(1, processDevices))
+        let perSource = max(1, scenario.network.devicesPerSourceAddress)
+        let addresses = addressPlace(of: range.count - 1) + 1
+        waitingByAddress = Array(repeating: 0, count: addresses)
+        waitingLimitByAddress = (0..<addresses).map { place in
+            let first = (range.lowerBound / perSource + place) * perSource
+            let devices = min(first + perSource, range.upperBound) - max(first, range.lowerBound)
+            return Int32(clamping: max(1, Int((perDevice * Double(devices)).rounded(.down))))
+        }
+        // What the devices' first events already queued.
+        for index in slots.indices { waitingByAddress[addressPlace(of: index)] += Int32(clamping: slots[index].device.pendingRequestsOnExecutor()) }
+    }
+
     /// Schedules each group's load shape: the arrival streams of an open model, the first event
     /// of each closed-model user.
     private func startWorkloads() {
@@ -586,21 +699,6 @@ final class Partition: @unchecked Sendable {
                     schedule(.lifecycle(.workloadEvent), device: index, at: Instant.start + workload.start + TimeSpan(microseconds: offset.microseconds / 2))
                 }
             }
-        }
-        if !arrivalStreams.isEmpty {
-            // Each address's share of the process's ceiling on waiting requests.
-            let ceiling = scenario.maximumWaiting ?? MemoryEstimate.defaultMaximumWaiting(devices: processDevices)
-            let perDevice = Double(ceiling) / Double(max(1, processDevices))
-            let perSource = max(1, scenario.network.devicesPerSourceAddress)
-            let addresses = addressPlace(of: range.count - 1) + 1
-            waitingByAddress = Array(repeating: 0, count: addresses)
-            waitingLimitByAddress = (0..<addresses).map { place in
-                let first = (range.lowerBound / perSource + place) * perSource
-                let devices = min(first + perSource, range.upperBound) - max(first, range.lowerBound)
-                return Int32(clamping: max(1, Int((perDevice * Double(devices)).rounded(.down))))
-            }
-            // What the devices' first events already queued.
-            for index in slots.indices { waitingByAddress[addressPlace(of: index)] += Int32(clamping: slots[index].device.pendingRequestsOnExecutor()) }
         }
         for number in arrivalStreams.indices { scheduleNextArrival(number) }
     }

@@ -39,7 +39,7 @@ public final class Run: @unchecked Sendable {
     /// Set: this run is the warm-up before a measured run (`WarmUpSettings`).
     private let warmUp: WarmUpSettings?
     /// What the warm-up learnt, by fleet index, for the measured run's devices.
-    private let memories: [Int: String]
+    private let memories: [Int: String]?
     /// Pushes the warm-up kept, by partition number.
     private let heldPushes: [Int: [ExternalPush]]
 
@@ -53,7 +53,7 @@ public final class Run: @unchecked Sendable {
     /// learnt (`RunResult.warmUpMemories`), for this run's devices.
     public init(
         scenario: Scenario, shard: Shard? = nil, partitions setups: [PartitionSetup], ownedThreads threads: [PartitionThread] = [],
-        warmUp: WarmUpSettings? = nil, memories: [Int: String] = [:], heldPushes: [Int: [ExternalPush]] = [:]
+        warmUp: WarmUpSettings? = nil, memories: [Int: String]? = nil, heldPushes: [Int: [ExternalPush]] = [:]
     ) {
         self.scenario = scenario
         self.warmUp = warmUp

@@ -152,7 +152,7 @@ public final class SimulatedTransport: RunTransport {
             outcome = .transportError(reason: "networkError")
             completedAt = now + .milliseconds(200)
         } else if let host = mocks.index(of: platform) {
-            let answer = mocks.exchange(platform: host, outgoing.request, from: source, at: now, random: &random)
+            let answer = mocks.exchange(platform: host, outgoing.request.resolved, from: source, at: now, random: &random)
             if answer.latency > outgoing.timeout {
                 outcome = .timeout
                 completedAt = now + outgoing.timeout

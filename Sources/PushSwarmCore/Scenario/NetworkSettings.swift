@@ -2,6 +2,12 @@
 public struct NetworkSettings: Sendable, Equatable {
     /// Devices sharing one public source address (carrier-grade NAT): 1 gives each its own.
     public var devicesPerSourceAddress: Int = 1
+    /// Connections one source address may hold to one origin at once in wall time (scenario
+    /// `network.connectionsPerSourceIP`): the devices behind it share them, and a request finding
+    /// them all busy waits. Each connection costs the service and PushSwarm a socket and their
+    /// per-connection work: against a saturated service more connections add no throughput, only
+    /// that cost (docs/performance.md).
+    public var connectionsPerSourceAddress: Int = NetworkSettings.defaultConnectionsPerSourceAddress
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0
@@ -17,6 +23,7 @@ public struct NetworkSettings: Sendable, Equatable {
     public static let defaultMaxWebSocketMessageBytes = 64 << 10
     /// What a scenario may set: RFC 6455's control-frame size up to 16 MiB.
     public static let maxWebSocketMessageBytesRange = 125...(16 << 20)
+    public static let defaultConnectionsPerSourceAddress = 64
 
     public init() {}
 }
@@ -64,6 +71,14 @@ public struct WarmUpSettings: Sendable, Equatable {
     /// The warm-up ends at the latest this long after it began: nothing new starts after it, and
     /// what is in flight finishes.
     public var maxDuration: TimeSpan = .minutes(5)
+    /// Installs starting their warm-up per second behind one source address; nil: no faster than
+    /// the scenario's own per-address limit where it has one (`PlatformConfiguration
+    /// .perAddressRequestsPerSecond`). A 429 pauses the address for its `Retry-After` (1 s without
+    /// one) and halves its pace, so that the warm-up does not fill the service's limiter.
+    public var perAddressRate: Double?
+    /// After the warm-up, the run waits until this long has passed since the warm-up's last 429
+    /// (none: no wait), so that it starts with the service's limiter drained.
+    public var settle: TimeSpan = .seconds(5)
 
     public init() {}
 }

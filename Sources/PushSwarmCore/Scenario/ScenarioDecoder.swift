@@ -174,6 +174,8 @@ public struct ScenarioDecoder: Sendable {
         var object = try reader.object()
         var network = NetworkSettings()
         network.devicesPerSourceAddress = try object.optional("devicesPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000_000) } ?? 1
+        network.connectionsPerSourceAddress = try object.optional("connectionsPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000) }
+            ?? NetworkSettings.defaultConnectionsPerSourceAddress
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
         let range = NetworkSettings.maxWebSocketMessageBytesRange
         if let bytes = try object.optional("maxWebSocketMessageBytes", { try $0.integer(minimum: range.lowerBound, maximum: range.upperBound) }) {
@@ -198,6 +200,16 @@ public struct ScenarioDecoder: Sendable {
             guard span <= .days(1) else { throw reader.fail("must be at most 1 day") }
             return span
         } ?? warmUp.maxDuration
+        warmUp.perAddressRate = try object.optional("perAddressRate") { reader in
+            let rate = try reader.arrivalRate()
+            guard rate > 0 else { throw reader.fail("must be more than 0 installs a second") }
+            return rate
+        }
+        warmUp.settle = try object.optional("settle") { reader in
+            let span = try reader.duration()
+            guard span <= .minutes(10) else { throw reader.fail("must be at most 10 minutes") }
+            return span
+        } ?? warmUp.settle
         try object.finish()
         return warmUp
     }

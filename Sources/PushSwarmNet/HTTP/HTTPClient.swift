@@ -682,8 +682,13 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         }
         parser.append(bytes)
         do {
-            guard let message = try parser.next() else { return }
-            complete(exchange, with: message, now: now)
+            // RFC 9110 section 15.2: a client parses and skips interim answers (100 Continue,
+            // 103 Early Hints) before the final one. 101 ends HTTP on the connection; no request
+            // of this client asks for it, so it is final here (WebSocketClient asks for it).
+            while let message = try parser.next() {
+                if message.isInterim { continue }
+                return complete(exchange, with: message, now: now)
+            }
         } catch {
             current = nil
             close()

@@ -9,6 +9,12 @@ public struct HTTPMessage: Sendable {
     /// Whether the connection may carry another message after this one.
     public var keepAlive: Bool
 
+    /// For a response: an interim answer (1xx other than 101 Switching Protocols), which a client
+    /// skips before the final one (RFC 9110 section 15.2).
+    public var isInterim: Bool {
+        startLine.1.utf8.count == 3 && startLine.1.utf8.first == UInt8(ascii: "1") && startLine.1 != "101"
+    }
+
     /// The first value of the header called `name` (lowercase), compared case-insensitively.
     public func header(_ name: String) -> String? {
         headers.first { $0.name.isASCII(caseInsensitivelyEqualTo: name) }?.value

@@ -1,4 +1,5 @@
 import Foundation
+import PushSwarmCore
 
 /// Where requests go: scheme, host and port (an origin, RFC 6454).
 public struct Origin: Hashable, Sendable, CustomStringConvertible {
@@ -80,15 +81,17 @@ public struct TargetURL: Hashable, Sendable, CustomStringConvertible {
         self.init(origin: Origin(scheme: scheme, host: host.lowercased(), port: port), path: path)
     }
 
-    /// Resolves a Location header against this URL (absolute, scheme-relative, absolute-path, or
-    /// relative reference, RFC 3986 section 5.2 without dot-segment removal).
+    /// Resolves a Location header against this URL (RFC 3986 section 5.2: absolute,
+    /// network-path, absolute-path or relative reference, dot segments removed); nil for a URL
+    /// this client cannot fetch (another scheme, a bad authority).
     public func resolving(_ location: String) -> TargetURL? {
-        if let absolute = TargetURL(location) { return absolute }
-        if location.hasPrefix("//") { return TargetURL("\(origin.scheme):\(location)") }
-        if location.hasPrefix("/") { return TargetURL(origin: origin, path: location) }
-        let base = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/"
-        let directory = base.lastIndex(of: "/").map { String(base[...$0]) } ?? "/"
-        return TargetURL(origin: origin, path: directory + location)
+        let resolved = URIReference.resolve(location, against: path)
+        switch (resolved.scheme, resolved.authority) {
+        case (let scheme?, let authority?): return TargetURL("\(scheme)://\(authority)\(resolved.path)")
+        case (nil, let authority?): return TargetURL("\(origin.scheme)://\(authority)\(resolved.path)")
+        case (_?, nil): return nil
+        case (nil, nil): return TargetURL(origin: origin, path: resolved.path)
+        }
     }
 
     public var description: String { origin.description + path }

@@ -23,8 +23,9 @@ public final class Dashboard: LiveEndpoint {
         let state = self.state
         server = HTTPServer(group: group) { request, responder in
             let path = request.path
-            guard request.method == "GET" else {
-                return responder.respond(Response(status: 405, headers: [Header("Allow", "GET"), Header("Content-Type", "text/plain")], body: Array("the dashboard answers GET only\n".utf8)))
+            // RFC 9110 section 9.3.2: HEAD wherever GET is allowed (the server sends no body).
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return responder.respond(Response(status: 405, headers: [Header("Allow", "GET, HEAD"), Header("Content-Type", "text/plain")], body: Array("the dashboard answers GET and HEAD only\n".utf8)))
             }
             let noStore = Header("Cache-Control", "no-store")
             switch path {

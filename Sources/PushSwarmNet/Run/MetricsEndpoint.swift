@@ -33,7 +33,7 @@ public final class MetricsEndpoint: LiveEndpoint {
         let latest = self.latest
         server = HTTPServer(group: group) { request, responder in
             let path = request.path
-            guard request.method == "GET", path == "/metrics" else {
+            guard request.method == "GET" || request.method == "HEAD", path == "/metrics" else {
                 return responder.respond(Response(status: 404, headers: [Header("Content-Type", "text/plain")], body: Array("PushSwarm serves GET /metrics here\n".utf8)))
             }
             let text = latest.progress.withLock { $0 }.map { Self.text($0, scenario: scenario) } ?? "# the run has not reported yet\n"

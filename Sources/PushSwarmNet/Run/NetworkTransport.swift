@@ -53,8 +53,32 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
     }
 
     private func url(_ target: TargetURL, _ path: String) -> TargetURL {
-        let base = target.path == "/" ? "" : (target.path.hasSuffix("/") ? String(target.path.dropLast()) : target.path)
-        return TargetURL(origin: target.origin, path: base + path)
+        TargetURL(origin: target.origin, path: Self.base(of: target) + path)
+    }
+
+    /// The target's path without its last `/` (`""` for a target without a path).
+    private static func base(of target: TargetURL) -> String {
+        target.path == "/" ? "" : (target.path.hasSuffix("/") ? String(target.path.dropLast()) : target.path)
+    }
+
+    /// A redirect's next hop: its first URL under the target, then each Location resolved against
+    /// the URL before it (RFC 9110 section 10.2.2). A URL on the target's origin is fetched as it
+    /// is; one that leaves it (a CDN, the vendor's production host) goes to the target instead,
+    /// under the target's path unless it is already there.
+    static func url(_ target: TargetURL, _ request: Request) -> TargetURL {
+        let base = base(of: target)
+        var url = TargetURL(origin: target.origin, path: base + request.path)
+        for location in request.locations {
+            let next = url.resolving(location)
+            if let next, next.origin == target.origin {
+                url = next
+                continue
+            }
+            let path = next?.path ?? URIReference.resolve(location, against: url.path).path
+            let underTarget = base.isEmpty || path == base || path.hasPrefix(base + "/")
+            url = TargetURL(origin: target.origin, path: underTarget ? path : base + path)
+        }
+        return url
     }
 
     public func onArrival(_ handler: @escaping (Arrival) -> Void) {
@@ -97,7 +121,7 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
             return (completion, clock.now)
         }
         let request = HTTPClientRequest(
-            method: outgoing.request.method, url: url(target, outgoing.request.path),
+            method: outgoing.request.method, url: outgoing.request.locations.isEmpty ? url(target, outgoing.request.path) : Self.url(target, outgoing.request),
             headers: outgoing.request.headers, body: outgoing.request.body, source: bindSources ? source.loopbackIP : nil,
             timeoutNanoseconds: UInt64(max(1, outgoing.timeout.microseconds)) * 1_000, loop: loop.index
         )

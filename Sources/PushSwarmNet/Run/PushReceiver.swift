@@ -8,7 +8,8 @@ import Synchronization
 /// virtual devices. `POST /v1/projects/{project}/messages:send` with
 /// `{"message": {"token", "data", "notification"}}` is routed by the token a device registered
 /// and answered as FCM answers: 200 with the message's `name`; 404 `UNREGISTERED` for a token no
-/// device holds; 400 `INVALID_ARGUMENT` for a malformed body. The device then displays, taps and
+/// device holds; 400 `INVALID_ARGUMENT` for a malformed body or a payload over FCM's 4,096 bytes
+/// (what a device keeps of a push is bounded by it); 413 for a request over 64 KiB. The device then displays, taps and
 /// reports the push with its own data (a real `tracking_token`, say).
 public final class PushReceiver: @unchecked Sendable {
     private let server: HTTPServer
@@ -20,7 +21,10 @@ public final class PushReceiver: @unchecked Sendable {
     public init(group: EventLoopGroup, transports: [NetworkTransport]) {
         self.transports = transports
         let box = ReceiverBox()
-        server = HTTPServer(group: group) { request, responder in box.receive?(request, responder) }
+        // A send request is its envelope and a payload of at most 4 KB: 64 KiB is ample, and a
+        // flood of megabyte bodies is refused as it arrives rather than held.
+        let configuration = HTTPServer.Configuration(limits: HTTPParser.Limits(maxBodyBytes: 64 << 10))
+        server = HTTPServer(group: group, configuration: configuration) { request, responder in box.receive?(request, responder) }
         box.receive = { [weak self] request, responder in self?.receive(request, responder) }
         for (number, transport) in transports.enumerated() {
             transport.onPushAddress = { [weak self] old, new in
@@ -48,30 +52,68 @@ public final class PushReceiver: @unchecked Sendable {
             return responder.respond(Self.error(404, "NOT_FOUND", "no such method: \(request.method) \(path); FCM's is POST /v1/projects/{project}/messages:send"))
         }
         guard request.method == "POST" else { return responder.respond(Self.error(405, "INVALID_ARGUMENT", "messages:send takes POST")) }
-        guard let body = try? JSONParser.parse(request.body), let message = body["message"]?.objectValue else {
-            return responder.respond(Self.error(400, "INVALID_ARGUMENT", "the body must be {\"message\": {…}}"))
+        let push: Push
+        switch Self.push(from: request.body) {
+        case .success(let value): push = value
+        case .failure(let refusal): return responder.respond(refusal.response)
         }
-        guard let token = message["token"]?.stringValue, !token.isEmpty else {
-            return responder.respond(Self.error(400, "INVALID_ARGUMENT", "message.token is required (topics and conditions are not delivered here)"))
-        }
-        var data: [String: String] = [:]
-        if let given = message["data"] {
-            // FCM: "data: map (key: string, value: string)"; any other value is refused.
-            guard let members = given.objectValue?.members else { return responder.respond(Self.error(400, "INVALID_ARGUMENT", "message.data must be an object of strings")) }
-            for (key, value) in members {
-                guard let text = value.stringValue else { return responder.respond(Self.error(400, "INVALID_ARGUMENT", "message.data.\(key) must be a string")) }
-                data[key] = text
-            }
-        }
-        let isDataOnly = message["notification"] == nil
+        let token = push.token
         guard let partition = routes.withLock({ $0[token] }) else {
             return responder.respond(Self.error(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED"))
         }
-        transports[partition].receivePush(token: token, data: data, isDataOnly: isDataOnly)
+        transports[partition].receivePush(token: token, data: push.data, isDataOnly: push.isDataOnly)
         let number = sent.add(1, ordering: .relaxed).newValue
         let name = "projects/\(parts[3])/messages/\(number)"
         responder.respond(Response(status: 200, headers: [Header("Content-Type", "application/json")], body: JSONWriter.bytes(of: ["name": .string(name)])))
     }
+
+    /// A send request's message, as a device receives it.
+    public struct Push: Sendable, Equatable {
+        public var token: String
+        public var data: [String: String]
+        /// No `notification`: the app's code must run to show it.
+        public var isDataOnly: Bool
+    }
+
+    /// FCM's answer refusing a send request.
+    public struct Refusal: Error {
+        let response: Response
+        public var status: Int { response.status }
+    }
+
+    /// The message of a send request's body (`{"message": {"token", "data", "notification"}}`),
+    /// or FCM's refusal: 400 `INVALID_ARGUMENT` for a malformed body or a payload over 4,096 bytes.
+    public static func push(from body: [UInt8]) -> Result<Push, Refusal> {
+        func refuse(_ text: String) -> Result<Push, Refusal> {
+            .failure(Refusal(response: error(400, "INVALID_ARGUMENT", text, errorCode: text.hasPrefix("the message's payload") ? "INVALID_ARGUMENT" : nil)))
+        }
+        guard let parsed = try? JSONParser.parse(body), let message = parsed["message"]?.objectValue else {
+            return refuse("the body must be {\"message\": {…}}")
+        }
+        guard let token = message["token"]?.stringValue, !token.isEmpty else {
+            return refuse("message.token is required (topics and conditions are not delivered here)")
+        }
+        var data: [String: String] = [:]
+        if let given = message["data"] {
+            // FCM: "data: map (key: string, value: string)"; any other value is refused.
+            guard let members = given.objectValue?.members else { return refuse("message.data must be an object of strings") }
+            for (key, value) in members {
+                guard let text = value.stringValue else { return refuse("message.data.\(key) must be a string") }
+                data[key] = text
+            }
+        }
+        // FCM: "The maximum payload for both message types is 4096 bytes": the data's keys and
+        // values and the notification's fields.
+        var payload = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        for (key, value) in message["notification"]?.objectValue?.members ?? [] { payload += key.utf8.count + (value.stringValue?.utf8.count ?? 0) }
+        guard payload <= maximumPayloadBytes else {
+            return refuse("the message's payload is \(payload) bytes; FCM takes at most \(maximumPayloadBytes)")
+        }
+        return .success(Push(token: token, data: data, isDataOnly: message["notification"] == nil))
+    }
+
+    /// FCM's limit on a message's payload, bytes.
+    static let maximumPayloadBytes = 4_096
 
     /// FCM's error body: `{"error": {"code", "message", "status", "details": [{"@type", "errorCode"}]}}`.
     static func error(_ code: Int, _ status: String, _ message: String, errorCode: String? = nil) -> Response {

@@ -14,8 +14,6 @@ public final class WallRun: @unchecked Sendable {
         public var insecure: Bool
         /// Extra trusted roots for https targets.
         public var caFile: String?
-        /// Connections a NAT address may hold to one origin at once.
-        public var maxConnectionsPerSource: Int
         /// Run only this part of the fleet.
         public var shard: Shard?
         /// Partitions (event loops) to run on; nil: one per core.
@@ -28,13 +26,12 @@ public final class WallRun: @unchecked Sendable {
         public var warmUp: WarmUpSettings?
 
         public init(
-            targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, maxConnectionsPerSource: Int = 64, shard: Shard? = nil,
+            targets: [String: TargetURL] = [:], insecure: Bool = false, caFile: String? = nil, shard: Shard? = nil,
             partitions: Int? = nil
         ) {
             self.targets = targets
             self.insecure = insecure
             self.caFile = caFile
-            self.maxConnectionsPerSource = maxConnectionsPerSource
             self.shard = shard
             self.partitions = partitions
         }
@@ -142,11 +139,11 @@ public final class WallRun: @unchecked Sendable {
         }
         plan = Self.plan(
             devices: devices.count, devicesPerSource: scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
-            maxConnectionsPerSource: options.maxConnectionsPerSource, webSockets: Self.webSocketDevices(scenario, among: devices)
+            maxConnectionsPerSource: scenario.network.connectionsPerSourceAddress, webSockets: Self.webSocketDevices(scenario, among: devices)
         )
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
-            maxConnectionsPerPool: options.maxConnectionsPerSource, tls: tls, maxOpenConnections: plan.connectionBudget
+            maxConnectionsPerPool: scenario.network.connectionsPerSourceAddress, tls: tls, maxOpenConnections: plan.connectionBudget
         ))
         let bindSources = NetworkTransport.bindsSourceAddresses(targets)
         let socketBudget = SocketBudget(limit: plan.webSocketBudget)
@@ -203,7 +200,7 @@ public final class WallRun: @unchecked Sendable {
 
     /// The warm-up, if any (`onWarmUp` is told before it starts), then the run.
     public func run(onProgress: (@Sendable (RunProgress) -> Void)? = nil, onWarmUp: ((WarmUpSettings) -> Void)? = nil) async -> RunResult {
-        var memories: [Int: String] = [:]
+        var memories: [Int: String]?
         var held: [Int: [ExternalPush]] = [:]
         var warmedUp: Summary.WarmUp?
         if let warmUp {
@@ -213,8 +210,18 @@ public final class WallRun: @unchecked Sendable {
             held = result.heldPushes
             warmedUp = Summary.WarmUp(
                 installs: result.metrics.counters["warmUp.installs"] ?? 0, seconds: result.wallSeconds,
-                complete: result.duration < warmUp.maxDuration && result.pendingAtEnd == 0, metrics: result.metrics, pendingAtEnd: result.pendingAtEnd
+                complete: result.duration < warmUp.maxDuration && result.pendingAtEnd == 0 && (result.metrics.counters["run.interrupted"] ?? 0) == 0,
+                metrics: result.metrics, pendingAtEnd: result.pendingAtEnd
             )
+            // The settle: until `settle` has passed since the warm-up's last 429, so that the run
+            // starts with the service's limiter drained rather than shaped by the warm-up.
+            let ticks = result.metrics.timeline.ticks
+            if let last = ticks.lastIndex(where: { $0.rateLimited > 0 }) {
+                let lastSeconds = Double(last + 1) * Double(result.metrics.timeline.tickMicroseconds) / 1_000_000
+                let wait = min(warmUp.settle.seconds, max(0, lastSeconds + warmUp.settle.seconds - result.wallSeconds))
+                if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+                warmedUp?.settleSeconds = wait
+            }
             // The run proper starts now, on its own timeline and (unless set) today's calendar.
             clock.restart()
             Self.setCalendar(of: &scenario, at: clock)

@@ -312,9 +312,10 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
 
     func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
         parser.append(bytes)
-        let message: HTTPMessage?
+        var message: HTTPMessage?
         do {
-            message = try parser.next()
+            // Interim answers before the 101 are skipped (RFC 9110 section 15.2).
+            repeat { message = try parser.next() } while message?.isInterim == true
         } catch {
             connection.close()
             return fail(NetError(.webSocketHandshake, detail: "malformed handshake answer: \(error.reason)"))

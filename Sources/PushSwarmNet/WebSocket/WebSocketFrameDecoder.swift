@@ -2,7 +2,8 @@ public import PushSwarmCore
 
 /// RFC 6455 frames out of a byte stream, for either end: bytes go in as they arrive, whole frames
 /// come out, unmasked. It holds at most one frame's worth of a peer's bytes: a header announcing
-/// more than `maxMessageBytes` is refused as it arrives (1009), before any payload is kept.
+/// more than `maxMessageBytes` is refused as it arrives (1009), before any payload is kept; so is
+/// a continuation frame's header that would take its fragmented message past it.
 /// No socket: `WebSocket` feeds it from its connection, the fuzz target from its input.
 public struct WebSocketFrameDecoder: Sendable {
     public struct Frame: Sendable, Equatable {
@@ -24,6 +25,8 @@ public struct WebSocketFrameDecoder: Sendable {
     public var maxMessageBytes: Int
     private var buffer: [UInt8] = []
     private var start = 0
+    /// The payload bytes of the fragmented message under way (its frames so far).
+    private var messageBytes: UInt64 = 0
 
     public init(readsMaskedFrames: Bool, maxMessageBytes: Int = NetworkSettings.defaultMaxWebSocketMessageBytes) {
         self.readsMaskedFrames = readsMaskedFrames
@@ -66,7 +69,12 @@ public struct WebSocketFrameDecoder: Sendable {
         let fin = first & 0x80 != 0
         if opcode >= 8 && (length > 125 || !fin) { return .failure(code: 1002, reason: "a control frame over 125 bytes or fragmented") }
         // Checked before any payload is waited for or kept: `length` fits an Int from here on.
-        guard length <= UInt64(max(0, maxMessageBytes)) else { return .failure(code: 1009, reason: "message over \(maxMessageBytes) bytes") }
+        // A continuation counts with the fragments before it (a 40 KiB fragment and then a 40 KiB
+        // continuation's header under a 64 KiB limit once waited out the read timeout).
+        let soFar = opcode == 0 ? messageBytes : 0
+        guard length <= UInt64(max(0, maxMessageBytes)) - min(soFar, UInt64(max(0, maxMessageBytes))) else {
+            return .failure(code: 1009, reason: "message over \(maxMessageBytes) bytes")
+        }
         let maskOffset = offset
         if masked { offset += 4 }
         guard available >= offset + Int(length) else { return .needMore }
@@ -76,6 +84,7 @@ public struct WebSocketFrameDecoder: Sendable {
             for index in payload.indices { payload[index] ^= mask[index & 3] }
         }
         start += offset + Int(length)
+        if opcode < 8 { messageBytes = fin ? 0 : soFar + length }
         if start > 65_536 && start > buffer.count / 2 {
             buffer.removeFirst(start)
             start = 0

@@ -20,7 +20,7 @@ struct FlocktoryClient: PlatformClient {
         case setup
         case event(LedgerKey?)
         /// A hop of an icon or landing fetch: the ledger key of the first hop, and hops so far.
-        case fetch(operation: String, key: LedgerKey, hops: Int)
+        case fetch(operation: String, key: LedgerKey, request: Request)
     }
 
     let settings: FlocktorySettings
@@ -43,6 +43,13 @@ struct FlocktoryClient: PlatformClient {
     }
 
     var pendingRequests: Int { inFlight.count + waiting.count }
+
+    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+        guard !waiting.isEmpty else { return false }
+        waiting.removeFirst()
+        actions.append(.drop(reason: reason))
+        return true
+    }
 
     mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         // An install from before the run attached its token in an earlier session.
@@ -114,7 +121,8 @@ struct FlocktoryClient: PlatformClient {
             }
             guard let key else { return [] }
             return [.confirmed(key)]
-        case .fetch(let operation, let key, let hops):
+        case .fetch(let operation, let key, let sent):
+            let hops = sent.locations.count
             guard let response else { return [] }
             var actions: [ClientAction] = []
             // The service counted the show or click at the first hop.
@@ -122,8 +130,10 @@ struct FlocktoryClient: PlatformClient {
             guard (300..<400).contains(response.status), let location = response.header("Location") else { return actions }
             guard hops < settings.maximumRedirects else { return actions + [.count("flocktory.tooManyRedirects")] }
             nextID += 1
-            inFlight[nextID] = .fetch(operation: operation, key: key, hops: hops + 1)
-            let request = Request(method: "GET", path: Self.path(of: location), headers: [Header("Accept", "*/*")])
+            // The Location is resolved against the URL it answered, by the transport, which knows
+            // that URL (a target may have a path); a URL leaving the target's host goes to the target.
+            let request = Request(method: "GET", path: sent.path, headers: sent.headers, locations: sent.locations + [location])
+            inFlight[nextID] = .fetch(operation: operation, key: key, request: request)
             return actions + [.send(OutgoingRequest(id: nextID, operation: operation, request: request, timeout: settings.requestTimeout, retryNumber: 0))]
         }
     }
@@ -276,8 +286,8 @@ struct FlocktoryClient: PlatformClient {
     private mutating func fetch(_ url: String?, operation: String, key: LedgerKey?) -> [ClientAction] {
         guard let url, let key else { return [.count("flocktory.pushWithoutURL")] }
         nextID += 1
-        inFlight[nextID] = .fetch(operation: operation, key: key, hops: 0)
         let request = Request(method: "GET", path: Self.path(of: url), headers: [Header("Accept", "*/*")])
+        inFlight[nextID] = .fetch(operation: operation, key: key, request: request)
         return [.send(OutgoingRequest(id: nextID, operation: operation, request: request, timeout: settings.requestTimeout, retryNumber: 0))]
     }
 

@@ -8,9 +8,11 @@ import PushSwarmMetrics
 ///   none) and answers `callback({"site-session-id": …})`; with `profile` it records the email.
 /// - Every other call needs that cookie and the `site-session-id` of its session in the body:
 ///   without them, 400 naming what is missing. Each call's required fields are the spec's.
-/// - A push's `iconUrl` (`/t/show/<id>`) redirects once to the icon, its `landingUrl`
-///   (`/t/click/<id>`) twice to the landing page ("may perform one or more redirects"); the show or
-///   click is counted at the first hop.
+/// - A push's `iconUrl` (`/t/show/<id>`) redirects once to the icon (an absolute URL on the
+///   vendor's static host), its `landingUrl` (`/t/click/<id>`) twice to the landing page ("may
+///   perform one or more redirects"), by relative references (`../../r/<id>`, then
+///   `../landing/<id>`) that hold wherever the mock is mounted; the show or click is counted at
+///   the first hop.
 /// - The ledger holds orders (by order id), subscriptions (session and token), shows and clicks
 ///   (by message); page and item views carry nothing unique and are counted, not ledgered.
 struct FlocktoryMock: MockService {
@@ -187,10 +189,10 @@ struct FlocktoryMock: MockService {
         }
         if path.hasPrefix(FlocktoryMessages.Path.click) {
             let message = String(path.dropFirst(FlocktoryMessages.Path.click.count))
-            return redirect("/r/\(message)", FlocktoryMessages.Operation.click, FlocktoryMessages.clickKey(message))
+            return redirect("../../r/\(message)", FlocktoryMessages.Operation.click, FlocktoryMessages.clickKey(message))
         }
         if path.hasPrefix("/r/") {
-            return redirect("/landing/\(path.dropFirst(3))", FlocktoryMessages.Operation.click, nil)
+            return redirect("../landing/\(path.dropFirst(3))", FlocktoryMessages.Operation.click, nil)
         }
         if path.hasPrefix("/static/") {
             return MockReply(response: Response(status: 200, headers: [Header("Content-Type", "image/png")], body: [0x89, 0x50, 0x4E, 0x47]), operation: FlocktoryMessages.Operation.show)
@@ -219,7 +221,8 @@ struct FlocktoryMock: MockService {
             var random = draws.random(for: token)
             guard let cookie = visitorByToken[token], visitors[cookie]?.token == token, random.chance(campaign.audience) else { continue }
             serial += 1
-            let message = "\(campaign.name)-\(serial)"
+            // The serial, and 64 bits with the run's nonce: a link no earlier run sent.
+            let message = "\(campaign.name)-\(serial)-" + String(random.next() ^ random.identifierNonce, radix: 16)
             messages.append(PushMessage(pushToken: token, data: [
                 "landingUrl": "https://api.flocktory.com\(FlocktoryMessages.Path.click)\(message)",
                 "iconUrl": "https://api.flocktory.com\(FlocktoryMessages.Path.show)\(message)",

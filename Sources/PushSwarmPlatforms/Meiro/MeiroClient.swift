@@ -25,8 +25,11 @@ struct MeiroClient: PlatformClient {
     private var lastActivity: Instant?
     /// The token the service last heard registered (nil: none yet).
     private(set) var registeredToken: String?
-    /// The user_id this install's warm-up registered with (`remember(warmUp:)`).
+    /// The user_id this install's warm-up registered with (`remember(warmUp:)`; empty: a warm-up
+    /// ran and did not register it).
     private var remembered: String?
+    /// Whether the service answered a registration of this install with a success.
+    private var registrationTaken = false
 
     init(settings: MeiroSettings, omittedFields: Set<String> = [], queuePolicy: OfflineQueue.Policy? = nil) {
         self.settings = settings
@@ -36,15 +39,27 @@ struct MeiroClient: PlatformClient {
 
     var pendingRequests: Int { queue.count }
 
+    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+        queue.dropOldestWaiting(reason: reason, into: &actions)
+    }
+
     mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         guard device.profile.isInstalledAtStart else { return [] }
         let drawn = random.nextUUID()
         // The user_id its warm-up registered under, if it had one: the same install's storage.
-        userID = remembered ?? drawn
-        // An install from before the run registered when its user consented.
-        if device.pushPermissionGranted, let token = device.pushToken { registeredToken = token }
+        userID = remembered.flatMap { $0.isEmpty ? nil : $0 } ?? drawn
         let phase = TimeSpan(microseconds: Int64(random.nextUnit() * Double(settings.refreshInterval.microseconds)))
-        return [.schedule(token: Self.refreshTimer, at: now + phase)]
+        var actions: [ClientAction] = [.schedule(token: Self.refreshTimer, at: now + phase)]
+        guard device.pushPermissionGranted, let token = device.pushToken else { return actions }
+        if remembered == "" {
+            // A warm-up ran and the service never took this install's registration: it is still
+            // in the SDK's queue, and goes out now.
+            actions += register(token, device: device, now: now, random: &random)
+        } else {
+            // An install from before the run registered when its user consented.
+            registeredToken = token
+        }
+        return actions
     }
 
     mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
@@ -78,12 +93,14 @@ struct MeiroClient: PlatformClient {
         return register(token, device: device, now: now, random: &random)
     }
 
-    var warmUpMemory: String? { registeredToken == nil ? nil : userID }
+    /// The user_id, once the service took the registration (an answer of 2xx).
+    var warmUpMemory: String? { registrationTaken ? userID : nil }
 
     mutating func remember(warmUp memory: String) { remembered = memory }
 
     mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now))
+        if completion.operation == MeiroMessages.Operation.registered && completion.isSuccess { registrationTaken = true }
+        return queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now))
     }
 
     mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {

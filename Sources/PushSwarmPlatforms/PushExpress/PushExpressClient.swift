@@ -58,7 +58,8 @@ struct PushExpressClient: PlatformClient {
     private var updateInterval: TimeSpan
     /// The warm-up's install: it creates its instance and sends its info once, no loop after.
     private var isWarmingUp = false
-    /// The `ic_id` the service issued in this install's warm-up (`remember(warmUp:)`).
+    /// After a warm-up (`remember(warmUp:)`): the ic_token it made and the `ic_id` the service
+    /// issued, if it issued one.
     private var remembered: String?
 
     /// An event's request and ledger key, built once the instance id is known.
@@ -73,14 +74,36 @@ struct PushExpressClient: PlatformClient {
 
     var pendingRequests: Int { inFlight.count + waitingForInstance.count }
 
+    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+        guard !waitingForInstance.isEmpty else { return false }
+        waitingForInstance.removeFirst()
+        actions.append(.drop(reason: reason))
+        return true
+    }
+
     /// Info loops this install runs now (more than one only with the Android SDK's bug).
     var loopCount: Int { loops.count }
 
     mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
         // An install from before the run created its instance long ago.
         guard device.profile.isInstalledAtStart, let token = device.pushToken else { return [] }
-        icToken = PushExpressMessages.preRunICToken(pushToken: token)
-        instanceID = remembered ?? icToken.map(PushExpressMessages.instanceID(icToken:))
+        if let remembered {
+            // After a warm-up against a real service: the ic_token it made and the ic_id the
+            // service issued. Without an ic_id the install creates its instance when its app
+            // starts ("retry infinitely"); it never makes one up.
+            let parts = remembered.split(separator: " ")
+            icToken = parts.first.map(String.init)
+            instanceID = parts.count > 1 ? String(parts[1]) : nil
+            if instanceID == nil {
+                // Its app's process is still creating its instance: it goes on doing so.
+                onscreenCount = 1
+                return startProcess(device: device, now: now, random: &random)
+            }
+        } else {
+            // Known to the built-in mock from before the run (`knowDevice`), which derives the same.
+            icToken = PushExpressMessages.preRunICToken(pushToken: token)
+            instanceID = icToken.map(PushExpressMessages.instanceID(icToken:))
+        }
         onscreenCount = 1 + random.nextIndex(below: 40)
         onscreenSeconds = Double(onscreenCount) * (60 + random.nextUnit() * 600)
         return []
@@ -91,8 +114,9 @@ struct PushExpressClient: PlatformClient {
     /// update app info request"), carrying its transport token: the warm-up does both, retrying
     /// as the SDK does, and keeps the `ic_id` the service issued.
     mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        guard let token = device.pushToken else { return [] }
-        icToken = PushExpressMessages.preRunICToken(pushToken: token)
+        guard device.pushToken != nil else { return [] }
+        // "Generate UUIDv4 (or UUIDv7) to use as ic_token": a version 4 UUID, unique to the run.
+        icToken = random.nextUUID()
         instanceID = nil
         isWarmingUp = true
         isRunning = true
@@ -100,7 +124,12 @@ struct PushExpressClient: PlatformClient {
         return createInstance(now: now)
     }
 
-    var warmUpMemory: String? { isWarmingUp ? instanceID : nil }
+    /// The ic_token the warm-up made and, after a space, the ic_id the service issued (none: it
+    /// issued none).
+    var warmUpMemory: String? {
+        guard isWarmingUp, let icToken else { return nil }
+        return instanceID.map { "\(icToken) \($0)" } ?? icToken
+    }
 
     mutating func remember(warmUp memory: String) { remembered = memory }
 

@@ -34,6 +34,10 @@ struct SmartAppPushClient: PlatformClient {
 
     var pendingRequests: Int { queue.count }
 
+    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+        queue.dropOldestWaiting(reason: reason, into: &actions)
+    }
+
     mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
         switch intent {
         case .installed, .appBackgrounded, .appClosed, .pushTokenIssued, .notificationDismissed, .notificationNotDisplayed:

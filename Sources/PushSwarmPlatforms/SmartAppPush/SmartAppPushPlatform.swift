@@ -59,6 +59,11 @@ struct SmartAppPushConfiguration: PlatformConfiguration {
 
     func partitionCopy() -> any PlatformConfiguration { SmartAppPushConfiguration(settings: settings.partitionCopy()) }
 
+    /// The spec's per-IP limit (`mock.rateLimitPerSecond`), or a lower one of `mock.rateLimits`.
+    var perAddressRequestsPerSecond: Double? {
+        ([Double(settings.mock.rateLimitPerSecond)] + mockBehaviour.rateLimits.compactMap(\.perAddressRequestsPerSecond)).min()
+    }
+
     /// A group's `client`: `profile` (`fcm` or `onesignal`), credential overrides, and `omitFields`
     /// (event fields a faulty integration leaves out, to reproduce its errors).
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {

@@ -83,6 +83,15 @@ struct SmarticoClient: PlatformClient {
 
     var pendingRequests: Int { waiting.values.reduce(0) { $0 + $1.count } + httpInFlight.count }
 
+    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+        // From the socket with the most waiting (sockets are few: one a device, rarely two).
+        // Ties go to the lowest socket number, so that a seed's run is the same every time.
+        guard let socket = waiting.filter({ !$0.value.isEmpty }).max(by: { ($0.value.count, -$0.key) < ($1.value.count, -$1.key) })?.key else { return false }
+        waiting[socket]?.removeFirst()
+        actions.append(.drop(reason: reason))
+        return true
+    }
+
     var isSocketOpen: Bool { socket != nil && phase != .connecting }
 
     mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
