@@ -114,6 +114,11 @@ final class Partition: @unchecked Sendable {
     /// partition holds whole, so that the choice does not depend on the partition count.
     private var waitingByAddress: [Int32] = []
     private var waitingLimitByAddress: [Int32] = []
+    /// What a device may queue itself before its address's oldest waiting requests go: the
+    /// address's share, but by default (no `--max-waiting`) at least `maximumBacklog` a device,
+    /// so that a storm's retries in a healthy run are never cut (a 100,000-device day dropped
+    /// 5,058 at one a device, none at eight).
+    private var queueLimitByAddress: [Int32] = []
     /// Fleet devices per process for the ceiling's shares.
     private let processDevices: Int
     /// Closed-model devices, their think time and their own draws of it.
@@ -501,7 +506,7 @@ final class Partition: @unchecked Sendable {
         if !waitingByAddress.isEmpty {
             let address = addressPlace(of: index)
             waitingByAddress[address] += Int32(clamping: device.pendingRequestsOnExecutor() - before)
-            if waitingByAddress[address] > waitingLimitByAddress[address] { shedOldest(of: index, address: address, at: time, isDraining: isDraining) }
+            if waitingByAddress[address] > queueLimitByAddress[address] { shedOldest(of: index, address: address, at: time, isDraining: isDraining) }
         }
     }
 
@@ -511,7 +516,7 @@ final class Partition: @unchecked Sendable {
     /// service or a scenario makes the devices keep.
     private func shedOldest(of index: Int, address: Int, at time: Instant, isDraining: Bool) {
         let device = slots[index].device
-        while waitingByAddress[address] > waitingLimitByAddress[address] {
+        while waitingByAddress[address] > queueLimitByAddress[address] {
             let before = device.pendingRequestsOnExecutor()
             guard let actions = device.assumeIsolated({ $0.dropOldestWaiting(reason: "waitingCeiling") }) else { return }
             execute(actions, device: index, now: time, isDraining: isDraining)
@@ -646,11 +651,13 @@ final class Partition: @unchecked Sendable {
         let perSource = max(1, scenario.network.devicesPerSourceAddress)
         let addresses = addressPlace(of: range.count - 1) + 1
         waitingByAddress = Array(repeating: 0, count: addresses)
-        waitingLimitByAddress = (0..<addresses).map { place in
+        let devicesAt = (0..<addresses).map { place in
             let first = (range.lowerBound / perSource + place) * perSource
-            let devices = min(first + perSource, range.upperBound) - max(first, range.lowerBound)
-            return Int32(clamping: max(1, Int((perDevice * Double(devices)).rounded(.down))))
+            return min(first + perSource, range.upperBound) - max(first, range.lowerBound)
         }
+        waitingLimitByAddress = devicesAt.map { Int32(clamping: max(1, Int((perDevice * Double($0)).rounded(.down)))) }
+        let floor = scenario.maximumWaiting == nil ? Self.maximumBacklog : 0
+        queueLimitByAddress = zip(waitingLimitByAddress, devicesAt).map { max($0, Int32(clamping: floor * $1)) }
         // What the devices' first events already queued.
         for index in slots.indices { waitingByAddress[addressPlace(of: index)] += Int32(clamping: slots[index].device.pendingRequestsOnExecutor()) }
     }
