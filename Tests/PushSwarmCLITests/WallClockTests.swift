@@ -547,6 +547,39 @@ import Testing
         #expect(report["requests"]?["byStatus"]?["429"] == nil, "the run starts with the limiter drained: \(String(describing: report["requests"]))")
     }
 
+    /// Every UUID PushSwarm sends, on every platform, is version 4 with variant 10 (issue 35: 76 of
+    /// 80 warm-up `ic_token`s carried any version). All five platforms' devices, warm-up included,
+    /// against a stand-in that takes everything; each UUID-shaped value in a path or a body is checked.
+    @Test(.enabled(if: which("python3") != nil, "needs python3"))
+    func everyUUIDSentOnEveryPlatformIsVersionFour() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-uuids-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = freePort()
+        let log = directory.appendingPathComponent("captured").path
+        let peer = try httpPeer(port: port, setup: "log = open(\"\(log)\", \"a\", buffering=1)", respond: #"""
+            log.write(json.dumps({"path": self.path, "body": body.decode(errors="replace")}) + "\n")
+            # A PushExpress instance is issued, so the warm-up ends with its installs, not its limit.
+            answer = b'{"id": "issued"}' if self.path.endswith("/instances") else b'{}'
+            """#)
+        defer { peer.stop() }
+        #expect(waitForPort(port))
+        let out = directory.appendingPathComponent("run").path
+        let run = try cli.run([
+            "run", "Tests/Fixtures/all-platforms-wall-vs-simulated.json", "--clock", "wall", "--duration", "3s", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet",
+        ])
+        #expect(run.status == 0, "\(run.error)")
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-([0-9a-fA-F])[0-9a-fA-F]{3}-([0-9a-fA-F])[0-9a-fA-F]{3}-[0-9a-fA-F]{12}")
+        let matches = pattern.matches(in: text, range: NSRange(text.startIndex..., in: text))
+        #expect(matches.count > 100, "UUIDs went out: \(matches.count)")
+        for match in matches {
+            let version = (text as NSString).substring(with: match.range(at: 1))
+            let variant = (text as NSString).substring(with: match.range(at: 2)).lowercased()
+            #expect(version == "4" && "89ab".contains(variant), "\((text as NSString).substring(with: match.range))")
+        }
+    }
+
     /// A warm-up against a listener that never answers ends when its installs' last tries have
     /// timed out and their retries are spent (about 4 s here), not at its 60 s limit, and says that
     /// none registered (issue 35: 100 requests had timed out 7 s in, and the warm-up went on to

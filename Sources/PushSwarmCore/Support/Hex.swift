@@ -29,6 +29,17 @@ public enum Hex {
         out.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: value)).littleEndian, toByteOffset: 8, as: UInt64.self)
     }
 
+    /// A version 4 UUID's text (8-4-4-4-12, variant 10) made of the first 16 of `bytes` (a hash
+    /// both sides can derive): the version and variant bits set over them, as RFC 9562 section 5.4
+    /// lays out, so it reads as the UUIDv4 the specs ask for.
+    public static func uuidV4(_ bytes: [UInt8]) -> String {
+        var bytes = Array(bytes.prefix(16))
+        bytes += Array(repeating: 0, count: 16 - bytes.count)
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        return string(bytes, dashesAfter: [4, 6, 8, 10])
+    }
+
     /// `bytes` in hex, with a dash inserted before each byte index listed in `dashesAfter`
     /// (ascending), as in a UUID.
     public static func string(_ bytes: [UInt8], dashesAfter: [Int] = []) -> String {

@@ -233,7 +233,7 @@ struct FlocktoryMock: MockService {
     }
 
     static func sessionID(_ serial: UInt64) -> String {
-        Hex.string(Array(SHA256.hash(Array("session:\(serial)".utf8)).bytes.prefix(16)), dashesAfter: [4, 6, 8, 10]) + "-4"
+        Hex.uuidV4(SHA256.hash(Array("session:\(serial)".utf8)).bytes) + "-4"
     }
 
     static func cookie(_ request: Request) -> String? {

@@ -59,11 +59,8 @@ public enum PushExpressMessages {
     /// The `ic_token` of an install from before the run, derived from its push token (both sides
     /// know that token from the start).
     public static func preRunICToken(pushToken: String) -> String {
-        var bytes = Array(SHA256.hash(Array("px-ic-token:\(pushToken)".utf8)).bytes.prefix(16))
-        // "Generate UUIDv4": version 4 (byte 6's high nibble), variant 10 (byte 8's top bits).
-        bytes[6] = bytes[6] & 0x0F | 0x40
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        return Hex.string(bytes, dashesAfter: [4, 6, 8, 10])
+        // "Generate UUIDv4 (or UUIDv7) to use as ic_token".
+        Hex.uuidV4(SHA256.hash(Array("px-ic-token:\(pushToken)".utf8)).bytes)
     }
 
     /// Ledger key of an instance creation: one per `ic_token`.

@@ -275,7 +275,7 @@ struct SmarticoMock: MockService {
         object["cid"] = .number(Double(cid))
         // "ts": the server's time, Unix milliseconds ("ts": 1632835680057 in the spec's replies).
         object["ts"] = .number(serverMilliseconds(at: now))
-        object["uuid"] = .string(Hex.string(Array(SHA256.hash(Array("\(cid):\(now.microseconds):\(body.count)".utf8)).bytes.prefix(16)), dashesAfter: [4, 6, 8, 10]))
+        object["uuid"] = .string(Hex.uuidV4(SHA256.hash(Array("\(cid):\(now.microseconds):\(body.count)".utf8)).bytes))
         return JSONWriter.text(of: .object(object))
     }
 
