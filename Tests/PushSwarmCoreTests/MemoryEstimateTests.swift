@@ -38,4 +38,15 @@ import Testing
         #expect(MemoryEstimate.defaultMaximumWaiting(devices: 20_000) == 100_000)
         #expect(MemoryEstimate.defaultMaximumWaiting(devices: 500_000) == 500_000)
     }
+
+    /// Issue 35: `--max-waiting` also bounds what devices queue themselves, in any workload, so the
+    /// estimate of a lifecycle run weighs it when set (and not when not: a healthy day holds a few).
+    @Test func aLifecycleRunsCeilingIsWeighedWhenSet() throws {
+        var scenario = try ScenarioDecoder(platforms: [FakePlatform()]).decode(text: Array(#"""
+            {"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}
+            """#.utf8))
+        #expect(MemoryEstimate(scenario, devices: 1_000).waiting == 0)
+        scenario.maximumWaiting = 5_000
+        #expect(MemoryEstimate(scenario, devices: 1_000).waiting == 5_000)
+    }
 }

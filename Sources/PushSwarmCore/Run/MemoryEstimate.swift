@@ -33,9 +33,12 @@ public struct MemoryEstimate: Sendable, Equatable {
         self.waiting = waiting
     }
 
-    /// The estimate of a run of `scenario` holding `devices` of its devices in one process.
+    /// The estimate of a run of `scenario` holding `devices` of its devices in one process: an
+    /// open workload's ceiling on waiting requests, and any workload's when `--max-waiting` sets
+    /// it (then strict for what devices queue themselves too).
     public init(_ scenario: Scenario, devices: Int) {
-        self.init(devices: devices, waiting: scenario.hasOpenWorkload ? scenario.maximumWaiting ?? Self.defaultMaximumWaiting(devices: devices) : 0)
+        let counted = scenario.hasOpenWorkload || scenario.maximumWaiting != nil
+        self.init(devices: devices, waiting: counted ? scenario.maximumWaiting ?? Self.defaultMaximumWaiting(devices: devices) : 0)
     }
 
     /// The limits this process runs under; nil where there is none.
