@@ -55,8 +55,8 @@ final class Partition: @unchecked Sendable {
     private let isWall: Bool
     /// Set: this partition runs the warm-up before a run, not the run (`WarmUpSettings`).
     private let warmUp: WarmUpSettings?
-    /// What each install's warm-up learnt, by fleet index: handed to the measured run's devices.
-    /// After a warm-up (nil: none ran): what each install learnt, by fleet index.
+    /// After a warm-up (nil: none ran): what each install learnt, by fleet index, handed to the
+    /// measured run's devices.
     private let memories: [Int: String]?
     /// Pushes a real service sent during the warm-up (`--push-listen`): kept for the run after
     /// it, whose devices show them as it starts.
@@ -110,8 +110,9 @@ final class Partition: @unchecked Sendable {
     /// The requests waiting on each NAT address's devices (queued or in flight), by the address's
     /// place in this partition, and the most each may hold: its share of the process's ceiling
     /// (`Scenario.maximumWaiting`), in proportion to its devices. An arrival finding its address
-    /// at the ceiling is shed; a device queueing past it drops its oldest (`shedOldest`). Counted per address, the unit a
-    /// partition holds whole, so that the choice does not depend on the partition count.
+    /// at the ceiling is shed; a device queueing past it drops its oldest (`shedOldest`). Counted
+    /// per address, the unit a partition holds whole, so that the choice does not depend on the
+    /// partition count.
     private var waitingByAddress: [Int32] = []
     private var waitingLimitByAddress: [Int32] = []
     /// What a device may queue itself before its address's oldest waiting requests go: the

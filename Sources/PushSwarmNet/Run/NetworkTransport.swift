@@ -121,7 +121,7 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
             return (completion, clock.now)
         }
         let request = HTTPClientRequest(
-            method: outgoing.request.method, url: outgoing.request.locations.isEmpty ? url(target, outgoing.request.path) : Self.url(target, outgoing.request),
+            method: outgoing.request.method, url: Self.url(target, outgoing.request),
             headers: outgoing.request.headers, body: outgoing.request.body, source: bindSources ? source.loopbackIP : nil,
             timeoutNanoseconds: UInt64(max(1, outgoing.timeout.microseconds)) * 1_000, loop: loop.index
         )

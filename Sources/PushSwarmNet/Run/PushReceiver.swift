@@ -9,7 +9,8 @@ import Synchronization
 /// `{"message": {"token", "data", "notification"}}` is routed by the token a device registered
 /// and answered as FCM answers: 200 with the message's `name`; 404 `UNREGISTERED` for a token no
 /// device holds; 400 `INVALID_ARGUMENT` for a malformed body or a payload over FCM's 4,096 bytes
-/// (what a device keeps of a push is bounded by it); 413 for a request over 64 KiB. The device then displays, taps and
+/// (what a device keeps of a push is bounded by it); 413 for a request over 64 KiB. The device
+/// then displays, taps and
 /// reports the push with its own data (a real `tracking_token`, say).
 public final class PushReceiver: @unchecked Sendable {
     private let server: HTTPServer
@@ -84,8 +85,8 @@ public final class PushReceiver: @unchecked Sendable {
     /// The message of a send request's body (`{"message": {"token", "data", "notification"}}`),
     /// or FCM's refusal: 400 `INVALID_ARGUMENT` for a malformed body or a payload over 4,096 bytes.
     public static func push(from body: [UInt8]) -> Result<Push, Refusal> {
-        func refuse(_ text: String) -> Result<Push, Refusal> {
-            .failure(Refusal(response: error(400, "INVALID_ARGUMENT", text, errorCode: text.hasPrefix("the message's payload") ? "INVALID_ARGUMENT" : nil)))
+        func refuse(_ text: String, errorCode: String? = nil) -> Result<Push, Refusal> {
+            .failure(Refusal(response: error(400, "INVALID_ARGUMENT", text, errorCode: errorCode)))
         }
         guard let parsed = try? JSONParser.parse(body), let message = parsed["message"]?.objectValue else {
             return refuse("the body must be {\"message\": {…}}")
@@ -107,7 +108,7 @@ public final class PushReceiver: @unchecked Sendable {
         var payload = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         for (key, value) in message["notification"]?.objectValue?.members ?? [] { payload += key.utf8.count + (value.stringValue?.utf8.count ?? 0) }
         guard payload <= maximumPayloadBytes else {
-            return refuse("the message's payload is \(payload) bytes; FCM takes at most \(maximumPayloadBytes)")
+            return refuse("the message's payload is \(payload) bytes; FCM takes at most \(maximumPayloadBytes)", errorCode: "INVALID_ARGUMENT")
         }
         return .success(Push(token: token, data: data, isDataOnly: message["notification"] == nil))
     }
