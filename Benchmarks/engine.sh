@@ -165,14 +165,15 @@ echo
 echo "== 6. overload: 3 and 10 x wrk's rate offered through devices, in the default mode"
 # Memory per waiting request: the overload's max RSS less that of the lightest P=2 run (the same
 # devices, nothing waiting), over the requests waiting at the peak: queued on devices (left at the
-# end) and in flight (one a device). The estimate is the memory check's (MemoryEstimate: 64 MiB,
-# 2 KiB a device, 1 KiB a waiting request up to the ceiling, by default 100,000).
+# end) and in flight (one a device). The estimate is the memory check's, as `pushswarm validate`
+# prints it (its `ulimit -v` figure less the 1 GiB the runtime reserves).
 devices=$(python3 -c "import json; print(json.loads(open('Benchmarks/device-path.json').read().replace('CONNS', '1'))['devices'])")
 for factor in 3 10; do
     rate=$(python3 -c "print(int($wrk_rate * $factor))")
     echo "command: $now run device-path.json (rate $rate/s) --clock wall --target http://127.0.0.1:$port --duration ${seconds}s --partitions 2  (progress on)"
     device_run "$rate" 2 "overload-$factor" || true
-    python3 - "$work/overload-$factor/summary.json" "$(cat "$work/overload-$factor.rss")" "$(cat "$work/p2-default-20.rss")" "$devices" <<'PY'
+    space=$("$now" validate "$work/overload-$factor.json" | grep -o 'ulimit -v [0-9]*' | awk '{print $3}')
+    python3 - "$work/overload-$factor/summary.json" "$(cat "$work/overload-$factor.rss")" "$(cat "$work/p2-default-20.rss")" "$devices" "$space" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 rss, base, devices = int(sys.argv[2]) * 1024, int(sys.argv[3]) * 1024, int(sys.argv[4])
@@ -186,7 +187,7 @@ print(f"  arrivals offered {w.get('arrivals', 0):,} = started {w.get('started', 
       f"still queued in devices at the end {queued:,}")
 print(f"  sent {r['sent']:,} = answered {answered:,} + transport errors {r['transportErrors']:,} + timeouts {r['timeouts']:,} "
       f"+ in flight at the end {r.get('inFlightAtEnd', 0):,}: {'every request accounted' if accounted == r['sent'] else f'MISMATCH ({accounted:,})'}")
-estimate = (64 << 20) + devices * 2048 + max(100_000, devices) * 1024
+estimate = int(sys.argv[5]) * 1024 - (1 << 30)
 # At the peak: queued and in flight (at most one a device), but never more than the ceiling.
 ceiling = max(100_000, devices)
 waiting = min(queued + devices, ceiling)

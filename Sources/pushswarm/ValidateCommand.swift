@@ -24,7 +24,10 @@ enum ValidateCommand {
             return .badInput
         }
         print("\(arguments.positionals[0]): valid scenario \"\(scenario.name)\": \(scenario.devices) devices for \(scenario.duration), groups \(groups), \(scenario.campaigns.count) campaign(s), \(scenario.clock.rawValue) clock")
-        print("memory: about \(MemoryEstimate.format(estimate.bytes)) as one process")
+        let space = estimate.bytes + MemoryEstimate.reservedAddressSpace
+        print("memory: about \(MemoryEstimate.format(estimate.bytes)) as one process (\(estimate.devices) devices at \(MemoryEstimate.bytesPerDevice) bytes, "
+            + "up to \(estimate.waiting) waiting requests at \(MemoryEstimate.bytesPerWaitingRequest) bytes); \(MemoryEstimate.format(space)) of address space "
+            + "with what the runtime reserves: it runs under ulimit -v \((space + 1_023) / 1_024) or more")
         return .success
     }
 }

@@ -79,7 +79,7 @@ import PushSwarmMetrics
         for command in ["run \"$1\" --out /tmp/pushswarm-never-written", "validate \"$1\""] {
             let outcome = try run(["-c", "ulimit -v 4194304 && exec \"$0\" \(command)", Self.binary.path, file], executable: "/bin/sh")
             #expect(outcome.status == 2, "\(command): \(outcome.error)")
-            #expect(outcome.error.contains("this run cannot fit in memory: 10000000 devices need about 19.1 GiB"), "\(command): \(outcome.error)")
+            #expect(outcome.error.contains("this run cannot fit in memory: 10000000 devices need about 95.4 GiB"), "\(command): \(outcome.error)")
             #expect(outcome.error.contains("limit of 4.0 GiB (ulimit -v)"))
             #expect(!outcome.error.contains("Fatal error"))
         }
@@ -89,9 +89,12 @@ import PushSwarmMetrics
     /// Issue 35: a valid scenario passed the memory check and then died. SmartAppPush's mock
     /// answering 503 to everything, with the documented `whenExhausted: keepForNextLaunch`: 4,000
     /// devices for 6 h under `ulimit -v 1.5 GiB` ended in "failed to allocate" (signal 6), their
-    /// queues at 400 KB a device. Now they stay under the ceiling the estimate counts (a day of
-    /// them here queues about 90,000 and drops the oldest past each address's share): it fits.
-    @Test func aFailingServiceCannotGrowTheQueuesPastTheEstimate() throws {
+    /// queues at 400 KB a device. Now they stay under the ceiling the estimate weighs (16,000 of
+    /// them queue about 120,000 in 12 h, past the 100,000 of one a device and within the floor
+    /// of 8 a device, and drop the oldest past each address's share), and the run
+    /// fits under `ulimit -v` set to the figure `validate` gives; below it, it is refused before
+    /// it starts.
+    @Test func aFailingServiceRunsWithinItsEstimate() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-503-keep-\(UUID().uuidString).json").path
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-503-keep-\(UUID().uuidString)").path
         defer {
@@ -99,16 +102,23 @@ import PushSwarmMetrics
             try? FileManager.default.removeItem(atPath: out)
         }
         try Data(#"""
-            {"name": "503-keep", "seed": 4, "duration": "24h", "devices": 4000, "network": {"devicesPerSourceIP": 20},
+            {"name": "503-keep", "seed": 4, "duration": "12h", "devices": 16000, "network": {"devicesPerSourceIP": 20},
              "groups": [{"name": "g", "platform": "smartapppush", "os": "android"}],
              "platforms": {"smartapppush": {"retry": {"serverError": {"whenExhausted": "keepForNextLaunch"}}, "mock": {"http503Rate": 1}}}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
-        let outcome = try run(["-c", "ulimit -v 1572864 && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out], executable: "/bin/sh")
-        #expect(outcome.status == 0, "\(outcome.error)")
-        #expect(!outcome.error.contains("Fatal error"))
+        let validated = try run(["validate", file])
+        #expect(validated.status == 0, "\(validated.error)")
+        let figure = try #require(validated.output.firstMatch(of: /ulimit -v (\d+)/).flatMap { Int($0.1) }, "\(validated.output)")
+        let atEstimate = try run(["-c", "ulimit -v \(figure) && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out], executable: "/bin/sh")
+        #expect(atEstimate.status == 0, "\(atEstimate.error)")
+        #expect(!atEstimate.error.contains("Fatal error"))
         let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("summary.json"))))
-        #expect((summary["queue"]?["pendingAtEnd"]?.numberValue ?? .infinity) <= 100_000, "under the default ceiling")
+        let pending = summary["queue"]?["pendingAtEnd"]?.numberValue ?? .infinity
+        #expect(pending > 100_000 && pending <= 128_000, "under 8 a device, the ceiling the estimate weighs: \(pending)")
         #expect((summary["dropped"]?["byReason"]?["waitingCeiling"]?.numberValue ?? 0) > 0, "the oldest went, counted")
+
+        let below = try run(["-c", "ulimit -v \(figure - 65_536) && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out + "-below"], executable: "/bin/sh")
+        #expect(below.status == 2 && below.error.contains("cannot fit in memory"), "\(below.error)")
     }
 
     @Test(arguments: [

@@ -39,14 +39,21 @@ import Testing
         #expect(MemoryEstimate.defaultMaximumWaiting(devices: 500_000) == 500_000)
     }
 
-    /// Issue 35: `--max-waiting` also bounds what devices queue themselves, in any workload, so the
-    /// estimate of a lifecycle run weighs it when set (and not when not: a healthy day holds a few).
-    @Test func aLifecycleRunsCeilingIsWeighedWhenSet() throws {
+    /// Issue 35: a lifecycle fleet's queues grow against a failing service as surely as an open
+    /// workload's under overload, so every run is weighed at the ceiling that holds for it: by
+    /// default the larger of one a device (at least 100,000) and 8 a device; `--max-waiting`'s
+    /// when set.
+    @Test func everyRunIsWeighedAtItsWaitingCeiling() throws {
         var scenario = try ScenarioDecoder(platforms: [FakePlatform()]).decode(text: Array(#"""
             {"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}]}
             """#.utf8))
-        #expect(MemoryEstimate(scenario, devices: 1_000).waiting == 0)
+        #expect(MemoryEstimate(scenario, devices: 1_000).waiting == 100_000)
+        #expect(MemoryEstimate(scenario, devices: 1_000_000).waiting == 8_000_000)
+        #expect(MemoryEstimate(scenario, devices: 1_000_000).bytes == 64 << 20 + 1_000_000 * 2_048 + 8_000_000 * 1_024)
         scenario.maximumWaiting = 5_000
         #expect(MemoryEstimate(scenario, devices: 1_000).waiting == 5_000)
+        #expect(MemoryEstimate(scenario, devices: 1_000_000).waiting == 5_000)
+        let refusal = try #require(MemoryEstimate(devices: 1_000_000, waiting: 8_000_000).refusal(under: MemoryEstimate.Limits(addressSpace: 4 * gib)))
+        #expect(refusal.contains("--max-waiting N"), "the refusal names the way to a smaller ceiling: \(refusal)")
     }
 }

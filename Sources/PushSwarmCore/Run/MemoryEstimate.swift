@@ -23,6 +23,20 @@ public struct MemoryEstimate: Sendable, Equatable {
     /// not say (`--max-waiting`): one per device, at least 100,000 (100 MiB).
     public static func defaultMaximumWaiting(devices: Int) -> Int { max(100_000, devices) }
 
+    /// What a device may queue itself (retries, events kept for the next launch) before its
+    /// address's oldest waiting requests go, when the run does not set `--max-waiting`: a storm's
+    /// retries in a healthy run are then never cut (a 100,000-device day dropped 5,058 at one a
+    /// device, none at eight).
+    public static let deviceQueueFloor = 8
+
+    /// The most requests a run's devices can hold waiting at once, in any workload: the ceiling
+    /// `--max-waiting` sets, or by default the larger of `defaultMaximumWaiting` and
+    /// `deviceQueueFloor` a device (each address holds the larger of its share of the one and
+    /// its devices' floor, both in proportion to its devices, so the sum is the larger total).
+    public static func waitingCeiling(_ scenario: Scenario, devices: Int) -> Int {
+        scenario.maximumWaiting ?? max(defaultMaximumWaiting(devices: devices), deviceQueueFloor * devices)
+    }
+
     public var devices: Int
     /// The waiting requests the run may hold (0 without an open workload).
     public var waiting: Int
@@ -33,12 +47,12 @@ public struct MemoryEstimate: Sendable, Equatable {
         self.waiting = waiting
     }
 
-    /// The estimate of a run of `scenario` holding `devices` of its devices in one process: an
-    /// open workload's ceiling on waiting requests, and any workload's when `--max-waiting` sets
-    /// it (then strict for what devices queue themselves too).
+    /// The estimate of a run of `scenario` holding `devices` of its devices in one process, at
+    /// the most its devices can hold waiting (`waitingCeiling`): a failing service makes a
+    /// lifecycle fleet queue up to it as surely as an overload fills an open workload's, so the
+    /// estimate holds for every valid scenario, not for a healthy run only.
     public init(_ scenario: Scenario, devices: Int) {
-        let counted = scenario.hasOpenWorkload || scenario.maximumWaiting != nil
-        self.init(devices: devices, waiting: counted ? scenario.maximumWaiting ?? Self.defaultMaximumWaiting(devices: devices) : 0)
+        self.init(devices: devices, waiting: Self.waitingCeiling(scenario, devices: devices))
     }
 
     /// The limits this process runs under; nil where there is none.
@@ -95,7 +109,7 @@ public struct MemoryEstimate: Sendable, Equatable {
         let waitingText = waiting > 0 ? " + \(waiting) waiting requests at \(Self.bytesPerWaitingRequest) bytes (--max-waiting)" : ""
         return "this run cannot fit in memory: \(devices) devices need about \(Self.format(bytes)) (\(Self.bytesPerDevice) bytes each + \(Self.format(Self.baseBytes))\(waitingText)), but "
             + problems.joined(separator: "; ")
-            + ". Run fewer devices (--devices), or split the fleet: --workers N (processes on this machine, each with its own address space) or --shard I/N on several machines."
+            + ". Run fewer devices (--devices)\(waiting > 0 ? ", hold fewer waiting requests (--max-waiting N: the oldest past it are dropped and counted)" : ""), or split the fleet: --workers N (processes on this machine, each with its own address space) or --shard I/N on several machines."
     }
 
     public static func format(_ bytes: Int) -> String {

@@ -116,9 +116,8 @@ final class Partition: @unchecked Sendable {
     private var waitingByAddress: [Int32] = []
     private var waitingLimitByAddress: [Int32] = []
     /// What a device may queue itself before its address's oldest waiting requests go: the
-    /// address's share, but by default (no `--max-waiting`) at least `maximumBacklog` a device,
-    /// so that a storm's retries in a healthy run are never cut (a 100,000-device day dropped
-    /// 5,058 at one a device, none at eight).
+    /// address's share, but by default (no `--max-waiting`) at least
+    /// `MemoryEstimate.deviceQueueFloor` a device, the bound the run's estimate weighs.
     private var queueLimitByAddress: [Int32] = []
     /// Fleet devices per process for the ceiling's shares.
     private let processDevices: Int
@@ -657,7 +656,7 @@ final class Partition: @unchecked Sendable {
             return min(first + perSource, range.upperBound) - max(first, range.lowerBound)
         }
         waitingLimitByAddress = devicesAt.map { Int32(clamping: max(1, Int((perDevice * Double($0)).rounded(.down)))) }
-        let floor = scenario.maximumWaiting == nil ? Self.maximumBacklog : 0
+        let floor = scenario.maximumWaiting == nil ? MemoryEstimate.deviceQueueFloor : 0
         queueLimitByAddress = zip(waitingLimitByAddress, devicesAt).map { max($0, Int32(clamping: floor * $1)) }
         // What the devices' first events already queued.
         for index in slots.indices { waitingByAddress[addressPlace(of: index)] += Int32(clamping: slots[index].device.pendingRequestsOnExecutor()) }

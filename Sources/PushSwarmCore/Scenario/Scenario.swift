@@ -33,11 +33,9 @@ public struct Scenario: Sendable {
     /// Wall runs against a real target: the installs from before the run register first.
     public var warmUp = WarmUpSettings()
     /// The most requests (queued on devices or in flight) a process holds for its devices before
-    /// open-model arrivals are shed (`--max-waiting`); nil: `MemoryEstimate.defaultMaximumWaiting`.
+    /// open-model arrivals are shed and devices' oldest are dropped (`--max-waiting`); nil:
+    /// `MemoryEstimate.waitingCeiling`'s default.
     public var maximumWaiting: Int?
-
-    /// Whether a group's load is an open workload (whose arrivals the waiting ceiling sheds).
-    public var hasOpenWorkload: Bool { groups.contains { if case .open = $0.workload { true } else { false } } }
     public var campaigns: [Campaign]
     /// The configured platforms, by name, for every platform a group or campaign uses.
     public var platforms: [String: any PlatformConfiguration]
