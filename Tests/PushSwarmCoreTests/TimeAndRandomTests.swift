@@ -427,22 +427,3 @@ import PushSwarmMetrics
         #expect(limiter.admit("ip", at: Instant(microseconds: 1_000_001)) == .admitted)
     }
 }
-
-@Suite struct RunClockTests {
-    @Test func aSimulatedClockJumpsToTheInstantAndNeverGoesBack() async {
-        let clock = SimulatedClock()
-        #expect(clock.now == .start)
-        await clock.wait(until: Instant.start + .hours(5))
-        #expect(clock.now == Instant.start + .hours(5))
-        await clock.wait(until: Instant.start + .hours(1))
-        #expect(clock.now == Instant.start + .hours(5))
-    }
-
-    @Test func aWallClockStartsAtZeroAndOnlyMovesForward() async {
-        let clock = WallClock()
-        let first = clock.now
-        #expect(first >= .start)
-        await clock.wait(until: first)
-        #expect(clock.now >= first)
-    }
-}

@@ -64,18 +64,6 @@ import Testing
         merged.operations["d.new"] = first.operations["a.events"]
         #expect(merged.operations["d.new"] == first.operations["a.events"])
     }
-
-    @Test func recorderIsSafeToShareAcrossTasks() async {
-        let recorder = MetricsRecorder()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<8 {
-                group.addTask {
-                    for _ in 0..<1_000 { recorder.record { $0.recordSent(operation: "x", retryNumber: 0) } }
-                }
-            }
-        }
-        #expect(recorder.snapshot().sent == 8_000)
-    }
 }
 
 /// When a wall run marks itself saturated: its own lateness, its CPU, or starts it missed.

@@ -113,7 +113,7 @@ import Testing
     }
 }
 
-@Suite struct URLAndCookieTests {
+@Suite struct URLTests {
     @Test func targetURLsParseAndResolveRedirects() throws {
         let url = try #require(TargetURL("https://Example.com:8443/a/b?x=1#frag"))
         #expect(url.origin == Origin(scheme: "https", host: "example.com", port: 8443))
@@ -123,37 +123,6 @@ import Testing
         #expect(url.resolving("http://other/")?.origin.host == "other")
         #expect(TargetURL("http://[::1]:8080/")?.origin.host == "::1")
         #expect(TargetURL("ftp://x/") == nil)
-    }
-
-    @Test func cookiesFollowDomainPathAndExpiry() throws {
-        let jar = CookieJar()
-        let site = try #require(TargetURL("http://shop.example.com/u_shaman/setup-api.js"))
-        jar.store([
-            Header("Set-Cookie", "__flocktory_web_session2=abc; Path=/; Domain=example.com"),
-            Header("Set-Cookie", "hostonly=1"),
-            Header("Set-Cookie", "gone=1; Max-Age=0"),
-            Header("Set-Cookie", "foreign=1; Domain=other.com"),
-        ], from: site)
-        #expect(jar.header(for: TargetURL("http://api.example.com/x")!) == "__flocktory_web_session2=abc")
-        #expect(jar.header(for: TargetURL("http://shop.example.com/u_shaman/page")!)?.contains("hostonly=1") == true)
-        #expect(jar.header(for: TargetURL("http://shop.example.com/other")!)?.contains("hostonly") == false)
-        #expect(jar.value(of: "gone") == nil)
-        #expect(jar.value(of: "foreign") == nil)
-    }
-
-    /// RFC 6265bis 5.6.1 and 5.6.2: a lifetime is capped at 400 days. A hostile server's
-    /// `Max-Age=9223372036854775807` or a date in year 9999 overflowed the expiry and trapped.
-    @Test func aCookieLivesAtMost400DaysWhateverItsServerSays() throws {
-        let site = try #require(TargetURL("http://shop.example.com/"))
-        for attribute in ["Max-Age=9223372036854775807", "Max-Age=99999999999", "Expires=Fri, 31 Dec 9999 23:59:59 GMT"] {
-            let now = Monotonic.now()
-            let cookie = try #require(CookieJar.parse("long=1; \(attribute)", from: site, now: now), "\(attribute)")
-            let expires = try #require(cookie.expires)
-            #expect(expires > now && expires <= now + 400 * 86_400 * 1_000_000_000, "\(attribute)")
-        }
-        let jar = CookieJar()
-        jar.store([Header("Set-Cookie", "long=1; Max-Age=9223372036854775807")], from: site)
-        #expect(jar.value(of: "long") == "1")
     }
 }
 

@@ -62,24 +62,23 @@ import Testing
         close(fd)
     }
 
-    @Test func redirectsAreFollowedWithCookies() async throws {
+    /// A 3xx is an answer like any other (the platform client follows a `Location` it wants,
+    /// one request each in the report), and the client sends no cookie it was not given.
+    @Test func aRedirectIsAnAnswerAndNoCookieIsKeptForTheDevice() async throws {
         let server = try startServer { request, responder in
             switch request.target {
             case "/start":
                 responder.respond(Response(status: 302, headers: [Header("Location", "/landing"), Header("Set-Cookie", "session=42; Path=/")]))
-            case "/landing":
-                responder.respond(Response(status: 200, body: Array("cookie=\(request.header("Cookie") ?? "")".utf8)))
             default:
-                responder.respond(Response(status: 302, headers: [Header("Location", "/loop")]))
+                responder.respond(Response(status: 200, body: Array("cookie=\(request.header("Cookie") ?? "")".utf8)))
             }
         }
         defer { server.stop() }
         let client = HTTPClient(group: testGroup)
-        let jar = CookieJar()
-        let result = await client.send(HTTPClientRequest(method: "GET", url: url(server, "/start"), maxRedirects: 5, cookies: jar))
-        #expect(result.response?.bodyText == "cookie=session=42")
-        #expect(result.timings.redirects == 1)
-        let loop = await client.send(HTTPClientRequest(method: "GET", url: url(server, "/loop"), maxRedirects: 3))
-        #expect(loop.error?.reason == .tooManyRedirects)
+        let result = await client.send(HTTPClientRequest(method: "GET", url: url(server, "/start")))
+        #expect(result.response?.status == 302)
+        #expect(result.response?.header("Location") == "/landing")
+        let landing = await client.send(HTTPClientRequest(method: "GET", url: url(server, "/landing")))
+        #expect(landing.response?.bodyText == "cookie=")
     }
 }

@@ -135,6 +135,100 @@ import PushSwarmMetrics
         #expect(onThread)
         #expect(!thread.isCurrent)
     }
+
+    /// Issue 36: P partitions run on P threads at once. Each partition's executor here is its own
+    /// thread behind a meeting point: the work a run hands it waits there until every partition
+    /// has arrived. A run that started its partitions one after another, or ran them on one
+    /// thread, would leave the first waiting alone until the deadline (a guard against hanging,
+    /// not a wait the passing run takes) and the test red.
+    @Test func partitionsRunOnTheirOwnThreadsAtOnce() async throws {
+        let scenario = try loadScenario("quickstart") { object in
+            object["devices"] = 1_600
+            object["duration"] = "20h"
+        }
+        let meeting = Meeting(expected: 4)
+        var setups: [Run.PartitionSetup] = []
+        var threads: [PartitionThread] = []
+        for (number, range) in Run.ranges(scenario, shard: nil, partitions: 4).enumerated() {
+            let thread = PartitionThread(name: "meeting-\(number)")
+            threads.append(thread)
+            let local = scenario.partitionCopy()
+            let mocks = MockFleet(scenario: local)
+            let executor = MeetingExecutor(thread: thread, meeting: meeting)
+            setups.append(Run.PartitionSetup(executor: executor, transport: SimulatedTransport(scenario: local, mocks: mocks, devices: range), mocks: mocks, devices: range))
+        }
+        try #require(setups.count == 4)
+        let result = await Run(scenario: scenario, partitions: setups, ownedThreads: threads).run()
+        #expect(result.metrics.sent > 0)
+        let (arrived, met, distinctThreads) = meeting.outcome
+        #expect(arrived == 4 && met, "every partition's run started before any of them went on")
+        #expect(distinctThreads == 4, "each on its own thread")
+    }
+
+    /// Issue 36: a device is reached synchronously only from its partition's thread, and that is
+    /// checked in every build (`assumeIsolated` asks the executor), not promised: a call from
+    /// another thread stops the process instead of racing the partition.
+    @Test func aDeviceReachedOffItsPartitionsThreadStopsTheProcess() async throws {
+        await #expect(processExitsWith: .failure) {
+            let scenario = try loadScenario("quickstart") { $0["devices"] = 10 }
+            let thread = PartitionThread(name: "elsewhere")
+            let device = Fleet(scenario: scenario).makeDevice(Fleet(scenario: scenario).profile(at: 3), on: thread.asUnownedSerialExecutor())
+            _ = device.pendingRequestsOnExecutor()
+        }
+    }
+}
+
+/// Where the partitions of `partitionsRunOnTheirOwnThreadsAtOnce` meet: each arrives, then waits
+/// (at most 60 s) until all `expected` have.
+final class Meeting: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let expected: Int
+    /// Guarded by `condition`.
+    private var arrived = 0
+    private var allMet = true
+    private var threads = Set<UInt>()
+
+    init(expected: Int) { self.expected = expected }
+
+    func arriveAndWait() {
+        condition.lock()
+        defer { condition.unlock() }
+        arrived += 1
+        threads.insert(UInt(pthread_self()))
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(60)
+        while arrived < expected {
+            if !condition.wait(until: deadline) { break }
+        }
+        if arrived < expected { allMet = false }
+    }
+
+    var outcome: (arrived: Int, met: Bool, distinctThreads: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (arrived, allMet, threads.count)
+    }
+}
+
+/// A partition's thread whose first hand-off of work meets the other partitions' first.
+final class MeetingExecutor: PartitionExecutor, @unchecked Sendable {
+    let thread: PartitionThread
+    let meeting: Meeting
+
+    init(thread: PartitionThread, meeting: Meeting) {
+        self.thread = thread
+        self.meeting = meeting
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) { thread.enqueue(job) }
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        thread.execute { [meeting] in
+            meeting.arriveAndWait()
+            work()
+        }
+    }
+    func checkIsolated() { thread.checkIsolated() }
+    func isIsolatingCurrentContext() -> Bool? { thread.isCurrent }
 }
 
 extension VirtualDevice {

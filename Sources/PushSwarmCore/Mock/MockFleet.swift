@@ -1,12 +1,15 @@
 import Synchronization
 
-/// Every platform's built-in mock for one run, behind one lock: the same object answers the
-/// simulated transport in-process and the loopback server's event loops in wall-clock runs, and
-/// launches campaigns and holds the ledgers in both.
+/// Every platform's built-in mock for one partition's source addresses, behind one mutex: the
+/// same object answers its partition's simulated transport in-process and, in wall-clock runs,
+/// the loopback server's event loops for requests from those addresses (`MockServer` picks the
+/// fleet by source address); it launches campaigns and holds the ledgers in both. A run has one
+/// fleet per partition, and reports merge their ledgers.
 ///
-/// - Important: one mutex for all platforms keeps the services' decisions (a rate limiter's
-///   window, a fault's coin) in one order. It is held for microseconds per request; a mock
-///   saturating one lock is far beyond what a single loopback process sends.
+/// - Important: one mutex for all of a partition's platforms keeps the services' decisions (a
+///   rate limiter's window, a fault's coin) for one address in one order, whatever the loop
+///   that reads its socket. It is held for microseconds per request, and each partition's
+///   fleet has its own, so the lock is not shared across partitions.
 public final class MockFleet: Sendable {
     private struct State: Sendable {
         /// In an array so that each host is mutated in place (not copied out of a dictionary).

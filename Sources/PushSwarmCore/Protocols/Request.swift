@@ -74,6 +74,22 @@ public struct Header: Sendable, Equatable {
         self.name = name
         self.value = value
     }
+
+    /// The headers of a JSON body, as every platform's client and mock send them.
+    public static let jsonContentType = [Header("Content-Type", "application/json")]
+}
+
+/// One socket of one device, as a run's transports and partitions key what they hold for it.
+public struct SocketKey: Hashable, Sendable {
+    /// The device's index in its partition.
+    public var device: Int
+    /// The socket's number, as the device's client chose it.
+    public var socket: UInt64
+
+    public init(device: Int, socket: UInt64) {
+        self.device = device
+        self.socket = socket
+    }
 }
 
 /// The public address a device's traffic comes from, as a service sees it: devices behind the same

@@ -14,9 +14,12 @@ import Synchronization
 /// when the device wanted it sent, however late the loop got to it; answers arriving on the loop
 /// are handled at once, on the same thread.
 ///
-/// - Important: every method runs on `executor`'s thread. Devices are actors on that executor, so
-///   the partition calls them synchronously (`handleOnExecutor`, an `assumeIsolated` without
-///   its allocations).
+/// - Important: every method runs on `executor`'s thread, and each way in from the loop (the
+///   simulated run, the wall run's start, its ticks, arrivals and interrupt) checks that it does,
+///   in release builds too (`onLoop`, the executor's `checkIsolated`): the state needs no lock
+///   because nothing reaches it from another thread, and a caller that would is stopped there.
+///   Devices are actors on that executor, so the partition calls them synchronously
+///   (`handleOnExecutor`, `assumeIsolated`: checked the same way).
 final class Partition: @unchecked Sendable {
     private enum Item {
         case device(Int, VirtualDevice.Event)
@@ -34,10 +37,6 @@ final class Partition: @unchecked Sendable {
         case warmUp(Int)
     }
 
-    private struct SocketKey: Hashable {
-        var device: Int
-        var socket: UInt64
-    }
 
     let number: Int
     private let scenario: Scenario
@@ -193,6 +192,7 @@ final class Partition: @unchecked Sendable {
 
     /// Simulated time: runs the whole partition to its end, on the calling thread (its executor's).
     func runSimulated() -> PartitionResult {
+        onLoop()
         start()
         while let (time, item) = nextItem() {
             now = time
@@ -225,6 +225,7 @@ final class Partition: @unchecked Sendable {
     /// Wall time: starts the partition on its event loop; `finished` is called there once the run
     /// has reached its end and every request in flight has ended.
     func startWall(_ live: any LiveTransport, finished: @escaping (PartitionResult) -> Void) {
+        onLoop()
         self.finished = finished
         live.onArrival { [unowned self] arrival in arrive(arrival, live) }
         start()
@@ -234,6 +235,7 @@ final class Partition: @unchecked Sendable {
 
     /// Handles what is due, then sleeps until the next item or the end.
     private func tick(_ live: any LiveTransport) {
+        onLoop()
         guard !isDone else { return }
         let now = transport.currentTime
         while let next = queue.nextTime, next <= now, next <= end || inFlight > 0 {
@@ -252,6 +254,7 @@ final class Partition: @unchecked Sendable {
     /// wake-up asked for: then a tick runs what is due and moves the wake-up to the next item,
     /// or the retry would wait for whatever came next (in a quiet warm-up, its end).
     private func arrive(_ arrival: Arrival, _ live: any LiveTransport) {
+        onLoop()
         guard !isDone else { return }
         let time = transport.currentTime
         handle(item(for: arrival), at: time, lag: .zero)
@@ -261,10 +264,14 @@ final class Partition: @unchecked Sendable {
 
     /// Asks the partition to stop starting requests (Ctrl-C); those in flight still finish.
     func interrupt(_ live: any LiveTransport) {
+        onLoop()
         guard !interrupted, !isDone else { return }
         stopStarting(at: transport.currentTime)
         tick(live)
     }
+
+    /// Traps unless called on the partition's executor's thread (in every build).
+    private func onLoop() { executor.checkIsolated() }
 
     /// The run ends at `time` for this partition: nothing new starts after it.
     private func stopStarting(at time: Instant) {
@@ -499,13 +506,13 @@ final class Partition: @unchecked Sendable {
         var work = VirtualDevice.Work()
         swap(&work, &spareWork)
         let device = slots[index].device
-        let before = waitingByAddress.isEmpty ? 0 : device.pendingRequestsOnExecutor()
         handle(device, &work)
+        let pendingChange = work.pendingChange
         work.takeActions { execute($0, device: index, now: time, isDraining: isDraining) }
         swap(&work, &spareWork)
         if !waitingByAddress.isEmpty {
             let address = addressPlace(of: index)
-            waitingByAddress[address] += Int32(clamping: device.pendingRequestsOnExecutor() - before)
+            waitingByAddress[address] += Int32(clamping: pendingChange)
             if waitingByAddress[address] > queueLimitByAddress[address] { shedOldest(of: index, address: address, at: time, isDraining: isDraining) }
         }
     }

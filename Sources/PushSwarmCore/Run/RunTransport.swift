@@ -92,10 +92,6 @@ public struct Arrival: Sendable {
 /// device socket maps to a mock session, and messages each way arrive after the mock's latency,
 /// in order per socket, as over TCP.
 public final class SimulatedTransport: RunTransport {
-    private struct SocketKey: Hashable {
-        var device: Int
-        var socket: UInt64
-    }
 
     private struct Session {
         var platform: Int

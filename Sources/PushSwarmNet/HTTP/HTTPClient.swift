@@ -10,19 +10,15 @@ public struct HTTPClientRequest: Sendable {
     public var body: [UInt8]
     /// The address the connection is bound to (a NAT group's loopback address), nil for any.
     public var source: IPAddress?
-    /// The whole exchange, redirects included, from `execute` to the last byte.
+    /// The whole exchange, from `execute` to the last byte.
     public var timeoutNanoseconds: UInt64
-    /// Redirects followed before the 3xx is returned as the answer.
-    public var maxRedirects: Int
-    /// The device's cookies: sent, and updated from every response (redirects included).
-    public var cookies: CookieJar?
     /// Pins the request's pool to event loop number `loop` (benchmarks spread connections evenly
     /// this way); nil: the pool's key picks the loop.
     public var loop: Int?
 
     public init(
         method: String, url: TargetURL, headers: [Header] = [], body: [UInt8] = [], source: IPAddress? = nil,
-        timeoutNanoseconds: UInt64 = 30_000_000_000, maxRedirects: Int = 0, cookies: CookieJar? = nil, loop: Int? = nil
+        timeoutNanoseconds: UInt64 = 30_000_000_000, loop: Int? = nil
     ) {
         self.loop = loop
         self.method = method
@@ -31,8 +27,6 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
         self.source = source
         self.timeoutNanoseconds = timeoutNanoseconds
-        self.maxRedirects = maxRedirects
-        self.cookies = cookies
     }
 }
 
@@ -49,9 +43,8 @@ public struct HTTPTimings: Sendable, Equatable {
     public var firstByte: UInt64 = 0
     /// From the request written to the response complete: the service time.
     public var service: UInt64 = 0
-    /// From `execute` to the end, redirects included.
+    /// From `execute` to the end.
     public var total: UInt64 = 0
-    public var redirects = 0
 
     public init() {}
 }
@@ -70,7 +63,9 @@ public enum HTTPResult: Sendable {
 }
 
 /// An HTTP/1.1 client on PushSwarm's event loops: keep-alive pools per (source address, origin),
-/// Content-Length and chunked bodies, redirects, cookies, connect and request timeouts.
+/// Content-Length and chunked bodies, connect and request timeouts. A 3xx is an answer like any
+/// other: the platform client that wants its `Location` follows it (Flocktory's redirect chains,
+/// spec 001), and keeps its own cookie, so that the device's requests stay one each in its report.
 ///
 /// A pool lives on one loop, so its connections and queue need no lock; `execute` hops there.
 /// Completions run on that loop's thread: keep them short.
@@ -339,9 +334,6 @@ final class Exchange: @unchecked Sendable {
             bytes.append(contentsOf: ": ".utf8)
             bytes.append(contentsOf: header.value.utf8)
             bytes.append(contentsOf: "\r\n".utf8)
-        }
-        if let cookie = request.cookies?.header(for: request.url) {
-            bytes.append(contentsOf: "Cookie: \(cookie)\r\n".utf8)
         }
         if !hasLength && (!request.body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
             bytes.append(contentsOf: "Content-Length: ".utf8)
@@ -741,29 +733,6 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         exchange.timings.service += now - exchange.writtenAt
         let status = Int(message.startLine.1) ?? 0
         let response = Response(status: status, headers: message.headers, body: message.body)
-        exchange.request.cookies?.store(message.headers, from: exchange.request.url)
-        if status >= 301 && status <= 308 && status != 304 && status != 305 && status != 306, let location = response.header("Location") {
-            if exchange.timings.redirects < exchange.request.maxRedirects, let next = exchange.request.url.resolving(location) {
-                exchange.timings.redirects += 1
-                exchange.request.url = next
-                // 303, and 301/302 after a POST as user agents do, become GET without a body.
-                if status == 303 || ((status == 301 || status == 302) && exchange.request.method == "POST") {
-                    exchange.request.method = "GET"
-                    exchange.request.body = []
-                    exchange.request.headers.removeAll { ["content-length", "content-type"].contains($0.name.lowercased()) }
-                }
-                exchange.connection = nil
-                // The next pool may be on another loop: it sets its own timer for what is left.
-                exchange.timer?.cancel()
-                exchange.timer = nil
-                pool.client.start(exchange)
-                return
-            }
-            if exchange.request.maxRedirects > 0 {
-                exchange.finish { .failure(NetError(.tooManyRedirects, detail: "more than \(exchange.request.maxRedirects) redirects"), $0) }
-                return
-            }
-        }
         exchange.finish(now: now) { .response(response, $0) }
     }
 }

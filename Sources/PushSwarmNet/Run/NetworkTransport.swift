@@ -8,10 +8,6 @@ public import PushSwarmCore
 /// - Important: confined to `loop`'s thread (every call comes from the partition, which runs
 ///   there, and every callback runs there): no lock, no hand-off per request.
 public final class NetworkTransport: LiveTransport, @unchecked Sendable {
-    fileprivate struct SocketKey: Hashable {
-        var device: Int
-        var socket: UInt64
-    }
 
     public let client: HTTPClient
     public let clock: WallClock
@@ -272,9 +268,9 @@ public final class SocketBudget: Sendable {
 /// One device socket's callbacks, on its loop, passed to the transport.
 private final class DeviceSocket: WebSocketDelegate, @unchecked Sendable {
     let transport: NetworkTransport
-    let key: NetworkTransport.SocketKey
+    let key: SocketKey
 
-    init(transport: NetworkTransport, key: NetworkTransport.SocketKey) {
+    init(transport: NetworkTransport, key: SocketKey) {
         self.transport = transport
         self.key = key
     }

@@ -171,7 +171,7 @@ struct MeiroClient: PlatformClient {
                 body["firebase"] = .object(firebase)
             }
         }
-        let request = Request(method: "POST", path: MeiroMessages.path, headers: MeiroMessages.jsonHeaders, body: JSONWriter.bytes(of: .object(body)))
+        let request = Request(method: "POST", path: MeiroMessages.path, headers: Header.jsonContentType, body: JSONWriter.bytes(of: .object(body)))
         let key = MeiroMessages.eventKey(userID: user, eventType: eventType, timestamp: timestamp, token: token)
         return queue.enqueue(OfflineQueue.Item(operation: operation, request: request, ledgerKey: key), now: now)
     }

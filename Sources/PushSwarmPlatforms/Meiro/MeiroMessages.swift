@@ -34,7 +34,6 @@ public enum MeiroMessages {
         Data("\(unixMilliseconds)&\(userID)".utf8).base64EncodedString()
     }
 
-    static let jsonHeaders = [Header("Content-Type", "application/json")]
 }
 
 extension MeiroSettings {

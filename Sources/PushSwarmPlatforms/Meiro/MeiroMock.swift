@@ -135,6 +135,6 @@ struct MeiroMock: MockService {
 
     static func error(_ status: Int, _ message: String) -> Response {
         // "{ message: "validation: registration_token is required property", status: "error" }".
-        Response(status: status, headers: MeiroMessages.jsonHeaders, body: JSONWriter.bytes(of: ["message": .string(message), "status": "error"]))
+        Response(status: status, headers: Header.jsonContentType, body: JSONWriter.bytes(of: ["message": .string(message), "status": "error"]))
     }
 }

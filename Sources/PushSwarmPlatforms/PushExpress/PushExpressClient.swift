@@ -168,7 +168,7 @@ struct PushExpressClient: PlatformClient {
             return sendInfo(loop: nil, device: device, now: now)
         case .loggedOut:
             guard isRunning, let instanceID else { return [] }
-            let request = Request(method: "POST", path: PushExpressMessages.deactivatePath(appID: settings.appID, instanceID: instanceID), headers: PushExpressMessages.jsonHeaders, body: Array("{}".utf8))
+            let request = Request(method: "POST", path: PushExpressMessages.deactivatePath(appID: settings.appID, instanceID: instanceID), headers: Header.jsonContentType, body: Array("{}".utf8))
             return send(request, operation: PushExpressMessages.Operation.deactivate, purpose: .deactivate)
         case .notificationDisplayed(let notification):
             // "delivered -- if possible, send after the notification has been successfully
@@ -309,7 +309,7 @@ struct PushExpressClient: PlatformClient {
         var body = JSONObject()
         // "ic_token, required … ext_id, optional".
         if !omittedFields.contains("ic_token") { body["ic_token"] = .string(icToken) }
-        let request = Request(method: "POST", path: PushExpressMessages.instancesPath(appID: settings.appID), headers: PushExpressMessages.jsonHeaders, body: JSONWriter.bytes(of: .object(body)))
+        let request = Request(method: "POST", path: PushExpressMessages.instancesPath(appID: settings.appID), headers: Header.jsonContentType, body: JSONWriter.bytes(of: .object(body)))
         return send(request, operation: PushExpressMessages.Operation.createInstance, purpose: .create, retryNumber: createRetries)
     }
 
@@ -342,7 +342,7 @@ struct PushExpressClient: PlatformClient {
         let digest = hasher.finalize()
         if loop == nil, digest == lastInfoDigest { return [.count("pushexpress.infoUnchanged")] }
         lastInfoDigest = digest
-        let request = Request(method: "PUT", path: PushExpressMessages.infoPath(appID: settings.appID, instanceID: instanceID), headers: PushExpressMessages.jsonHeaders, body: bytes)
+        let request = Request(method: "PUT", path: PushExpressMessages.infoPath(appID: settings.appID, instanceID: instanceID), headers: Header.jsonContentType, body: bytes)
         return send(request, operation: PushExpressMessages.Operation.updateInfo, purpose: .info(loop: loop), retryNumber: loop.map { loops[$0].retries } ?? 0)
     }
 
@@ -351,7 +351,7 @@ struct PushExpressClient: PlatformClient {
         let body: [UInt8] = kind == .android ? [] : JSONWriter.bytes(of: ["event": .string(event)])
         let appID = settings.appID
         return sendEvent(operation: PushExpressMessages.Operation.lifecycleEvent) { instanceID in
-            (Request(method: "POST", path: PushExpressMessages.lifecyclePath(appID: appID, instanceID: instanceID), headers: body.isEmpty ? [] : PushExpressMessages.jsonHeaders, body: body), nil)
+            (Request(method: "POST", path: PushExpressMessages.lifecyclePath(appID: appID, instanceID: instanceID), headers: body.isEmpty ? [] : Header.jsonContentType, body: body), nil)
         }
     }
 
@@ -363,7 +363,7 @@ struct PushExpressClient: PlatformClient {
         let bytes = JSONWriter.bytes(of: .object(body))
         let appID = settings.appID
         return sendEvent(operation: PushExpressMessages.Operation.notificationEvent) { instanceID in
-            let request = Request(method: "POST", path: PushExpressMessages.notificationPath(appID: appID, instanceID: instanceID), headers: PushExpressMessages.jsonHeaders, body: bytes)
+            let request = Request(method: "POST", path: PushExpressMessages.notificationPath(appID: appID, instanceID: instanceID), headers: Header.jsonContentType, body: bytes)
             return (request, PushExpressMessages.notificationKey(instanceID: instanceID, messageID: messageID, event: event))
         }
     }

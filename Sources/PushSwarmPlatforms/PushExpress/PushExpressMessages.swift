@@ -73,7 +73,6 @@ public enum PushExpressMessages {
         LedgerKey("px-notification", instanceID, messageID, event).once
     }
 
-    static let jsonHeaders = [Header("Content-Type", "application/json")]
 }
 
 /// How a group's PushExpress client backs off after an error: the spec's rule, or what one of the

@@ -82,7 +82,7 @@ struct PushExpressMock: MockService {
             }
             updateInstance(instanceID, body)
             let answer: JSONValue = ["id": .string(instanceID), "update_interval_sec": .number(Double(updateIntervalSeconds))]
-            return MockReply(response: Response(status: 200, headers: PushExpressMessages.jsonHeaders, body: JSONWriter.bytes(of: answer)), operation: operation)
+            return MockReply(response: Response(status: 200, headers: Header.jsonContentType, body: JSONWriter.bytes(of: answer)), operation: operation)
         case PushExpressMessages.Operation.lifecycleEvent:
             if let event = body["event"] {
                 guard let name = event.stringValue, PushExpressMessages.lifecycleEvents.contains(name) else {
@@ -103,7 +103,7 @@ struct PushExpressMock: MockService {
             if let extID = instances[instanceID]?.extID, instanceByExtID[extID] == instanceID { instanceByExtID[extID] = nil }
             instances[instanceID]?.extID = nil
             instances[instanceID]?.isActive = false
-            return MockReply(response: Response(status: 200, headers: PushExpressMessages.jsonHeaders, body: Array("{}".utf8)), operation: operation)
+            return MockReply(response: Response(status: 200, headers: Header.jsonContentType, body: Array("{}".utf8)), operation: operation)
         }
     }
 
@@ -130,7 +130,7 @@ struct PushExpressMock: MockService {
         }
         let answer: JSONValue = ["id": .string(id), "just_created": .bool(justCreated)]
         return MockReply(
-            response: Response(status: 200, headers: PushExpressMessages.jsonHeaders, body: JSONWriter.bytes(of: answer)),
+            response: Response(status: 200, headers: Header.jsonContentType, body: JSONWriter.bytes(of: answer)),
             accepted: PushExpressMessages.instanceKey(icToken: icToken), operation: operation
         )
     }
@@ -206,6 +206,6 @@ struct PushExpressMock: MockService {
     }
 
     static func error(_ status: Int, _ message: String) -> Response {
-        Response(status: status, headers: PushExpressMessages.jsonHeaders, body: JSONWriter.bytes(of: ["message": .string(message)]))
+        Response(status: status, headers: Header.jsonContentType, body: JSONWriter.bytes(of: ["message": .string(message)]))
     }
 }

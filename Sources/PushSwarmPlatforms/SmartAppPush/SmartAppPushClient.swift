@@ -186,7 +186,7 @@ struct SmartAppPushClient: PlatformClient {
             }
         }
         let request = Request(
-            method: "POST", path: SmartAppPushMessages.Path.events, headers: SmartAppPushMessages.jsonHeaders, body: body.takeBytes()
+            method: "POST", path: SmartAppPushMessages.Path.events, headers: Header.jsonContentType, body: body.takeBytes()
         )
         queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key.key), now: now, into: &actions)
     }
@@ -196,7 +196,7 @@ struct SmartAppPushClient: PlatformClient {
             "tenant_id": .string(settings.tenantID), "api_key": .string(settings.apiKey), "tracking_token": .string(trackingToken),
         ]
         let request = Request(
-            method: "POST", path: SmartAppPushMessages.Path.pushesOpened, headers: SmartAppPushMessages.jsonHeaders,
+            method: "POST", path: SmartAppPushMessages.Path.pushesOpened, headers: Header.jsonContentType,
             body: JSONWriter.bytes(of: body)
         )
         let key = SmartAppPushMessages.openKey(tenantID: settings.tenantID, trackingToken: trackingToken)
@@ -212,7 +212,7 @@ struct SmartAppPushClient: PlatformClient {
         if let user = device.userID { body["app_user_id"] = .string(user) }
         body["platform"] = .string(device.profile.os.rawValue)
         let request = Request(
-            method: "POST", path: SmartAppPushMessages.Path.refreshToken, headers: SmartAppPushMessages.jsonHeaders,
+            method: "POST", path: SmartAppPushMessages.Path.refreshToken, headers: Header.jsonContentType,
             body: JSONWriter.bytes(of: .object(body))
         )
         let key = SmartAppPushMessages.refreshKey(tenantID: settings.tenantID, oldToken: old, newToken: new)

@@ -210,5 +210,4 @@ public enum SmartAppPushMessages {
         LedgerKey("devices/refresh-token", tenantID, oldToken, newToken)
     }
 
-    static let jsonHeaders = [Header("Content-Type", "application/json")]
 }

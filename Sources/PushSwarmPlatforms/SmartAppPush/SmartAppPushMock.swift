@@ -200,7 +200,7 @@ public struct SmartAppPushMock: MockService {
             base[prefix.utf8CodeUnitCount + 64] = UInt8(ascii: "\"")
             base[prefix.utf8CodeUnitCount + 65] = UInt8(ascii: "}")
         }
-        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: answer)
+        let response = Response(status: 200, headers: Header.jsonContentType, body: answer)
         return MockReply(response: response, accepted: key, operation: operation)
     }
 
@@ -215,7 +215,7 @@ public struct SmartAppPushMock: MockService {
         guard let tenant = tenant(apiKey: apiKey, in: body), body.text(tenantID, equals: tenant.tenantID) else {
             return MockReply(response: Self.error(401, "invalid tenant_id or api_key"), operation: operation)
         }
-        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
+        let response = Response(status: 200, headers: Header.jsonContentType, body: JSONWriter.bytes(of: ["success": true]))
         return MockReply(response: response, accepted: SmartAppPushMessages.openKey(tenantID: tenant.tenantID, trackingToken: trackingToken), operation: operation)
     }
 
@@ -242,7 +242,7 @@ public struct SmartAppPushMock: MockService {
         slotByToken[newToken] = slot
         devices[slot].token = newToken
         if case .string(let user)? = body["app_user_id"], !user.content.isEmpty { devices[slot].userID = body.text(user) }
-        let response = Response(status: 200, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["success": true]))
+        let response = Response(status: 200, headers: Header.jsonContentType, body: JSONWriter.bytes(of: ["success": true]))
         return MockReply(
             response: response,
             accepted: SmartAppPushMessages.refreshKey(tenantID: tenant.tenantID, oldToken: oldToken, newToken: newToken),
@@ -347,10 +347,10 @@ public struct SmartAppPushMock: MockService {
 
     private static func validationError(_ problems: [FieldProblem]) -> Response {
         let errors = JSONValue.array(problems.map { ["field": .string($0.field), "message": .string($0.message)] })
-        return Response(status: 400, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["errors": errors]))
+        return Response(status: 400, headers: Header.jsonContentType, body: JSONWriter.bytes(of: ["errors": errors]))
     }
 
     private static func error(_ status: Int, _ message: String) -> Response {
-        Response(status: status, headers: SmartAppPushMessages.jsonHeaders, body: JSONWriter.bytes(of: ["error": .string(message)]))
+        Response(status: status, headers: Header.jsonContentType, body: JSONWriter.bytes(of: ["error": .string(message)]))
     }
 }
