@@ -1,0 +1,82 @@
+import PushSwarmCore
+import PushSwarmMetrics
+import Synchronization
+
+/// One request on its way: its timer, its timings, and where it is.
+final class Exchange: @unchecked Sendable {
+    var request: HTTPClientRequest
+    private var completion: (@Sendable (HTTPResult) -> Void)?
+    let startedAt: UInt64
+    var timings = HTTPTimings()
+    var enqueuedAt: UInt64 = 0
+    var writtenAt: UInt64 = 0
+    var firstByteAt: UInt64 = 0
+    var timer: LoopTimer?
+    /// The connection carrying it, once assigned; cleared when it finishes.
+    var connection: HTTPConnection?
+    /// A kept-alive connection the server had closed: retried once on a fresh one.
+    var retriedStale = false
+    /// Its place in its pool's wait queue while it waits for a connection (see `ConnectionPool`).
+    var waitTicket: Int?
+
+    init(request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void, startedAt: UInt64) {
+        self.request = request
+        self.completion = completion
+        self.startedAt = startedAt
+    }
+
+    var isFinished: Bool { completion == nil }
+
+    func finish(now: UInt64 = Monotonic.now(), _ result: (HTTPTimings) -> HTTPResult) {
+        guard let completion else { return }
+        self.completion = nil
+        connection = nil
+        timer?.cancel()
+        timer = nil
+        timings.total = now - startedAt
+        completion(result(timings))
+    }
+
+    /// Appends the request's bytes on the wire to `bytes`.
+    func serialize(into bytes: inout [UInt8]) {
+        bytes.reserveCapacity(256 + request.body.count)
+        bytes.append(contentsOf: request.method.utf8)
+        bytes.append(32)
+        bytes.append(contentsOf: request.url.path.utf8)
+        bytes.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        bytes.append(contentsOf: request.url.origin.hostHeader.utf8)
+        bytes.append(contentsOf: "\r\n".utf8)
+        var hasLength = false
+        for header in request.headers {
+            if header.name.isASCII(caseInsensitivelyEqualTo: "host") { continue }
+            if header.name.isASCII(caseInsensitivelyEqualTo: "content-length") { hasLength = true }
+            bytes.append(contentsOf: header.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: header.value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        if !hasLength && (!request.body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(request.body.count, to: &bytes)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        bytes.append(contentsOf: "\r\n".utf8)
+        bytes.append(contentsOf: request.body)
+    }
+
+    /// Writes `value` in decimal without making a String.
+    private func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = max(0, value)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(48 + rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+public import PushSwarmCore
+import PushSwarmMetrics
+import Synchronization
+
+/// One request for `HTTPClient`.
+public struct HTTPClientRequest: Sendable {
+    public var method: String
+    public var url: TargetURL
+    public var headers: [Header]
+    public var body: [UInt8]
+    /// The address the connection is bound to (a NAT group's loopback address), nil for any.
+    public var source: IPAddress?
+    /// The whole exchange, from `execute` to the last byte.
+    public var timeoutNanoseconds: UInt64
+    /// Pins the request's pool to event loop number `loop` (benchmarks spread connections evenly
+    /// this way); nil: the pool's key picks the loop.
+    public var loop: Int?
+
+    public init(
+        method: String, url: TargetURL, headers: [Header] = [], body: [UInt8] = [], source: IPAddress? = nil,
+        timeoutNanoseconds: UInt64 = 30_000_000_000, loop: Int? = nil
+    ) {
+        self.loop = loop
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.source = source
+        self.timeoutNanoseconds = timeoutNanoseconds
+    }
+}
+
+/// Where one exchange's time went, in nanoseconds.
+public struct HTTPTimings: Sendable, Equatable {
+    /// Waiting for a free connection in the pool (the client's own queueing).
+    public var queued: UInt64 = 0
+    /// Opening the connection (TCP and TLS), 0 when a kept-alive one was reused.
+    public var connect: UInt64 = 0
+    /// Connections opened for this request (0 when it went out on a kept-alive one; 2 when a
+    /// stale one was retried on a new one).
+    public var connectionsOpened = 0
+    /// From the request's first byte written to the response's first byte read.
+    public var firstByte: UInt64 = 0
+    /// From the request written to the response complete: the service time.
+    public var service: UInt64 = 0
+    /// From `execute` to the end.
+    public var total: UInt64 = 0
+
+    public init() {}
+}
+
+/// How an exchange ended.
+public enum HTTPResult: Sendable {
+    case response(Response, HTTPTimings)
+    case failure(NetError, HTTPTimings)
+    case timeout(HTTPTimings)
+
+    public var timings: HTTPTimings {
+        switch self {
+        case .response(_, let timings), .failure(_, let timings), .timeout(let timings): timings
+        }
+    }
+}

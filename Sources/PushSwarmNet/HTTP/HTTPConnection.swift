@@ -1,0 +1,180 @@
+import PushSwarmCore
+import PushSwarmMetrics
+import Synchronization
+
+/// The TLS context used when a client was made without one: system roots, verification on.
+enum DefaultTLS {
+    static let context: TLSContext? = try? TLSContext()
+}
+
+/// One HTTP/1.1 connection of a pool, carrying one exchange at a time.
+final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
+    private let pool: ConnectionPool
+    private var connection: Connection?
+    private var parser: HTTPParser
+    private var current: Exchange?
+    private var connectTimer: LoopTimer?
+    private var connectStartedAt: UInt64 = 0
+    private var exchangesCarried = 0
+    private var receivedForCurrent = false
+    private var isOpened = false
+
+    init(pool: ConnectionPool, limits: HTTPParser.Limits) {
+        self.pool = pool
+        parser = HTTPParser(kind: .response, limits: limits)
+    }
+
+    var isUsable: Bool { connection?.isOpen ?? false }
+
+    func connect(to address: SocketAddress, tls: TLSContext?) {
+        connectStartedAt = Monotonic.now()
+        let result = Connection.connect(
+            on: pool.loop, to: address, from: pool.key.source, tls: tls, hostName: pool.key.origin.host, delegate: self
+        )
+        switch result {
+        case .success(let connection):
+            self.connection = connection
+            // A strong capture, let go when the timer fires or is cancelled (opened, closed): a
+            // weak one gave every connection a side table, and each retain of it the slow path.
+            connectTimer = pool.loop.schedule(afterNanoseconds: pool.client.configuration.connectTimeoutNanoseconds) { [self] in
+                guard let connection = self.connection, !self.isOpened else { return }
+                connection.close()
+                self.connection = nil
+                self.pool.connectFailed(self, error: NetError(.connectTimeout, detail: "no connection to \(address) within the connect timeout"))
+            }
+        case .failure(let error):
+            // Report on the next turn so that the pool is not re-entered while it opens.
+            pool.loop.enqueue { [self] in pool.connectFailed(self, error: error) }
+        }
+    }
+
+    func send(_ exchange: Exchange, now: UInt64 = Monotonic.now()) {
+        current = exchange
+        exchange.connection = self
+        receivedForCurrent = false
+        parser.expectingHeadResponse = exchange.request.method == "HEAD"
+        exchange.writtenAt = now
+        connection?.write { exchange.serialize(into: &$0) }
+    }
+
+    /// When it last became idle in its pool (monotonic nanoseconds).
+    var idleSince: UInt64 = 0
+
+    /// Gives up the current exchange (timed out): the connection is closed, not reused.
+    func abandon() {
+        current = nil
+        close()
+        pool.connectionGone(self)
+    }
+
+    func close() {
+        connectTimer?.cancel()
+        connection?.close()
+        connection = nil
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connectionOpened(_ connection: Connection) {
+        isOpened = true
+        connectTimer?.cancel()
+        connectTimer = nil
+        pool.connectSucceeded(self)
+        let connectTime = Monotonic.now() - connectStartedAt
+        pool.connectionReady(self)
+        current?.timings.connect += connectTime
+        current?.timings.connectionsOpened += 1
+    }
+
+    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
+        guard let exchange = current else {
+            // Bytes with no request outstanding: the server is confused; do not reuse.
+            close()
+            pool.connectionGone(self)
+            return
+        }
+        let now = Monotonic.now()
+        if !receivedForCurrent {
+            receivedForCurrent = true
+            exchange.firstByteAt = now
+        }
+        parser.append(bytes)
+        do {
+            // RFC 9110 section 15.2: a client parses and skips interim answers (100 Continue,
+            // 103 Early Hints) before the final one. 101 ends HTTP on the connection; no request
+            // of this client asks for it, so it is final here (WebSocketClient asks for it).
+            while let message = try parser.next() {
+                if message.isInterim { continue }
+                return complete(exchange, with: message, now: now)
+            }
+        } catch {
+            current = nil
+            close()
+            pool.connectionGone(self)
+            exchange.finish { .failure(NetError(.malformedResponse, detail: error.reason), $0) }
+        }
+    }
+
+    func connectionClosed(_ connection: Connection, error: NetError?) {
+        self.connection = nil
+        connectTimer?.cancel()
+        guard isOpened else {
+            pool.connectFailed(self, error: error ?? NetError(.connectionRefused, detail: "closed while connecting"))
+            return
+        }
+        let exchange = current
+        current = nil
+        pool.connectionGone(self)
+        guard let exchange, !exchange.isFinished else { return }
+        if error == nil, let message = parser.finishAtEOF() {
+            finishExchange(exchange, with: message)
+            return
+        }
+        if exchangesCarried > 0 && !receivedForCurrent && !exchange.retriedStale {
+            // The server closed a kept-alive connection as the request went out (RFC 9112
+            // section 9.3.1): the request never reached it, so it is sent once more.
+            exchange.retriedStale = true
+            exchange.connection = nil
+            pool.submit(exchange, atFront: true)
+            return
+        }
+        let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
+        exchange.finish { .failure(failure, $0) }
+    }
+
+    private func complete(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
+        current = nil
+        exchangesCarried += 1
+        if message.keepAlive && parser.isIdle, connection?.isOpen == true {
+            pool.connectionReady(self)
+        } else {
+            close()
+            pool.connectionGone(self)
+        }
+        finishExchange(exchange, with: message, now: now)
+    }
+
+    private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64 = Monotonic.now()) {
+        exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
+        exchange.timings.service += now - exchange.writtenAt
+        let status = Int(message.startLine.1) ?? 0
+        let response = Response(status: status, headers: message.headers, body: message.body)
+        exchange.finish(now: now) { .response(response, $0) }
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive equality with a lowercase literal, without allocating.
+    func isASCII(caseInsensitivelyEqualTo lowercase: String) -> Bool {
+        guard utf8.count == lowercase.utf8.count else { return false }
+        return withContiguousUTF8 { bytes in
+            lowercase.withContiguousUTF8 { expected in
+                for index in 0..<bytes.count {
+                    let byte = bytes[index]
+                    if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }
+                }
+                return true
+            }
+        }
+    }
+}
