@@ -181,17 +181,17 @@ public struct JSONWriter: Sendable {
             string(utf8: utf8)
             return
         }
-        member(name, needingNoEscapes: utf8)
+        member(name, plain: utf8)
     }
 
-    /// `member(_:utf8:)` for a value whose UTF-8 holds nothing JSON escapes (as for
-    /// `string(needingNoEscapes:)`): written without looking for escapes, in compact output as
-    /// `,"name":"value"` in one write.
-    public mutating func member(_ name: Name, needingNoEscapes utf8: UnsafeBufferPointer<UInt8>) {
-        assert(Self.firstEscape(in: utf8) == nil, "a string that needs escaping given as one that does not")
+    /// `member(_:utf8:)` for a value `member(_:utf8:)` has just looked at and found nothing JSON
+    /// escapes in: in compact output as `,"name":"value"` in one write. Private, so that no
+    /// caller can promise a value plain without the look (a wrong promise wrote invalid JSON).
+    private mutating func member(_ name: Name, plain utf8: UnsafeBufferPointer<UInt8>) {
         guard indentUnit == 0, depth > 0, !afterKey else {
             key(name)
-            string(needingNoEscapes: utf8)
+            prepareForValue()
+            appendPlainQuoted(utf8)
             return
         }
         let needsComma = hasItems & 1 != 0
@@ -241,15 +241,6 @@ public struct JSONWriter: Sendable {
     public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
         prepareForValue()
         appendQuoted(utf8)
-    }
-
-    /// A string whose UTF-8 holds nothing JSON escapes (no quote, backslash or control
-    /// character; a plain string `JSONFields` read, say): written between quotes as it stands,
-    /// the same text as `string(utf8:)`, without looking for escapes.
-    public mutating func string(needingNoEscapes utf8: UnsafeBufferPointer<UInt8>) {
-        assert(Self.firstEscape(in: utf8) == nil, "a string that needs escaping given as one that does not")
-        prepareForValue()
-        appendPlainQuoted(utf8)
     }
 
     /// Writes one value with `write` and returns where its own text is in `bytes`: after the

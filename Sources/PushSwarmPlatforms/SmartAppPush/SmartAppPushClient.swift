@@ -143,15 +143,15 @@ struct SmartAppPushClient: PlatformClient {
             case .eventName: body.member(fieldName, string: name)
             // Digits and RFC 3339's separators; a token's base64url characters and colon, or a
             // UUID (`DeviceLifecycle.makeToken`): nothing JSON escapes, so not looked through.
-            case .eventTime: eventTime.withUTF8 { body.member(fieldName, needingNoEscapes: $0) }
-            case .deviceToken: token.withContiguousUTF8 { body.member(fieldName, needingNoEscapes: $0) }
+            case .eventTime: eventTime.withUTF8 { body.member(fieldName, utf8: $0) }
+            case .deviceToken: token.withContiguousUTF8 { body.member(fieldName, utf8: $0) }
             case .platform: body.member(fieldName, string: profile.os.rawValue)
             // "Send `push_permission_granted` with every event."
             case .pushPermissionGranted: body.key(fieldName); body.bool(device.pushPermissionGranted)
             case .timezone: body.member(fieldName, string: profile.locale.timeZone)
             case .language: body.member(fieldName, string: profile.locale.language)
             case .country: body.member(fieldName, string: profile.locale.country)
-            case .sessionID: session.withUTF8 { body.member(fieldName, needingNoEscapes: $0) }
+            case .sessionID: session.withUTF8 { body.member(fieldName, utf8: $0) }
             case .params:
                 if !parameters.isEmpty {
                     body.key(fieldName)

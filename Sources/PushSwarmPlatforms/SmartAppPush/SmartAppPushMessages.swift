@@ -88,18 +88,13 @@ public enum SmartAppPushMessages {
 
         public init() {}
 
-        /// A string field's UTF-8, and whether it is known to hold nothing JSON escapes (a plain
-        /// string read out of a request body, `JSONFields.Text.isPlain`: a quote would have ended
-        /// it, a backslash made it not plain, and a control character is refused). Such a field
-        /// is written into the fingerprint's text as it stands, without looking for escapes (a
-        /// device token is 160 bytes of looking, twice an event).
+        /// A string field's UTF-8, as read out of a request body: written into the fingerprint's
+        /// text escaped where it needs it (the writer looks; nothing is promised plain).
         public struct Field {
             public var utf8: ArraySlice<UInt8>
-            public var needsNoEscaping: Bool
 
-            public init(_ utf8: ArraySlice<UInt8>, needsNoEscaping: Bool = false) {
+            public init(_ utf8: ArraySlice<UInt8>) {
                 self.utf8 = utf8
-                self.needsNoEscaping = needsNoEscaping
             }
         }
 
@@ -111,13 +106,13 @@ public enum SmartAppPushMessages {
             builder = LedgerKey.Builder()
             builder.add("events")
             canonical.beginArray()
-            tenantID.withContiguousUTF8 { add($0, needsNoEscaping: false) }
-            appID.withContiguousUTF8 { add($0, needsNoEscaping: false) }
+            tenantID.withContiguousUTF8 { add($0) }
+            appID.withContiguousUTF8 { add($0) }
             if let appUserID, !appUserID.utf8.isEmpty {
                 add(appUserID)
             } else {
                 deviceToken.utf8.withUnsafeBufferPointer { token in
-                    withAnonymousUser(of: token) { add($0, needsNoEscaping: deviceToken.needsNoEscaping) }
+                    withAnonymousUser(of: token) { add($0) }
                 }
             }
             add(eventName)
@@ -130,15 +125,11 @@ public enum SmartAppPushMessages {
         }
 
         private mutating func add(_ field: Field) {
-            field.utf8.withUnsafeBufferPointer { add($0, needsNoEscaping: field.needsNoEscaping) }
+            field.utf8.withUnsafeBufferPointer { add($0) }
         }
 
-        private mutating func add(_ utf8: UnsafeBufferPointer<UInt8>, needsNoEscaping: Bool) {
-            if needsNoEscaping {
-                canonical.string(needingNoEscapes: utf8)
-            } else {
-                canonical.string(utf8: utf8)
-            }
+        private mutating func add(_ utf8: UnsafeBufferPointer<UInt8>) {
+            canonical.string(utf8: utf8)
             builder.add(utf8: utf8)
         }
 

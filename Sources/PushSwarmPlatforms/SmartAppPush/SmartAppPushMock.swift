@@ -175,7 +175,7 @@ public struct SmartAppPushMock: MockService {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
         func field(_ text: JSONFields.Text) -> SmartAppPushMessages.EventIdentity.Field {
-            SmartAppPushMessages.EventIdentity.Field(body.utf8(text), needsNoEscaping: text.isPlain)
+            SmartAppPushMessages.EventIdentity.Field(body.utf8(text))
         }
         let (fingerprint, key) = identity.identify(
             tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID.map(field), eventName: field(eventName),
