@@ -63,19 +63,33 @@ import Testing
             """#)
     }
 
-    /// Runs `scenario` in simulated time and in wall time; the two summaries.
+    /// Runs `scenario` in simulated time and in wall time; the two summaries. Agreement is judged
+    /// only on a wall run that kept up (its generator's lag p99 within `keptUpMs`, not saturated):
+    /// a machine busy with other work makes a wall run late (Smartico's pings 3,113 against 3,340
+    /// once), which says nothing of the code. Up to three wall runs; if none kept up, the test
+    /// fails with that reason rather than comparing a late run or passing silently.
     private func runInBothClocks(_ scenario: String) throws -> (simulated: JSONValue, wall: JSONValue) {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
-        let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
-        defer {
-            try? FileManager.default.removeItem(atPath: simulated)
-            try? FileManager.default.removeItem(atPath: wall)
-        }
+        defer { try? FileManager.default.removeItem(atPath: simulated) }
         #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
-        let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
-        #expect(wallRun.status == 0, "\(wallRun.error)")
-        return (try summary(simulated), try summary(wall))
+        var lags: [Double] = []
+        for _ in 0..<3 {
+            let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: wall) }
+            let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
+            try #require(wallRun.status == 0, "\(wallRun.error)")
+            let wallSummary = try summary(wall)
+            let generator = wallSummary["generator"]
+            let lag = try #require(generator?["lagP99Ms"]?.numberValue, "a wall run reports its generator's lag")
+            if lag <= Self.keptUpMs && generator?["saturated"] == .bool(false) { return (try summary(simulated), wallSummary) }
+            lags.append(lag)
+        }
+        Issue.record("the wall run of \(scenario) never kept up in 3 tries (generator lag p99 \(lags) ms, more than \(Self.keptUpMs) ms): the machine is too busy to compare clocks")
+        throw CancellationError()
     }
+
+    /// A wall run's generator lag p99 at most this: it kept up (about 1 ms on an idle machine).
+    static let keptUpMs = 10.0
 
     @Test(arguments: [
         "Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json",
@@ -924,14 +938,32 @@ import Testing
     func ctrlCStopsAWallRunThatStillWritesItsReport(extra: [String]) throws {
         let directory = NSTemporaryDirectory() + "pushswarm-interrupt-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        let port = freePort()
         let process = Process()
         process.executableURL = CommandLineTests.binary
-        process.arguments = ["run", "Tests/Fixtures/wall-vs-simulated.json", "--clock", "wall", "--duration", "10m", "--out", directory, "--quiet"] + extra
+        // One process says when it has sent requests, on its metrics endpoint: the signal to
+        // interrupt it. `--metrics-listen` does not go with `--workers` (each shard would need
+        // its own port), so the workers' run is interrupted 4 s in.
+        let readiness = extra.isEmpty ? ["--metrics-listen", "127.0.0.1:\(port)"] : []
+        process.arguments = ["run", "Tests/Fixtures/wall-vs-simulated.json", "--clock", "wall", "--duration", "10m", "--out", directory, "--quiet"] + readiness + extra
         process.currentDirectoryURL = CommandLineTests.root
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        Thread.sleep(forTimeInterval: 4)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        if extra.isEmpty {
+            let deadline = Date().addingTimeInterval(60)
+            var sent = 0.0
+            while sent == 0 && process.isRunning && Date() < deadline {
+                if waitForPort(port, timeout: 1), let text = try? cli.shell("curl", ["-s", "http://127.0.0.1:\(port)/metrics"]) {
+                    sent = text.split(separator: "\n").filter { $0.hasPrefix("pushswarm_requests_sent_total{") }
+                        .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+                }
+            }
+            try #require(sent > 0, "the run reported no request sent on its metrics endpoint")
+        } else {
+            Thread.sleep(forTimeInterval: 4)
+        }
         kill(process.processIdentifier, SIGINT)
         let deadline = Date().addingTimeInterval(30)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
@@ -942,10 +974,11 @@ import Testing
         let report = try summary(directory)
         // With workers, each shard heard it and stopped; their reports were merged.
         #expect(report["counters"]?["run.interrupted"] == .number(extra.isEmpty ? 1 : 2))
-        // It ran about 4 s of its 10 minutes, and says so.
-        if case .number(let seconds)? = report["simulatedSeconds"] { #expect(seconds < 60) }
-        let requests = report["requests"]
-        if case .number(let sent)? = requests?["sent"] { #expect(sent > 0) }
+        // It ran seconds of its 10 minutes, and says so.
+        let seconds = try #require(report["simulatedSeconds"]?.numberValue, "summary.json has simulatedSeconds")
+        #expect(seconds < 60)
+        let sent = try #require(report["requests"]?["sent"]?.numberValue, "summary.json has requests.sent")
+        #expect(sent > 0)
     }
 
     @Test(.enabled(if: which("curl") != nil && pythonHasWebsockets(), "needs curl and Python's websockets"))
