@@ -64,16 +64,17 @@ import Testing
     }
 
     /// Runs `scenario` in simulated time and in wall time; the two summaries. Agreement is judged
-    /// only on a wall run that kept up (its generator's lag p99 within `keptUpMs`, not saturated):
-    /// a machine busy with other work makes a wall run late (Smartico's pings 3,113 against 3,340
-    /// once), which says nothing of the code. Up to three wall runs; if none kept up, the test
-    /// fails with that reason rather than comparing a late run or passing silently.
+    /// only on a wall run that kept up, as the run itself judges it (`generator.saturated` false:
+    /// lag p99 within 100 ms, no missed start, its CPU not all taken): a machine busy with other
+    /// work makes a wall run late (Smartico's pings 3,113 against 3,340 once), which says nothing
+    /// of the code. Up to five wall runs; if none kept up, the test fails with that reason rather
+    /// than comparing a late run or passing silently.
     private func runInBothClocks(_ scenario: String) throws -> (simulated: JSONValue, wall: JSONValue) {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: simulated) }
         #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
         var lags: [Double] = []
-        for _ in 0..<3 {
+        for _ in 0..<5 {
             let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
             defer { try? FileManager.default.removeItem(atPath: wall) }
             let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
@@ -81,15 +82,12 @@ import Testing
             let wallSummary = try summary(wall)
             let generator = wallSummary["generator"]
             let lag = try #require(generator?["lagP99Ms"]?.numberValue, "a wall run reports its generator's lag")
-            if lag <= Self.keptUpMs && generator?["saturated"] == .bool(false) { return (try summary(simulated), wallSummary) }
+            if generator?["saturated"] == .bool(false) { return (try summary(simulated), wallSummary) }
             lags.append(lag)
         }
-        Issue.record("the wall run of \(scenario) never kept up in 3 tries (generator lag p99 \(lags) ms, more than \(Self.keptUpMs) ms): the machine is too busy to compare clocks")
+        Issue.record("the wall run of \(scenario) never kept up in 5 tries (saturated; generator lag p99 \(lags) ms): the machine is too busy to compare clocks")
         throw CancellationError()
     }
-
-    /// A wall run's generator lag p99 at most this: it kept up (about 1 ms on an idle machine).
-    static let keptUpMs = 10.0
 
     @Test(arguments: [
         "Tests/Fixtures/wall-vs-simulated.json", "Tests/Fixtures/meiro-wall-vs-simulated.json",

@@ -60,7 +60,7 @@ import PushSwarmMetrics
         OfflineQueue.Item(operation: "op", request: Request(method: "POST", path: "/\(name)"), ledgerKey: LedgerKey(name))
     }
 
-    func sent(_ actions: [ClientAction]) -> [OutgoingRequest] {
+    func sent(_ actions: [DeviceAction]) -> [OutgoingRequest] {
         actions.compactMap { if case .send(let request) = $0 { request } else { nil } }
     }
 
@@ -134,7 +134,7 @@ import PushSwarmMetrics
 
 extension OfflineQueue {
     /// The spec's table has no jitter and ignores Retry-After: no randomness or clock is read.
-    fileprivate mutating func complete(_ completion: ExchangeCompletion, now: Instant) -> [ClientAction] {
+    fileprivate mutating func complete(_ completion: ExchangeCompletion, now: Instant) -> [DeviceAction] {
         var random = SeededRandom(seed: 0, stream: .device)
         return complete(completion, now: now, random: &random, unixNow: 0)
     }

@@ -16,12 +16,12 @@ import PushSwarmMetrics
         )
     }
 
-    func requests(_ actions: [ClientAction]) -> [OutgoingRequest] {
+    func requests(_ actions: [DeviceAction]) -> [OutgoingRequest] {
         actions.compactMap { if case .send(let outgoing) = $0 { outgoing } else { nil } }
     }
 
     /// Answers every request through the mock, following the client's next requests, until none is left.
-    mutating func exchange(_ actions: [ClientAction], client: inout FlocktoryClient, mock: inout FlocktoryMock, device: DeviceSnapshot, at now: Instant) -> [(OutgoingRequest, Response)] {
+    mutating func exchange(_ actions: [DeviceAction], client: inout FlocktoryClient, mock: inout FlocktoryMock, device: DeviceSnapshot, at now: Instant) -> [(OutgoingRequest, Response)] {
         var log: [(OutgoingRequest, Response)] = []
         var pending = requests(actions)
         while !pending.isEmpty {

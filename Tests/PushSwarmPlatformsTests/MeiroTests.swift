@@ -16,7 +16,7 @@ import PushSwarmMetrics
         )
     }
 
-    func sent(_ actions: [ClientAction]) -> [JSONValue] {
+    func sent(_ actions: [DeviceAction]) -> [JSONValue] {
         actions.compactMap { action in
             guard case .send(let outgoing) = action else { return nil }
             #expect(outgoing.request.path == "/meiro_mobile")
@@ -24,8 +24,8 @@ import PushSwarmMetrics
         }
     }
 
-    mutating func completeAll(_ client: inout MeiroClient, _ actions: [ClientAction], device: DeviceSnapshot, at now: Instant) -> [ClientAction] {
-        var next: [ClientAction] = []
+    mutating func completeAll(_ client: inout MeiroClient, _ actions: [DeviceAction], device: DeviceSnapshot, at now: Instant) -> [DeviceAction] {
+        var next: [DeviceAction] = []
         for case .send(let outgoing) in actions {
             next += client.handle(
                 ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: .response(Response(status: 200))),

@@ -16,20 +16,20 @@ import PushSwarmMetrics
         )
     }
 
-    func requests(_ actions: [ClientAction]) -> [OutgoingRequest] {
+    func requests(_ actions: [DeviceAction]) -> [OutgoingRequest] {
         actions.compactMap { if case .send(let outgoing) = $0 { outgoing } else { nil } }
     }
 
-    func timers(_ actions: [ClientAction]) -> [(UInt64, Instant)] {
+    func timers(_ actions: [DeviceAction]) -> [(UInt64, Instant)] {
         actions.compactMap { if case .schedule(let token, let at) = $0 { (token, at) } else { nil } }
     }
 
-    func backoffs(_ actions: [ClientAction]) -> [TimeSpan] {
+    func backoffs(_ actions: [DeviceAction]) -> [TimeSpan] {
         actions.compactMap { if case .backoff(let delay, _) = $0 { delay } else { nil } }
     }
 
     /// Answers `outgoing` through a real mock and hands the answer to the client.
-    mutating func answer(_ outgoing: OutgoingRequest, by mock: inout PushExpressMock, client: inout PushExpressClient, device: DeviceSnapshot, at now: Instant) -> (MockReply, [ClientAction]) {
+    mutating func answer(_ outgoing: OutgoingRequest, by mock: inout PushExpressMock, client: inout PushExpressClient, device: DeviceSnapshot, at now: Instant) -> (MockReply, [DeviceAction]) {
         let reply = mock.handle(outgoing.request, from: SourceAddress(index: 0), at: now)
         let actions = client.handle(
             ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: .response(reply.response)),

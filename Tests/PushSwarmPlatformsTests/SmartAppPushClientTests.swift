@@ -18,7 +18,7 @@ import PushSwarmMetrics
         SmartAppPushClient(settings: SmartAppPushSettings(), variant: variant, omittedFields: [])
     }
 
-    func sentBodies(_ actions: [ClientAction]) -> [(path: String, body: JSONValue)] {
+    func sentBodies(_ actions: [DeviceAction]) -> [(path: String, body: JSONValue)] {
         actions.compactMap { action in
             guard case .send(let outgoing) = action, let body = try? JSONParser.parse(outgoing.request.body) else { return nil }
             return (outgoing.request.path, body)
@@ -26,7 +26,7 @@ import PushSwarmMetrics
     }
 
     /// Completes whatever is in flight with 200 so the next queued request is sent.
-    mutating func deliverAll(_ client: inout SmartAppPushClient, _ first: [ClientAction], device: DeviceSnapshot) -> [(path: String, body: JSONValue)] {
+    mutating func deliverAll(_ client: inout SmartAppPushClient, _ first: [DeviceAction], device: DeviceSnapshot) -> [(path: String, body: JSONValue)] {
         var collected: [(path: String, body: JSONValue)] = []
         var actions = first
         while let outgoing = actions.compactMap({ if case .send(let request) = $0 { request } else { nil } }).first {
@@ -72,7 +72,7 @@ import PushSwarmMetrics
     @Test mutating func aSessionIDIsNewOnEveryLaunchOrResumeAndReusedWithinIt() {
         var client = client()
         let device = snapshot()
-        func sessionOf(_ actions: [ClientAction], _ client: inout SmartAppPushClient) -> String? {
+        func sessionOf(_ actions: [DeviceAction], _ client: inout SmartAppPushClient) -> String? {
             deliverAll(&client, actions, device: device).last?.body["session_id"]?.stringValue
         }
         let first = sessionOf(client.handle(.appLaunched(isColdStart: true, source: .organic, isFirstLaunch: false), device: device, now: now, random: &random), &client)

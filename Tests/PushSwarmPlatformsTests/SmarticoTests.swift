@@ -21,7 +21,7 @@ import PushSwarmMetrics
         /// Every message the mock sent, parsed.
         var received: [JSONValue] = []
         var timers: [(UInt64, Instant)] = []
-        var other: [ClientAction] = []
+        var other: [DeviceAction] = []
         var refusals: [Response] = []
 
         init(settings: SmarticoSettings = SmarticoSettings(), device: DeviceSnapshot, emptySessionID: Bool = false) {
@@ -44,7 +44,7 @@ import PushSwarmMetrics
             deliver(mock.socketTimer(session: session, at: now), socket: socket, at: now)
         }
 
-        mutating func process(_ actions: [ClientAction], at now: Instant) {
+        mutating func process(_ actions: [DeviceAction], at now: Instant) {
             for action in actions {
                 switch action {
                 case .openSocket(let open):

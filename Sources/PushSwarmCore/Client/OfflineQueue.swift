@@ -109,7 +109,7 @@ public struct OfflineQueue: Sendable {
     /// (Every method here appends to the caller's buffer: a device reuses one from event to event,
     /// so a request allocates no array of actions. The array-returning forms are for tests and
     /// clients written that way.)
-    public mutating func enqueue(_ item: consuming Item, now: Instant, into actions: inout [ClientAction]) {
+    public mutating func enqueue(_ item: consuming Item, now: Instant, into actions: inout [DeviceAction]) {
         if count >= capacity {
             // The oldest item not in flight makes room; with none (a one-item queue whose item is
             // out), the new one is dropped.
@@ -143,7 +143,7 @@ public struct OfflineQueue: Sendable {
 
     /// Handles the end of the request in flight; stale completions are ignored. `random` draws
     /// the retry table's jitter; `unixNow` reads an HTTP-date `Retry-After`.
-    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64, into actions: inout [ClientAction]) {
+    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64, into actions: inout [DeviceAction]) {
         guard completion.requestID == inFlightID, head < items.count else { return }
         inFlightID = nil
         if case .response(let response) = completion.outcome, response.status == 429, firstRateLimitedAt == nil { firstRateLimitedAt = now }
@@ -179,7 +179,7 @@ public struct OfflineQueue: Sendable {
         sendHeadIfIdle(now: now, into: &actions)
     }
 
-    public mutating func timerFired(_ token: UInt64, now: Instant, into actions: inout [ClientAction]) {
+    public mutating func timerFired(_ token: UInt64, now: Instant, into actions: inout [DeviceAction]) {
         guard token == waitingForTimer else { return }
         waitingForTimer = nil
         // A retry is due when its back-off ends, not when its item was raised.
@@ -188,33 +188,33 @@ public struct OfflineQueue: Sendable {
     }
 
     /// A cold start: a parked queue tries again, with a fresh retry count.
-    public mutating func appLaunched(now: Instant, into actions: inout [ClientAction]) {
+    public mutating func appLaunched(now: Instant, into actions: inout [DeviceAction]) {
         guard isParkedUntilLaunch else { return }
         isParkedUntilLaunch = false
         retriesSoFar = 0
         sendHeadIfIdle(now: now, into: &actions)
     }
 
-    public mutating func enqueue(_ item: Item, now: Instant) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    public mutating func enqueue(_ item: Item, now: Instant) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         enqueue(item, now: now, into: &actions)
         return actions
     }
 
-    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    public mutating func complete(_ completion: ExchangeCompletion, now: Instant, random: inout SeededRandom, unixNow: Int64) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         complete(completion, now: now, random: &random, unixNow: unixNow, into: &actions)
         return actions
     }
 
-    public mutating func timerFired(_ token: UInt64, now: Instant) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    public mutating func timerFired(_ token: UInt64, now: Instant) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         timerFired(token, now: now, into: &actions)
         return actions
     }
 
-    public mutating func appLaunched(now: Instant) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    public mutating func appLaunched(now: Instant) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         appLaunched(now: now, into: &actions)
         return actions
     }
@@ -222,7 +222,7 @@ public struct OfflineQueue: Sendable {
     /// Drops the oldest item that is not in flight (the head itself when it waits for a retry or
     /// the next launch), counted as dropped for `reason`; false when every item is in flight.
     @discardableResult
-    public mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+    public mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool {
         if inFlightID == nil, head < items.count {
             // A head waiting for its back-off or the next launch: the next item takes its place
             // when the timer fires or the app launches.
@@ -236,7 +236,7 @@ public struct OfflineQueue: Sendable {
         return true
     }
 
-    private mutating func sendHeadIfIdle(now: Instant, into actions: inout [ClientAction]) {
+    private mutating func sendHeadIfIdle(now: Instant, into actions: inout [DeviceAction]) {
         guard inFlightID == nil, waitingForTimer == nil, !isParkedUntilLaunch, head < items.count else { return }
         nextID += 1
         inFlightID = nextID

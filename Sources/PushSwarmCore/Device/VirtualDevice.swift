@@ -4,7 +4,7 @@
 ///   pushes); it never waits. Idle devices cost no task: their timers wait in the run's scheduler,
 ///   which calls `handle` when one is due. Its executor is its partition's thread (an event loop
 ///   in wall time), so the partition, already on that thread, calls it synchronously
-///   (`handleOnExecutor`, an `assumeIsolated` that allocates nothing): no hop, no task per event.
+///   (`handleOnExecutor`, `assumeIsolated`, checked in every build): no hop, no task per event.
 public actor VirtualDevice {
     /// What can reach a device.
     public enum Event: Sendable {
@@ -17,31 +17,13 @@ public actor VirtualDevice {
         indirect case socket(SocketEvent)
     }
 
-    /// What a device asks the run to do.
-    public enum Action: Sendable {
-        case send(OutgoingRequest)
-        case schedule(Event, at: Instant)
-        case count(String)
-        case duration(String, TimeSpan)
-        case drop(reason: String)
-        case backoff(delay: TimeSpan, retryNumber: Int)
-        case confirmed(LedgerKey)
-        /// The device's push address changed: pushes for `old` no longer reach it.
-        case pushAddress(old: String?, new: String)
-        case openSocket(SocketOpen)
-        case sendOnSocket(socket: UInt64, text: String, operation: String?)
-        case closeSocket(UInt64)
-        case completed(ExchangeCompletion)
-    }
-
     /// What handling one event makes a device do, in buffers its partition keeps and reuses
     /// from one event to the next (emptied, keeping their capacity): handling an event allocates
     /// no array.
     public struct Work: Sendable {
-        public fileprivate(set) var actions: [Action] = []
+        /// What the device asks, its lifecycle's and its client's in order: clients append here.
+        public fileprivate(set) var actions: [DeviceAction] = []
         fileprivate var outputs: [DeviceLifecycle.Output] = []
-        /// What one call of the platform client asked for, before it joins `actions`.
-        fileprivate var clientActions: [ClientAction] = []
         /// How many more requests the device holds (queued, in flight, waiting for a retry)
         /// after the event than before: what its address's count of waiting requests moves by.
         public fileprivate(set) var pendingChange = 0
@@ -51,7 +33,7 @@ public actor VirtualDevice {
         /// Hands each action to `body` in order, moved out of the buffer rather than copied (a copy
         /// retains every reference in it, and emptying the buffer releases them again), and leaves
         /// the buffer empty with its capacity.
-        public mutating func takeActions(_ body: (Action) -> Void) {
+        public mutating func takeActions(_ body: (DeviceAction) -> Void) {
             // Reversed through a buffer pointer, whose swaps move; the array's own copy each.
             actions.withUnsafeMutableBufferPointer { $0.reverse() }
             while let action = actions.popLast() { body(action) }
@@ -64,7 +46,6 @@ public actor VirtualDevice {
         fileprivate mutating func clear() {
             while actions.popLast() != nil {}
             while outputs.popLast() != nil {}
-            while clientActions.popLast() != nil {}
         }
     }
 
@@ -93,7 +74,7 @@ public actor VirtualDevice {
     private static func pendingRequests(of client: inout any PlatformClient) -> Int { client.pendingRequests }
 
     /// The first timers of the run, and the push address of an install from before the run.
-    public func start(now: Instant) -> (actions: [Action], knownDevice: KnownDevice?) {
+    public func start(now: Instant) -> (actions: [DeviceAction], knownDevice: KnownDevice?) {
         var work = Work()
         var known: KnownDevice?
         if let token = lifecycle.issueInitialToken(random: &random) {
@@ -105,17 +86,17 @@ public actor VirtualDevice {
         }
         lifecycle.start(now: now, random: &random, into: &work.outputs)
         apply(now: now, into: &work)
-        work.actions.append(contentsOf: client.started(device: snapshot(), now: now, random: &random).map(Self.action(for:)))
+        work.actions.append(contentsOf: client.started(device: snapshot(), now: now, random: &random))
         return (work.actions, known)
     }
 
     /// The warm-up of an install from before the run (`WarmUpSettings`): its token as the run will
     /// issue it, and what its client once sent to register. The device's lifecycle does not start;
     /// a warm-up device is not the measured run's (that one is made afresh and `remember`s).
-    public func warmUp(now: Instant) -> [Action] {
-        var actions: [Action] = []
+    public func warmUp(now: Instant) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         if let token = lifecycle.issueInitialToken(random: &random) { actions.append(.pushAddress(old: nil, new: token)) }
-        actions.append(contentsOf: client.warmUp(device: snapshot(), now: now, random: &random).map(Self.action(for:)))
+        actions.append(contentsOf: client.warmUp(device: snapshot(), now: now, random: &random))
         return actions
     }
 
@@ -123,10 +104,10 @@ public actor VirtualDevice {
 
     /// Drops the oldest request waiting in the device's client (`PlatformClient.dropOldestWaiting`);
     /// what that makes it do (the drop, counted), nil when nothing could go.
-    public func dropOldestWaiting(reason: String) -> [Action]? {
-        var actions: [ClientAction] = []
+    public func dropOldestWaiting(reason: String) -> [DeviceAction]? {
+        var actions: [DeviceAction] = []
         guard client.dropOldestWaiting(reason: reason, into: &actions) else { return nil }
-        return actions.map(Self.action(for:))
+        return actions
     }
 
     /// What this install's warm-up learnt (before `start`).
@@ -149,11 +130,9 @@ public actor VirtualDevice {
             lifecycle.handle(lifecycleEvent, now: now, random: &random, into: &work.outputs)
             apply(now: now, into: &work)
         case .clientTimer(let token):
-            client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.clientActions)
-            takeClientActions(into: &work)
+            client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.actions)
         case .socket(let socketEvent):
-            client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.clientActions)
-            takeClientActions(into: &work)
+            client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.actions)
         }
     }
 
@@ -163,8 +142,7 @@ public actor VirtualDevice {
         work.clear()
         let pendingBefore = pendingRequests
         defer { work.pendingChange = pendingRequests - pendingBefore }
-        client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.clientActions)
-        takeClientActions(into: &work)
+        client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.actions)
     }
 
     // MARK: - Reached from its executor's thread
@@ -223,44 +201,16 @@ public actor VirtualDevice {
             default:
                 break
             }
-            client.handle(intent, device: device, now: now, random: &random, into: &work.clientActions)
-            takeClientActions(into: &work)
+            client.handle(intent, device: device, now: now, random: &random, into: &work.actions)
         }
     }
 
     /// The action of a lifecycle output that is not an intent (a timer or a count).
-    private static func appendPlain(_ output: DeviceLifecycle.Output, to actions: inout [Action]) {
+    private static func appendPlain(_ output: DeviceLifecycle.Output, to actions: inout [DeviceAction]) {
         switch output {
-        case .schedule(let event, let time): actions.append(.schedule(.lifecycle(event), at: time))
+        case .schedule(let event, let time): actions.append(.scheduleLifecycle(event, at: time))
         case .count(let name): actions.append(.count(name))
         case .intent: break
-        }
-    }
-
-    /// Moves what the client asked for into `work.actions`, emptying its buffer for the next call:
-    /// popped from the end (moved, not copied) and put back in order.
-    private func takeClientActions(into work: inout Work) {
-        let start = work.actions.count
-        while let action = work.clientActions.popLast() { work.actions.append(Self.action(for: action)) }
-        work.actions.withUnsafeMutableBufferPointer { all in
-            var added = UnsafeMutableBufferPointer(rebasing: all[start...])
-            added.reverse()  // the buffer pointer's swaps move; the array's copy
-        }
-    }
-
-    private static func action(for action: ClientAction) -> Action {
-        switch action {
-        case .send(let request): .send(request)
-        case .schedule(let token, let time): .schedule(.clientTimer(token), at: time)
-        case .drop(let reason): .drop(reason: reason)
-        case .backoff(let delay, let retryNumber): .backoff(delay: delay, retryNumber: retryNumber)
-        case .confirmed(let key): .confirmed(key)
-        case .count(let name): .count(name)
-        case .duration(let name, let span): .duration(name, span)
-        case .openSocket(let open): .openSocket(open)
-        case .sendOnSocket(let socket, let text, let operation): .sendOnSocket(socket: socket, text: text, operation: operation)
-        case .closeSocket(let socket): .closeSocket(socket)
-        case .completed(let completion): .completed(completion)
         }
     }
 }

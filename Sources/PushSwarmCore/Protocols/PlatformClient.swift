@@ -7,29 +7,29 @@
 public protocol PlatformClient: Sendable {
     /// The run begins: an install from before the run starts its background work here (a
     /// periodic token refresh, say).
-    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
     /// Reacts to something the app did or that happened to it.
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
     /// Reacts to the end of a request it sent.
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
     /// Reacts to something that happened to one of its WebSockets.
-    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
     /// Reacts to one of its own timers (a retry back-off ending).
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
     // The same reactions appending to the caller's buffer: what a device calls, with a buffer it
     // reuses from event to event, so that a client on the hot path allocates no array of actions
     // per call. By default they append what the forms above return; a hot client implements
     // these and has the forms above wrap them.
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
-    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction])
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction])
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction])
+    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction])
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction])
 
     /// Requests queued but not yet delivered or dropped (reported at the end of a run).
     var pendingRequests: Int { get }
@@ -38,7 +38,7 @@ public protocol PlatformClient: Sendable {
     /// the run: what it once sent so that the service knows it (its registration), as its SDK
     /// did. Answers come back through `handle(completion)`; the client retries as its SDK would
     /// and starts nothing that outlives the registration (no periodic loop, no open socket).
-    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction]
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
     /// What the warm-up learnt that the install keeps in its storage (PushExpress's `ic_id` as
     /// the service issued it), nil when nothing.
@@ -53,44 +53,51 @@ public protocol PlatformClient: Sendable {
     /// Drops the oldest request waiting in the client (not one in flight), counted as dropped
     /// for `reason`: the run holds its devices' waiting requests under a ceiling
     /// (`Scenario.maximumWaiting`). False when nothing waits that could go.
-    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool
+    mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool
 }
 
 extension PlatformClient {
     /// A platform whose service learns of an install from its first request needs no warm-up.
-    public mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+    public mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] { [] }
     public var warmUpMemory: String? { nil }
     public mutating func remember(warmUp memory: String) {}
-    public mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool { false }
+    public mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool { false }
 
     /// Most clients do nothing until the app does something.
-    public mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+    public mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] { [] }
 
     /// Most clients speak HTTP only.
-    public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+    public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] { [] }
 
-    public mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    public mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         actions += handle(intent, device: device, now: now, random: &random)
     }
 
-    public mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    public mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         actions += handle(completion, device: device, now: now, random: &random)
     }
 
-    public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    public mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         actions += handle(event, device: device, now: now, random: &random)
     }
 
-    public mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    public mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         actions += timerFired(timer, device: device, now: now, random: &random)
     }
 }
 
-/// What a platform client asks its device to do.
-public enum ClientAction: Sendable {
+/// What a device asks its run to do: what its platform client asks (most cases), and what its
+/// lifecycle asks (`scheduleLifecycle`, `pushAddress`, which clients never use). One enum, so
+/// that a client's actions join the device's without a conversion.
+public enum DeviceAction: Sendable {
     case send(OutgoingRequest)
-    /// Call `timerFired(token)` at the given time.
+    /// Call the client's `timerFired(token)` at the given time.
     case schedule(token: UInt64, at: Instant)
+    /// Hand the lifecycle `event` at the given time (the device's own timers: sessions,
+    /// rotations, a notification's delivery).
+    case scheduleLifecycle(DeviceLifecycle.Event, at: Instant)
+    /// The device's push address changed: pushes for `old` no longer reach it.
+    case pushAddress(old: String?, new: String)
     /// A request given up for `reason`; counted, never silently lost.
     case drop(reason: String)
     /// The client waits `delay` before retry number `retryNumber`.

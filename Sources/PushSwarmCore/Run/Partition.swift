@@ -398,20 +398,23 @@ final class Partition: @unchecked Sendable {
         queue.schedule(.device(index, event), at: time, hint: Int32(index))
     }
 
-    func execute(_ actions: [VirtualDevice.Action], device index: Int, now: Instant, isDraining: Bool) {
+    func execute(_ actions: [DeviceAction], device index: Int, now: Instant, isDraining: Bool) {
         for action in actions { execute(action, device: index, now: now, isDraining: isDraining) }
     }
 
-    private func execute(_ action: VirtualDevice.Action, device index: Int, now: Instant, isDraining: Bool) {
+    private func execute(_ action: DeviceAction, device index: Int, now: Instant, isDraining: Bool) {
         switch action {
         case .send(let outgoing):
             // After the end, requests are not started; they stay in the device's queue and are
             // reported as pending.
             guard !isDraining else { return }
             send(outgoing, device: index, now: now)
-        case .schedule(let event, let time):
+        case .schedule(let token, let time):
             guard !isDraining else { return }
-            schedule(event, device: index, at: max(time, now))
+            schedule(.clientTimer(token), device: index, at: max(time, now))
+        case .scheduleLifecycle(let event, let time):
+            guard !isDraining else { return }
+            schedule(.lifecycle(event), device: index, at: max(time, now))
         case .count(let name):
             metrics.increment(name)
         case .duration(let name, let span):

@@ -44,20 +44,20 @@ struct FlocktoryClient: PlatformClient {
 
     var pendingRequests: Int { inFlight.count + waiting.count }
 
-    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+    mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool {
         guard !waiting.isEmpty else { return false }
         waiting.removeFirst()
         actions.append(.drop(reason: reason))
         return true
     }
 
-    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         // An install from before the run attached its token in an earlier session.
         if device.profile.isInstalledAtStart, device.pushPermissionGranted { attachedToken = device.pushToken }
         return []
     }
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         switch intent {
         case .installed:
             cookie = nil
@@ -88,7 +88,7 @@ struct FlocktoryClient: PlatformClient {
         }
     }
 
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let purpose = inFlight.removeValue(forKey: completion.requestID) else { return [] }
         let response: Response? = if case .response(let response) = completion.outcome { response } else { nil }
         switch purpose {
@@ -105,7 +105,7 @@ struct FlocktoryClient: PlatformClient {
             }
             cookie = value
             siteSessionID = session
-            var actions: [ClientAction] = []
+            var actions: [DeviceAction] = []
             let ready = waiting
             waiting = []
             for item in ready { actions += dispatch(item.operation, key: item.key, request: item.build(value, session)) }
@@ -124,7 +124,7 @@ struct FlocktoryClient: PlatformClient {
         case .fetch(let operation, let key, let sent):
             let hops = sent.locations.count
             guard let response else { return [] }
-            var actions: [ClientAction] = []
+            var actions: [DeviceAction] = []
             // The service counted the show or click at the first hop.
             if hops == 0, (200..<400).contains(response.status) { actions.append(.confirmed(key)) }
             guard (300..<400).contains(response.status), let location = response.header("Location") else { return actions }
@@ -138,19 +138,19 @@ struct FlocktoryClient: PlatformClient {
         }
     }
 
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] { [] }
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] { [] }
 
     // MARK: - Session
 
     /// A new web session after `sessionGap` of inactivity (or none yet): request 7 first.
-    private mutating func touch(now: Instant) -> [ClientAction] {
+    private mutating func touch(now: Instant) -> [DeviceAction] {
         defer { lastActivity = now }
         if let last = lastActivity, now - last <= settings.sessionGap, siteSessionID != nil { return [] }
         siteSessionID = nil
         return setup()
     }
 
-    private mutating func setup() -> [ClientAction] {
+    private mutating func setup() -> [DeviceAction] {
         guard !isSettingUp else { return [] }
         isSettingUp = true
         // "containg just the site-id key"; a cookie already held is sent, so the service keeps the visitor.
@@ -161,14 +161,14 @@ struct FlocktoryClient: PlatformClient {
     }
 
     /// Sends now if the session is set up, else once it is.
-    private mutating func send(_ operation: String, key: LedgerKey?, build: @escaping @Sendable (String, String) -> Request) -> [ClientAction] {
+    private mutating func send(_ operation: String, key: LedgerKey?, build: @escaping @Sendable (String, String) -> Request) -> [DeviceAction] {
         if let cookie, let siteSessionID, !isSettingUp { return dispatch(operation, key: key, request: build(cookie, siteSessionID)) }
         guard waiting.count < settings.waitingCapacity else { return [.drop(reason: "flocktoryWaitingFull")] }
         waiting.append((operation, key, build))
         return isSettingUp ? [] : setup()
     }
 
-    private mutating func dispatch(_ operation: String, key: LedgerKey?, request: Request) -> [ClientAction] {
+    private mutating func dispatch(_ operation: String, key: LedgerKey?, request: Request) -> [DeviceAction] {
         var request = request
         if omitsSession {
             request.headers.removeAll { $0.name == "Cookie" }
@@ -185,7 +185,7 @@ struct FlocktoryClient: PlatformClient {
 
     // MARK: - Events
 
-    private mutating func pageVisit(_ screen: String, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func pageVisit(_ screen: String, device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         // Request 4: "payload.ga - leave these values blank, as in the example".
         let payload: JSONValue = [
             "resolution": .string(device.profile.os == .ios ? "1170x2532" : "1080x2400"),
@@ -195,7 +195,7 @@ struct FlocktoryClient: PlatformClient {
         return track("session.page_visit", links: [:], payload: payload)
     }
 
-    private mutating func event(_ name: String, _ parameters: JSONObject, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func event(_ name: String, _ parameters: JSONObject, device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         func text(_ key: String) -> String {
             switch parameters[key] {
             case .string(let value)?: value
@@ -231,7 +231,7 @@ struct FlocktoryClient: PlatformClient {
         }
     }
 
-    private mutating func track(_ action: String, links: JSONObject, payload: JSONValue) -> [ClientAction] {
+    private mutating func track(_ action: String, links: JSONObject, payload: JSONValue) -> [DeviceAction] {
         var allLinks = links
         allLinks["site"] = .number(Double(settings.siteID) ?? 0)
         let data: JSONValue = ["action": .string(action), "links": .object(allLinks), "payload": payload]
@@ -242,7 +242,7 @@ struct FlocktoryClient: PlatformClient {
 
     /// Request 1: "i - order ID, e - user's email, n - user's name, p - order price, t - order
     /// products array structured like this {"0":{},"1":{} ... }".
-    private mutating func order(_ orderID: String, parameters: JSONObject, device: DeviceSnapshot) -> [ClientAction] {
+    private mutating func order(_ orderID: String, parameters: JSONObject, device: DeviceSnapshot) -> [DeviceAction] {
         let site = settings.siteID
         let user = device.userID ?? "guest-\(device.profile.index)"
         // "p - order price", "t-*-p - price of the product", "t-*-с - amount": the order's price is
@@ -268,7 +268,7 @@ struct FlocktoryClient: PlatformClient {
     }
 
     /// Request 8, when the app has a token and permission the service has not heard of.
-    private mutating func attachPushIfNeeded(device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func attachPushIfNeeded(device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         guard device.pushPermissionGranted, let token = device.pushToken, token != attachedToken else { return [] }
         attachedToken = token
         let site = settings.siteID
@@ -283,7 +283,7 @@ struct FlocktoryClient: PlatformClient {
     }
 
     /// Fetches a push's icon or landing URL; each redirect is the next request.
-    private mutating func fetch(_ url: String?, operation: String, key: LedgerKey?) -> [ClientAction] {
+    private mutating func fetch(_ url: String?, operation: String, key: LedgerKey?) -> [DeviceAction] {
         guard let url, let key else { return [.count("flocktory.pushWithoutURL")] }
         nextID += 1
         let request = Request(method: "GET", path: Self.path(of: url), headers: [Header("Accept", "*/*")])

@@ -39,17 +39,17 @@ struct MeiroClient: PlatformClient {
 
     var pendingRequests: Int { queue.count }
 
-    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+    mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool {
         queue.dropOldestWaiting(reason: reason, into: &actions)
     }
 
-    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard device.profile.isInstalledAtStart else { return [] }
         let drawn = random.nextUUID()
         // The user_id its warm-up registered under, if it had one: the same install's storage.
         userID = remembered.flatMap { $0.isEmpty ? nil : $0 } ?? drawn
         let phase = TimeSpan(microseconds: Int64(random.nextUnit() * Double(settings.refreshInterval.microseconds)))
-        var actions: [ClientAction] = [.schedule(token: Self.refreshTimer, at: now + phase)]
+        var actions: [DeviceAction] = [.schedule(token: Self.refreshTimer, at: now + phase)]
         guard device.pushPermissionGranted, let token = device.pushToken else { return actions }
         if remembered == "" {
             // A warm-up ran and the service never took this install's registration: it is still
@@ -62,7 +62,7 @@ struct MeiroClient: PlatformClient {
         return actions
     }
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         switch intent {
         case .installed:
             // A new install has empty storage: a new user_id, nothing registered.
@@ -88,7 +88,7 @@ struct MeiroClient: PlatformClient {
 
     /// "This event should be sent once the user gives consent to receive mobile push
     /// notifications": an install from before the run whose user consented registered its token.
-    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard device.pushPermissionGranted, let token = device.pushToken else { return [] }
         return register(token, device: device, now: now, random: &random)
     }
@@ -98,14 +98,14 @@ struct MeiroClient: PlatformClient {
 
     mutating func remember(warmUp memory: String) { remembered = memory }
 
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         if completion.operation == MeiroMessages.Operation.registered && completion.isSuccess { registrationTaken = true }
         return queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now))
     }
 
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard timer == Self.refreshTimer else { return queue.timerFired(timer, now: now) }
-        var actions: [ClientAction] = [.schedule(token: Self.refreshTimer, at: now + settings.refreshInterval)]
+        var actions: [DeviceAction] = [.schedule(token: Self.refreshTimer, at: now + settings.refreshInterval)]
         // Only a registered token is refreshed; the background task sends no session.
         if let token = registeredToken, device.pushToken == token, device.pushPermissionGranted {
             let timestamp = utc(now, device: device)
@@ -129,7 +129,7 @@ struct MeiroClient: PlatformClient {
         sessionID = userID.map { MeiroMessages.sessionID(unixMilliseconds: device.clock.unixMicroseconds(now) / 1_000, userID: $0) }
     }
 
-    private mutating func register(_ token: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func register(_ token: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard registeredToken != token else { return [] }
         registeredToken = token
         touch(now: now, device: device)
@@ -146,7 +146,7 @@ struct MeiroClient: PlatformClient {
     private mutating func send(
         eventType: String, operation: String, token: String, eventData: JSONObject?, session: String?,
         device: DeviceSnapshot, now: Instant, random: inout SeededRandom
-    ) -> [ClientAction] {
+    ) -> [DeviceAction] {
         if userID == nil { userID = random.nextUUID() }
         let user = userID ?? ""
         let profile = device.profile

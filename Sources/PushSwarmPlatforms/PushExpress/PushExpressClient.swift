@@ -74,7 +74,7 @@ struct PushExpressClient: PlatformClient {
 
     var pendingRequests: Int { inFlight.count + waitingForInstance.count }
 
-    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+    mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool {
         guard !waitingForInstance.isEmpty else { return false }
         waitingForInstance.removeFirst()
         actions.append(.drop(reason: reason))
@@ -84,7 +84,7 @@ struct PushExpressClient: PlatformClient {
     /// Info loops this install runs now (more than one only with the Android SDK's bug).
     var loopCount: Int { loops.count }
 
-    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         // An install from before the run created its instance long ago.
         guard device.profile.isInstalledAtStart, let token = device.pushToken else { return [] }
         if let remembered {
@@ -113,7 +113,7 @@ struct PushExpressClient: PlatformClient {
     /// ic_token") and sent its first info ("As soon as possible after app startup issue first
     /// update app info request"), carrying its transport token: the warm-up does both, retrying
     /// as the SDK does, and keeps the `ic_id` the service issued.
-    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard device.pushToken != nil else { return [] }
         // "Generate UUIDv4 (or UUIDv7) to use as ic_token": a version 4 UUID, unique to the run.
         icToken = random.nextUUID()
@@ -133,7 +133,7 @@ struct PushExpressClient: PlatformClient {
 
     mutating func remember(warmUp memory: String) { remembered = memory }
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         switch intent {
         case .installed:
             // "Generate UUIDv4 … to use as ic_token. Store ic_token in local storage": a new
@@ -146,7 +146,7 @@ struct PushExpressClient: PlatformClient {
         case .appLaunched(let isColdStart, _, _):
             onscreenCount += 1
             foregroundSince = now
-            var actions: [ClientAction] = []
+            var actions: [DeviceAction] = []
             // iOS suspends a backgrounded app: its loops start again on resume, as on a cold start.
             if isColdStart || !isRunning { actions += startProcess(device: device, now: now, random: &random) }
             actions += lifecycleEvent("onscreen", device: device, now: now)
@@ -182,7 +182,7 @@ struct PushExpressClient: PlatformClient {
         }
     }
 
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let purpose = inFlight.removeValue(forKey: completion.requestID) else { return [] }
         let response: Response? = if case .response(let response) = completion.outcome { response } else { nil }
         // "All HTTP response codes above 400 MUST be considered as error"; 2xx is success.
@@ -196,7 +196,7 @@ struct PushExpressClient: PlatformClient {
             }
             instanceID = id
             createRetries = 0
-            var actions: [ClientAction] = []
+            var actions: [DeviceAction] = []
             if let icToken { actions.append(.confirmed(PushExpressMessages.instanceKey(icToken: icToken))) }
             guard isRunning else { return actions }
             loops = [Loop()]
@@ -226,7 +226,7 @@ struct PushExpressClient: PlatformClient {
         }
     }
 
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         let timerGeneration = (timer & ~Self.kindMask) >> 20
         guard isRunning, timerGeneration == generation & 0xFF_FFFF_FFFF else { return [] }
         switch timer & Self.kindMask {
@@ -243,7 +243,7 @@ struct PushExpressClient: PlatformClient {
 
     // MARK: - The app's process and its loops
 
-    private mutating func startProcess(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func startProcess(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         isRunning = true
         generation += 1
         loops = []
@@ -270,9 +270,9 @@ struct PushExpressClient: PlatformClient {
         kind | (generation & 0xFF_FFFF_FFFF) << 20 | UInt64(index)
     }
 
-    private mutating func loopSucceeded(_ loop: Int, now: Instant) -> [ClientAction] {
+    private mutating func loopSucceeded(_ loop: Int, now: Instant) -> [DeviceAction] {
         loops[loop].retries = 0
-        var actions: [ClientAction] = [.schedule(token: timerToken(Self.loopTimer, index: loop), at: now + updateInterval)]
+        var actions: [DeviceAction] = [.schedule(token: timerToken(Self.loopTimer, index: loop), at: now + updateInterval)]
         if kind == .android {
             // v1.4's loop starts another info loop on every pass and never cancels the old one.
             if loops.count < settings.maximumLoops {
@@ -286,7 +286,7 @@ struct PushExpressClient: PlatformClient {
         return actions
     }
 
-    private mutating func retryLoop(_ loop: Int, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func retryLoop(_ loop: Int, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         loops[loop].retries += 1
         if loops[loop].retries == 1 { loops[loop].firstDelay = PushExpressClientKind.randomInitialDelay(random: &random) }
         let retry = loops[loop].retries
@@ -294,7 +294,7 @@ struct PushExpressClient: PlatformClient {
         return [.backoff(delay: delay, retryNumber: retry), .schedule(token: timerToken(Self.loopTimer, index: loop), at: now + delay)]
     }
 
-    private mutating func retryCreate(now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func retryCreate(now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         createRetries += 1
         if createRetries == 1 { createFirstDelay = PushExpressClientKind.randomInitialDelay(random: &random) }
         let delay = kind.delay(beforeRetry: createRetries, first: createFirstDelay, random: &random)
@@ -303,7 +303,7 @@ struct PushExpressClient: PlatformClient {
 
     // MARK: - Requests
 
-    private mutating func createInstance(now: Instant) -> [ClientAction] {
+    private mutating func createInstance(now: Instant) -> [DeviceAction] {
         guard !isCreating, let icToken else { return [] }
         isCreating = true
         var body = JSONObject()
@@ -313,7 +313,7 @@ struct PushExpressClient: PlatformClient {
         return send(request, operation: PushExpressMessages.Operation.createInstance, purpose: .create, retryNumber: createRetries)
     }
 
-    private mutating func sendInfo(loop: Int?, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func sendInfo(loop: Int?, device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         guard let instanceID else { return [] }
         let profile = device.profile
         var screenSeconds = onscreenSeconds
@@ -346,7 +346,7 @@ struct PushExpressClient: PlatformClient {
         return send(request, operation: PushExpressMessages.Operation.updateInfo, purpose: .info(loop: loop), retryNumber: loop.map { loops[$0].retries } ?? 0)
     }
 
-    private mutating func lifecycleEvent(_ event: String, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func lifecycleEvent(_ event: String, device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         // The Android SDK v1.4 posts lifecycle events with no body at all (research notes).
         let body: [UInt8] = kind == .android ? [] : JSONWriter.bytes(of: ["event": .string(event)])
         let appID = settings.appID
@@ -355,7 +355,7 @@ struct PushExpressClient: PlatformClient {
         }
     }
 
-    private mutating func notificationEvent(_ event: String, _ notification: PushNotification, device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func notificationEvent(_ event: String, _ notification: PushNotification, device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         guard let messageID = notification.data[PushExpressMessages.Data.messageID] else { return [.count("pushexpress.notificationWithoutMsgID")] }
         var body = JSONObject()
         if !omittedFields.contains("msg_id") { body["msg_id"] = .string(messageID) }
@@ -369,7 +369,7 @@ struct PushExpressClient: PlatformClient {
     }
 
     /// Sends an event now, or keeps it until the instance exists.
-    private mutating func sendEvent(operation: String, build: @escaping EventBuilder) -> [ClientAction] {
+    private mutating func sendEvent(operation: String, build: @escaping EventBuilder) -> [DeviceAction] {
         if let instanceID {
             let (request, key) = build(instanceID)
             return send(request, operation: operation, purpose: .event(key))
@@ -379,7 +379,7 @@ struct PushExpressClient: PlatformClient {
         return []
     }
 
-    private mutating func send(_ request: Request, operation: String, purpose: Purpose, retryNumber: Int = 0) -> [ClientAction] {
+    private mutating func send(_ request: Request, operation: String, purpose: Purpose, retryNumber: Int = 0) -> [DeviceAction] {
         nextID += 1
         inFlight[nextID] = purpose
         return [.send(OutgoingRequest(id: nextID, operation: operation, request: request, timeout: settings.requestTimeout, retryNumber: retryNumber))]

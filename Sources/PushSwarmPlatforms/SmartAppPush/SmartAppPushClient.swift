@@ -34,11 +34,11 @@ struct SmartAppPushClient: PlatformClient {
 
     var pendingRequests: Int { queue.count }
 
-    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+    mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool {
         queue.dropOldestWaiting(reason: reason, into: &actions)
     }
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         switch intent {
         case .installed, .appBackgrounded, .appClosed, .pushTokenIssued, .notificationDismissed, .notificationNotDisplayed:
             // No call: the token travels with every event ("Registers or updates the device").
@@ -77,36 +77,36 @@ struct SmartAppPushClient: PlatformClient {
 
     /// An event "Registers or updates the device (token + push permission status)": an install from
     /// before the run once sent the first event every new install sends, its first `app_opened`.
-    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         sendEvent("app_opened", parameters: ["source": .string("organic")], device: device, now: now, random: &random, into: &actions)
         return actions
     }
 
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         queue.complete(completion, now: now, random: &random, unixNow: device.clock.realUnixSeconds(now), into: &actions)
     }
 
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         queue.timerFired(timer, now: now, into: &actions)
     }
 
     // The array-returning forms, for tests: they wrap the ones above.
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         handle(intent, device: device, now: now, random: &random, into: &actions)
         return actions
     }
 
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         handle(completion, device: device, now: now, random: &random, into: &actions)
         return actions
     }
 
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         timerFired(timer, device: device, now: now, random: &random, into: &actions)
         return actions
     }
@@ -118,7 +118,7 @@ struct SmartAppPushClient: PlatformClient {
     /// The event's body is written field by field straight into bytes, in the spec's order: no
     /// JSON tree is built for it. Its ledger key hashes the fingerprint's fields as the mock will
     /// read them back.
-    private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [ClientAction]) {
+    private mutating func sendEvent(_ name: String, parameters: JSONObject, device: DeviceSnapshot, now: Instant, random: inout SeededRandom, into actions: inout [DeviceAction]) {
         // An event outside any session (the app woken in the background) starts one.
         if session.high == 0 { session = random.nextUUIDValue() }
         let profile = device.profile
@@ -191,7 +191,7 @@ struct SmartAppPushClient: PlatformClient {
         queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.events, request: request, ledgerKey: key.key), now: now, into: &actions)
     }
 
-    private mutating func reportOpened(trackingToken: String, now: Instant, into actions: inout [ClientAction]) {
+    private mutating func reportOpened(trackingToken: String, now: Instant, into actions: inout [DeviceAction]) {
         let body: JSONValue = [
             "tenant_id": .string(settings.tenantID), "api_key": .string(settings.apiKey), "tracking_token": .string(trackingToken),
         ]
@@ -203,7 +203,7 @@ struct SmartAppPushClient: PlatformClient {
         queue.enqueue(OfflineQueue.Item(operation: SmartAppPushMessages.Operation.pushesOpened, request: request, ledgerKey: key), now: now, into: &actions)
     }
 
-    private mutating func refreshToken(old: String, new: String, device: DeviceSnapshot, now: Instant, into actions: inout [ClientAction]) {
+    private mutating func refreshToken(old: String, new: String, device: DeviceSnapshot, now: Instant, into actions: inout [DeviceAction]) {
         var body = JSONObject()
         body["tenant_id"] = .string(settings.tenantID)
         body["api_key"] = .string(settings.apiKey)

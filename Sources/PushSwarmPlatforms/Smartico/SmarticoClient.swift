@@ -83,7 +83,7 @@ struct SmarticoClient: PlatformClient {
 
     var pendingRequests: Int { waiting.values.reduce(0) { $0 + $1.count } + httpInFlight.count }
 
-    mutating func dropOldestWaiting(reason: String, into actions: inout [ClientAction]) -> Bool {
+    mutating func dropOldestWaiting(reason: String, into actions: inout [DeviceAction]) -> Bool {
         // From the socket with the most waiting (sockets are few: one a device, rarely two).
         // Ties go to the lowest socket number, so that a seed's run is the same every time.
         guard let socket = waiting.filter({ !$0.value.isEmpty }).max(by: { ($0.value.count, -$0.key) < ($1.value.count, -$1.key) })?.key else { return false }
@@ -94,7 +94,7 @@ struct SmarticoClient: PlatformClient {
 
     var isSocketOpen: Bool { socket != nil && phase != .connecting }
 
-    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func started(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         deviceID = random.nextUUID()
         // An install from before the run told the service its token long ago.
         if device.profile.isInstalledAtStart {
@@ -106,12 +106,12 @@ struct SmarticoClient: PlatformClient {
     /// An install from before the run told the service its user's token long ago, over its socket
     /// or the public API. The warm-up tells it the way that needs no session (section 4,
     /// "Registering push token via POST Request"): the same registration (`cid` 1003), one request.
-    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         reported = nil
         return registerOverHTTPIfChanged(device: device, now: now)
     }
 
-    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ intent: LifecycleIntent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         switch intent {
         case .installed:
             deviceID = random.nextUUID()
@@ -169,14 +169,14 @@ struct SmarticoClient: PlatformClient {
         }
     }
 
-    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ completion: ExchangeCompletion, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard httpInFlight.remove(completion.requestID) != nil else { return [] }
         let key = httpKeys.removeValue(forKey: completion.requestID)
         guard case .response(let response) = completion.outcome, response.status == 200, let key else { return [] }
         return [.confirmed(key)]
     }
 
-    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func handle(_ event: SocketEvent, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard event.socket == socket else { return [] }
         lastActivity = now
         switch event {
@@ -199,7 +199,7 @@ struct SmarticoClient: PlatformClient {
         }
     }
 
-    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    mutating func timerFired(_ timer: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         let payload = timer & ~Self.kindMask
         switch timer & Self.kindMask {
         case Self.reconnectTimer:
@@ -223,7 +223,7 @@ struct SmarticoClient: PlatformClient {
 
     // MARK: - The socket
 
-    private mutating func open(device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func open(device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         nextSocket += 1
         socket = nextSocket
         phase = .connecting
@@ -231,7 +231,7 @@ struct SmarticoClient: PlatformClient {
         return [.openSocket(SocketOpen(id: nextSocket, operation: SmarticoMessages.Operation.connect, path: "\(SmarticoMessages.socketPath)?\(query)", timeout: settings.requestTimeout))]
     }
 
-    private mutating func closeSocket(now: Instant) -> [ClientAction] {
+    private mutating func closeSocket(now: Instant) -> [DeviceAction] {
         guard let socket else { return [] }
         var actions = failWaiting(now: now, reason: "socketClosedByApp")
         actions.append(.closeSocket(socket))
@@ -240,14 +240,14 @@ struct SmarticoClient: PlatformClient {
         return actions
     }
 
-    private mutating func armSilenceTimer() -> [ClientAction] {
+    private mutating func armSilenceTimer() -> [DeviceAction] {
         guard !silenceTimerArmed else { return [] }
         silenceTimerArmed = true
         return [.schedule(token: Self.silenceTimer, at: lastActivity + settings.silenceBeforePing)]
     }
 
     /// Sends a message that waits for its reply (`cid`'s entry in `Cid.replies`).
-    private mutating func request(cid: Int, body: JSONObject, operation: String, key: Bool = false, on socket: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func request(cid: Int, body: JSONObject, operation: String, key: Bool = false, on socket: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         let (text, uuid) = message(cid: cid, body: body, device: device, now: now, random: &random)
         let reply = SmarticoMessages.Cid.replies[cid] ?? cid
         let deadline = now + settings.requestTimeout
@@ -257,7 +257,7 @@ struct SmarticoClient: PlatformClient {
     }
 
     /// A message with no reply (PONG, a popup's impression).
-    private mutating func notify(cid: Int, body: JSONObject, on socket: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> ClientAction {
+    private mutating func notify(cid: Int, body: JSONObject, on socket: UInt64, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> DeviceAction {
         lastActivity = now
         return .sendOnSocket(socket: socket, text: message(cid: cid, body: body, device: device, now: now, random: &random).text, operation: nil)
     }
@@ -297,7 +297,7 @@ struct SmarticoClient: PlatformClient {
 
     // MARK: - Protocol steps
 
-    private mutating func initSession(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func initSession(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket else { return [] }
         phase = .initSent
         var body = JSONObject()
@@ -313,7 +313,7 @@ struct SmarticoClient: PlatformClient {
         return request(cid: SmarticoMessages.Cid.initSession, body: body, operation: SmarticoMessages.Operation.initSession, on: socket, device: device, now: now, random: &random)
     }
 
-    private mutating func identify(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func identify(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket, phase == .initialized, let user = device.userID else { return [] }
         phase = .identifySent
         var body = JSONObject()
@@ -329,7 +329,7 @@ struct SmarticoClient: PlatformClient {
         return request(cid: SmarticoMessages.Cid.identifyUser, body: body, operation: SmarticoMessages.Operation.identifyUser, on: socket, device: device, now: now, random: &random)
     }
 
-    private mutating func registerTokenIfChanged(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func registerTokenIfChanged(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket, phase == .identified, let token = device.pushToken else { return [] }
         let current = status(device)
         if let reported, reported.token == token, reported.status == current { return [] }
@@ -344,13 +344,13 @@ struct SmarticoClient: PlatformClient {
     /// "In case the user changes the language in the native application (not wrapper) Client
     /// should send to Server the core_language_change event": now if the session is up, else
     /// once it is.
-    private mutating func changeLanguage(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func changeLanguage(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         let choices = ["en", "de", "es", "pt", "fr", "it", "pl"]
         pendingLanguage = choices[random.nextIndex(below: choices.count)]
         return sendPendingLanguage(device: device, now: now, random: &random)
     }
 
-    private mutating func sendPendingLanguage(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func sendPendingLanguage(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket, phase == .identified || phase == .initialized, let language = pendingLanguage else { return [] }
         pendingLanguage = nil
         // "ISO 639-1 code of user language (2 symbols code)".
@@ -358,11 +358,11 @@ struct SmarticoClient: PlatformClient {
         return request(cid: SmarticoMessages.Cid.event, body: body, operation: SmarticoMessages.Operation.languageChanged, key: true, on: socket, device: device, now: now, random: &random)
     }
 
-    private mutating func received(_ text: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func received(_ text: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket, let message = try? JSONParser.parse(Array(text.utf8)), let cid = message["cid"]?.integerValue else {
             return [.count("smartico.unreadableMessages")]
         }
-        var actions: [ClientAction] = armSilenceTimer()
+        var actions: [DeviceAction] = armSilenceTimer()
         switch cid {
         case SmarticoMessages.Cid.ping:
             // "The client should send this message when the server sends a PING."
@@ -393,7 +393,7 @@ struct SmarticoClient: PlatformClient {
     }
 
     /// The next protocol step after a reply.
-    private mutating func advance(after reply: Int, isSuccess: Bool, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func advance(after reply: Int, isSuccess: Bool, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket else { return [] }
         switch reply {
         case SmarticoMessages.Cid.initSessionResponse:
@@ -403,7 +403,7 @@ struct SmarticoClient: PlatformClient {
         case SmarticoMessages.Cid.identifyUserResponse:
             guard isSuccess else { return [.count("smartico.identifyRefused")] }
             phase = .identified
-            var actions: [ClientAction] = []
+            var actions: [DeviceAction] = []
             if needsLogin {
                 needsLogin = false
                 // "payload->ua: Same as UA object explained above", its members prefixed ua_ as in
@@ -418,8 +418,8 @@ struct SmarticoClient: PlatformClient {
     }
 
     /// Requests past their deadline end as timeouts.
-    private mutating func expire(now: Instant) -> [ClientAction] {
-        var actions: [ClientAction] = []
+    private mutating func expire(now: Instant) -> [DeviceAction] {
+        var actions: [DeviceAction] = []
         for (reply, queue) in waiting {
             let (late, onTime) = (queue.filter { $0.deadline <= now }, queue.filter { $0.deadline > now })
             for exchange in late {
@@ -430,8 +430,8 @@ struct SmarticoClient: PlatformClient {
         return actions
     }
 
-    private mutating func failWaiting(now: Instant, reason: String) -> [ClientAction] {
-        let actions: [ClientAction] = waiting.values.flatMap { $0 }.sorted { $0.sentAt < $1.sentAt }.map { exchange in
+    private mutating func failWaiting(now: Instant, reason: String) -> [DeviceAction] {
+        let actions: [DeviceAction] = waiting.values.flatMap { $0 }.sorted { $0.sentAt < $1.sentAt }.map { exchange in
             .completed(ExchangeCompletion(requestID: 0, operation: exchange.operation, sentAt: exchange.sentAt, outcome: .transportError(reason: reason)))
         }
         waiting = [:]
@@ -441,7 +441,7 @@ struct SmarticoClient: PlatformClient {
     // MARK: - HTTP public API
 
     /// Section 4, "Registering push token via POST Request", for push-only integrations.
-    private mutating func registerOverHTTPIfChanged(device: DeviceSnapshot, now: Instant) -> [ClientAction] {
+    private mutating func registerOverHTTPIfChanged(device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
         guard let user = device.userID, let token = device.pushToken, device.pushPermissionGranted else { return [] }
         let current = status(device)
         if let reported, reported.token == token, reported.status == current { return [] }
@@ -457,7 +457,7 @@ struct SmarticoClient: PlatformClient {
     }
 
     /// Section 5: a GET with the event as URL-encoded JSON.
-    private mutating func report(_ eventType: String, _ notification: PushNotification, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [ClientAction] {
+    private mutating func report(_ eventType: String, _ notification: PushNotification, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let engagement = notification.data["engagement_uid"], let messageID = notification.data["message_id"].flatMap({ Int($0) }) else {
             return [.count("smartico.pushWithoutEngagement")]
         }
@@ -475,7 +475,7 @@ struct SmarticoClient: PlatformClient {
         return sendHTTP(request, operation: SmarticoMessages.Operation.report(eventType), key: SmarticoMessages.messageKey(uuid: uuid))
     }
 
-    private mutating func sendHTTP(_ request: Request, operation: String, key: LedgerKey) -> [ClientAction] {
+    private mutating func sendHTTP(_ request: Request, operation: String, key: LedgerKey) -> [DeviceAction] {
         nextRequestID += 1
         httpInFlight.insert(nextRequestID)
         httpKeys[nextRequestID] = key
