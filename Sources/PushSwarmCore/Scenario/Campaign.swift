@@ -31,3 +31,14 @@ public struct Campaign: Sendable, Equatable {
         self.timeToOpen = timeToOpen
     }
 }
+
+extension Campaign {
+    /// This campaign for one partition: its name, which every push of it carries to a device
+    /// (`PushNotification.campaign`), with storage of its own (see `String.partitionCopy`).
+    public func partitionCopy() -> Campaign {
+        var copy = self
+        copy.name = name.partitionCopy()
+        copy.platform = platform.partitionCopy()
+        return copy
+    }
+}

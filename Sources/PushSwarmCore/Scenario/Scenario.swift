@@ -56,11 +56,15 @@ public struct DeviceGroup: Sendable {
 }
 
 extension Scenario {
-    /// This scenario for one partition: equal in value, and what its devices and mocks reference
-    /// on every event (locales, groups' behaviours and client profiles, platforms' settings)
-    /// with storage of its own (see `String.partitionCopy`).
+    /// This scenario for one partition: equal in value, with storage of its own for everything
+    /// (locales, groups' behaviours and client profiles, platforms' settings, campaigns, even
+    /// its name), so that no partition retains what another does (see `String.partitionCopy`;
+    /// `PartitionCopyTests` walks the whole value to check it).
     public func partitionCopy() -> Scenario {
         var copy = self
+        copy.name = name.partitionCopy()
+        copy.description = description.partitionCopy()
+        copy.campaigns = campaigns.map { $0.partitionCopy() }
         copy.groups = groups.map { $0.partitionCopy() }
         copy.locales = locales.map { $0.partitionCopy() }
         copy.platforms = platforms.mapValues { $0.partitionCopy() }
