@@ -142,8 +142,10 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
     public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         // 8-4-4-4-12 digits: each half's sixteen made eight at a time (`Hex.eightDigits`) and
         // stored around the dashes.
-        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 5) { words in
-            let text = UnsafeMutableRawPointer(words.baseAddress!)
+        // Bytes, stored into a word at a time through a raw pointer (allowed for plain values),
+        // and read back as the bytes they are.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { bytes in
+            let text = UnsafeMutableRawPointer(bytes.baseAddress!)
             let second = Hex.eightDigits(UInt32(truncatingIfNeeded: high)).littleEndian
             let third = Hex.eightDigits(UInt32(truncatingIfNeeded: low >> 32)).littleEndian
             text.storeBytes(of: Hex.eightDigits(UInt32(truncatingIfNeeded: high >> 32)).littleEndian, as: UInt64.self)
@@ -156,7 +158,7 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
             text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 13, as: UInt8.self)
             text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 18, as: UInt8.self)
             text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 23, as: UInt8.self)
-            return body(UnsafeBufferPointer(start: text.assumingMemoryBound(to: UInt8.self), count: 36))
+            return body(UnsafeBufferPointer(start: bytes.baseAddress!, count: 36))
         }
     }
 

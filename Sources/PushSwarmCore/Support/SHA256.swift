@@ -62,10 +62,13 @@ public enum SHA256 {
     }
 
     public static func hash(_ message: UnsafeRawBufferPointer) -> SHA256Digest {
-        var out: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &out) { digest in
-            ps_sha256(message.baseAddress, message.count, digest.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        var digest = InlineArray<32, UInt8>(repeating: 0)
+        var bytes = digest.mutableSpan
+        bytes.withUnsafeMutableBufferPointer { ps_sha256(message.baseAddress, message.count, $0.baseAddress!) }
+        // The digest's bytes, read as big-endian words.
+        return digest.span.withUnsafeBytes { raw in
+            func word(_ offset: Int) -> UInt64 { UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+            return SHA256Digest(words: (word(0), word(8), word(16), word(24)))
         }
-        return SHA256Digest(words: (out.0.bigEndian, out.1.bigEndian, out.2.bigEndian, out.3.bigEndian))
     }
 }

@@ -11,16 +11,15 @@ public enum RFC3339 {
     /// `format`'s text held in place, in a value of 40 bytes: no `String` is made for it (a device
     /// stamps every event, and a timestamp is too long for a `String`'s inline storage).
     public struct Text: Sendable {
-        @usableFromInline var storage: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        @usableFromInline var storage = InlineArray<40, UInt8>(repeating: 0)
         public private(set) var count = 0
 
         init(unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool) {
             // The widest year an Int64 of microseconds gives has 7 characters (a sign and 6
             // digits): 32 bytes at most.
-            count = withUnsafeMutableBytes(of: &storage) { raw in
-                RFC3339.write(
-                    unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: raw.bindMemory(to: UInt8.self)
-                )
+            var bytes = storage.mutableSpan
+            count = bytes.withUnsafeMutableBufferPointer { buffer in
+                RFC3339.write(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: buffer)
             }
         }
 
@@ -28,7 +27,7 @@ public enum RFC3339 {
         /// through the standard library's generic `withUnsafeBytes` and its metadata every call.
         @inlinable
         public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            withUnsafeBytes(of: storage) { raw in body(UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<count])) }
+            storage.span.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[..<count])) }
         }
 
         public var string: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
