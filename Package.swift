@@ -27,6 +27,10 @@ let package = Package(
         .executableTarget(
             name: "pushswarm",
             dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmNet"],
+            // Strict memory safety (SE-0458): no unsafe construct in the executable, and the
+            // warnings-as-errors build fails on a new one. The library targets follow as their
+            // byte-level fast paths move behind safe APIs (issue 36).
+            swiftSettings: [.unsafeFlags(["-strict-memory-safety"])],
             // A release build links the Swift runtime, the standard library and Foundation into
             // the binary (`swift build --static-swift-stdlib` does the same): one file to deploy,
             // and every retain, release and standard-library call a direct call rather than one

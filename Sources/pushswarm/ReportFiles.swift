@@ -33,9 +33,9 @@ enum ReportFiles {
 
     /// A run read back from its directory (or from its metrics.json itself).
     static func read(_ path: String) throws -> Summary {
-        var isDirectory: ObjCBool = false
-        let file = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-            ? (path as NSString).appendingPathComponent(Self.metrics) : path
+        // A directory (or a link to one) lists; a file does not.
+        let isDirectory = (try? FileManager.default.contentsOfDirectory(atPath: path)) != nil
+        let file = isDirectory ? (path as NSString).appendingPathComponent(Self.metrics) : path
         guard let data = FileManager.default.contents(atPath: file) else {
             throw ReportError(message: FileManager.default.fileExists(atPath: file) ? "cannot read \(file)" : "no such report: \(path) (expected a report directory written by pushswarm run or merge, or its metrics.json)")
         }

@@ -4,6 +4,9 @@ import Synchronization
 
 /// Ctrl-C (SIGINT) and SIGTERM as callbacks instead of the default kill.
 enum Signals {
+    /// Kept for the process's life: a signal source is only as alive as its last reference.
+    /// Written only here, by the one call each command makes before any signal can arrive
+    /// (a signal source is not `Sendable`, so a mutex cannot take it).
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
     /// Calls `first` on the first SIGINT or SIGTERM; a second one calls `again`, then exits at once
@@ -23,7 +26,7 @@ enum Signals {
                 }
             }
             source.resume()
-            sources.append(source)
+            unsafe sources.append(source)
         }
     }
 }
