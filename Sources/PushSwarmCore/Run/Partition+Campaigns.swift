@@ -1,4 +1,5 @@
 import PushSwarmMetrics
+
 /// Campaigns: launched at the built-in mock, or with PushSwarm standing in for the push provider
 /// against a real target, and their pushes delivered to devices.
 extension Partition {

@@ -1,4 +1,5 @@
 import PushSwarmMetrics
+
 /// What a partition records of its requests and sockets as they go out and end.
 extension Partition {
     func recordSent(operation: String, retryNumber: Int, device index: Int, at now: Instant) {

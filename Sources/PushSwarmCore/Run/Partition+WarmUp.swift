@@ -1,5 +1,5 @@
-import PushSwarmMetrics
 import Foundation
+import PushSwarmMetrics
 
 /// The warm-up before a wall run against a real target: the installs from before the run
 /// register, paced per NAT address and backing off 429s.

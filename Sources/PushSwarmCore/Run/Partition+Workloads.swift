@@ -1,4 +1,5 @@
 import PushSwarmMetrics
+
 /// Load shapes other than the lifecycle (open-model arrival streams, closed-model users) and
 /// the ceiling on the requests devices hold waiting.
 extension Partition {
