@@ -50,10 +50,11 @@ cat >"$work/keep.json" <<'JSON'
  "groups": [{"name": "g", "platform": "smartapppush", "os": "android"}],
  "platforms": {"smartapppush": {"retry": {"serverError": {"whenExhausted": "keepForNextLaunch"}}, "mock": {"http503Rate": 1}}}}
 JSON
-estimate=$("$bin" validate "$work/keep.json" | grep -o 'ulimit -v [0-9]*' | awk '{print $3}')
-echo "command: ulimit -v $estimate && $bin run $work/keep.json --out DIR --quiet"
-kib=$(rss sh -c "ulimit -v $estimate && exec $bin run $work/keep.json --out $work/keep --quiet")
-python3 - "$work/keep/summary.json" "$kib" "$("$bin" validate "$work/keep.json" | sed -n 's/.*memory: about \([^ ]* [A-Za-z]*\) as one.*/\1/p')" <<'PY'
+validated=$("$bin" validate "$work/keep.json")
+estimate=$(echo "$validated" | grep -o 'ulimit -v [0-9]*' | awk '{print $3}')
+echo "command: ulimit -v $estimate && $bin run $work/keep.json --out DIR  (progress on)"
+kib=$(rss sh -c "ulimit -v $estimate && exec $bin run $work/keep.json --out $work/keep")
+python3 - "$work/keep/summary.json" "$kib" "$(echo "$validated" | sed -n 's/.*memory: about \([^ ]* [A-Za-z]*\) as one.*/\1/p')" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 kib = int(sys.argv[2])

@@ -18,7 +18,7 @@ extension Partition {
             warmUpStates[index] = .due
             var seconds = Double(profile.index) / warmUp.rate
             if let perAddress {
-                let place = ceiling.place(of: index)
+                let place = addressPlace(of: index)
                 let turn = turns[place, default: 0]
                 turns[place] = turn + 1
                 seconds = max(seconds, Double(turn) / perAddress)
@@ -35,7 +35,7 @@ extension Partition {
         warmUpStates[index] = completion.isSuccess ? .going : .failing
         guard case .response(let response) = completion.outcome, response.status == 429 else { return }
         let pause = response.header("Retry-After").flatMap { RetryAfter.parse($0, unixNow: Int64(Date().timeIntervalSince1970)) } ?? .seconds(1)
-        let place = ceiling.place(of: index)
+        let place = addressPlace(of: index)
         let gate = warmUpGates[place] ?? (next: time, gap: warmUpGap)
         // One slow-down a pause: 429s to requests sent before it add none.
         let slows = time >= gate.next

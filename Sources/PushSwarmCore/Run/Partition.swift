@@ -111,8 +111,6 @@ final class Partition: @unchecked Sendable {
     var arrivalStreams: [ArrivalStream] = []
     /// The process's ceiling on waiting requests, as this partition's addresses hold it.
     var ceiling: WaitingCeiling
-    /// Fleet devices per process for the ceiling's shares.
-    private let processDevices: Int
     /// Closed-model devices, their think time and their own draws of it.
     var closedLoop: [Int: (think: Distribution, random: SeededRandom)] = [:]
     var pushGateway: TokenIndex
@@ -162,7 +160,6 @@ final class Partition: @unchecked Sendable {
         self.mocks = mocks
         self.range = range
         self.positions = positions
-        self.processDevices = processDevices
         ceiling = WaitingCeiling(
             maximumWaiting: scenario.maximumWaiting, devicesPerSourceAddress: scenario.network.devicesPerSourceAddress, devices: range, processDevices: processDevices
         )
@@ -183,6 +180,10 @@ final class Partition: @unchecked Sendable {
     // MARK: - Drivers
 
     // MARK: - The run
+
+    /// Device `index`'s NAT address, as its place among this partition's addresses (as the
+    /// waiting ceiling numbers them; the warm-up paces by them too).
+    func addressPlace(of index: Int) -> Int { ceiling.place(of: index) }
 
     /// Makes the partition's devices, in fleet order, and hands each (with its local index and
     /// profile) to `made`.
@@ -255,7 +256,7 @@ final class Partition: @unchecked Sendable {
             transport.timerFired(token, at: time)
         case .warmUp(let index):
             guard !isDraining else { return }
-            let place = ceiling.place(of: index)
+            let place = addressPlace(of: index)
             if let gate = warmUpGates[place] {
                 // The address was answered 429: its installs wait for the pause and go at its pace.
                 guard time >= gate.next else { return queue.schedule(.warmUp(index), at: gate.next) }

@@ -54,7 +54,7 @@ public enum SmartAppPushMessages {
         deviceToken: String, context: JSONValue?, params: JSONValue?
     ) -> SHA256Digest {
         var identity = EventIdentity()
-        func field(_ text: String) -> EventIdentity.Field { EventIdentity.Field(Array(text.utf8)[...]) }
+        func field(_ text: String) -> ArraySlice<UInt8> { Array(text.utf8)[...] }
         return identity.identify(
             tenantID: tenantID, appID: appID, appUserID: appUserID.map(field), eventName: field(eventName),
             eventTime: field(eventTime), deviceToken: field(deviceToken),
@@ -88,19 +88,12 @@ public enum SmartAppPushMessages {
 
         public init() {}
 
-        /// A string field's UTF-8, as read out of a request body: written into the fingerprint's
-        /// text escaped where it needs it (the writer looks; nothing is promised plain).
-        public struct Field {
-            public var utf8: ArraySlice<UInt8>
-
-            public init(_ utf8: ArraySlice<UInt8>) {
-                self.utf8 = utf8
-            }
-        }
-
+        /// The fields are each string's UTF-8 as read out of a request body, written into the
+        /// fingerprint's text escaped where they need it (the writer looks; nothing is promised
+        /// plain).
         public mutating func identify(
-            tenantID: String, appID: String, appUserID: Field?, eventName: Field, eventTime: Field,
-            deviceToken: Field, context: (inout JSONWriter) -> Void, params: (inout JSONWriter) -> Void
+            tenantID: String, appID: String, appUserID: ArraySlice<UInt8>?, eventName: ArraySlice<UInt8>, eventTime: ArraySlice<UInt8>,
+            deviceToken: ArraySlice<UInt8>, context: (inout JSONWriter) -> Void, params: (inout JSONWriter) -> Void
         ) -> (fingerprint: SHA256Digest, key: LedgerKey) {
             canonical.removeAll()
             builder = LedgerKey.Builder()
@@ -108,10 +101,10 @@ public enum SmartAppPushMessages {
             canonical.beginArray()
             tenantID.withContiguousUTF8 { add($0) }
             appID.withContiguousUTF8 { add($0) }
-            if let appUserID, !appUserID.utf8.isEmpty {
+            if let appUserID, !appUserID.isEmpty {
                 add(appUserID)
             } else {
-                deviceToken.utf8.withUnsafeBufferPointer { token in
+                deviceToken.withUnsafeBufferPointer { token in
                     withAnonymousUser(of: token) { add($0) }
                 }
             }
@@ -124,8 +117,8 @@ public enum SmartAppPushMessages {
             return (canonical.withBytes { SHA256.hash(UnsafeRawBufferPointer($0)) }, builder.key.once)
         }
 
-        private mutating func add(_ field: Field) {
-            field.utf8.withUnsafeBufferPointer { add($0) }
+        private mutating func add(_ field: ArraySlice<UInt8>) {
+            field.withUnsafeBufferPointer { add($0) }
         }
 
         private mutating func add(_ utf8: UnsafeBufferPointer<UInt8>) {

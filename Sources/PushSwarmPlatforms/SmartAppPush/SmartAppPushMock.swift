@@ -174,9 +174,7 @@ public struct SmartAppPushMock: MockService {
         guard problems.isEmpty, let tenant, let eventName, let eventTime, let deviceToken else {
             return MockReply(response: Self.validationError(problems), operation: operation)
         }
-        func field(_ text: JSONFields.Text) -> SmartAppPushMessages.EventIdentity.Field {
-            SmartAppPushMessages.EventIdentity.Field(body.utf8(text))
-        }
+        func field(_ text: JSONFields.Text) -> ArraySlice<UInt8> { body.utf8(text) }
         let (fingerprint, key) = identity.identify(
             tenantID: tenant.tenantID, appID: tenant.appID, appUserID: appUserID.map(field), eventName: field(eventName),
             eventTime: field(eventTime), deviceToken: field(deviceToken),
