@@ -1,5 +1,6 @@
 import CPushSwarmShim
 import Foundation
+import PushSwarmSystem
 import Synchronization
 
 /// An IP address, v4 or v6.
@@ -12,15 +13,15 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     public init?(_ text: String) {
         var literal = text
         if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, literal, &v4) == 1 {
-            self = .v4(UInt32(bigEndian: v4.s_addr))
+        switch Sockets.parseAddress(literal) {
+        case .v4(let value)?:
+            self = .v4(value)
             return
-        }
-        var v6 = [UInt8](repeating: 0, count: 16)
-        if inet_pton(AF_INET6, literal, &v6) == 1 {
-            self = .v6(v6)
+        case .v6(let bytes)?:
+            self = .v6(bytes)
             return
+        case nil:
+            break
         }
         return nil
     }
@@ -41,10 +42,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         case .v4(let value):
             return "\(value >> 24).\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
         case .v6(let bytes):
-            var text = [CChar](repeating: 0, count: 64)
-            var raw = bytes
-            _ = inet_ntop(AF_INET6, &raw, &text, 64)
-            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return Sockets.ipv6Text(bytes)
         }
     }
 }
@@ -104,32 +102,22 @@ public enum Resolver {
     /// The addresses of `host` (a literal, or a name through the system resolver), IPv4 first.
     public static func resolve(_ host: String) throws(NetError) -> [IPAddress] {
         if let literal = IPAddress(host) { return [literal] }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, nil, &hints, &result)
-        guard status == 0, let first = result else {
-            throw NetError(.dnsFailure, detail: "\(host): \(String(cString: gai_strerror(status)))")
+        let found: [Sockets.ResolvedAddress]
+        switch Sockets.resolve(host) {
+        case .success(let addresses): found = addresses
+        case .failure(let error): throw NetError(.dnsFailure, detail: "\(host): \(error.message)")
         }
-        defer { freeaddrinfo(first) }
         var v4: [IPAddress] = []
         var v6: [IPAddress] = []
-        var node: UnsafeMutablePointer<addrinfo>? = first
-        while let current = node {
-            if let address = current.pointee.ai_addr {
-                if current.pointee.ai_family == AF_INET {
-                    let value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
-                    let ip = IPAddress.v4(UInt32(bigEndian: value))
-                    if !v4.contains(ip) { v4.append(ip) }
-                } else if current.pointee.ai_family == AF_INET6 {
-                    let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
-                    }
-                    let ip = IPAddress.v6(bytes)
-                    if !v6.contains(ip) { v6.append(ip) }
-                }
+        for address in found {
+            switch address {
+            case .v4(let value):
+                let ip = IPAddress.v4(value)
+                if !v4.contains(ip) { v4.append(ip) }
+            case .v6(let bytes):
+                let ip = IPAddress.v6(bytes)
+                if !v6.contains(ip) { v6.append(ip) }
             }
-            node = current.pointee.ai_next
         }
         return v4 + v6
     }
@@ -153,7 +141,7 @@ public struct NetError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The error an errno from socket calls means.
     static func errno(_ code: Int32, during action: String) -> NetError {
-        let text = String(cString: strerror(code)!)
+        let text = Sockets.errorText(code)
         switch code {
         case ECONNREFUSED: return NetError(.connectionRefused, detail: "\(action): \(text)")
         case ECONNRESET, EPIPE: return NetError(.connectionReset, detail: "\(action): \(text)")

@@ -1,12 +1,13 @@
 import CPushSwarmShim
 import Foundation
+import PushSwarmSystem
 
 /// What a connection tells its owner, on the connection's loop.
 protocol ConnectionDelegate: AnyObject {
     /// TCP connected (and, for TLS, the handshake finished): writes go out from now on.
     func connectionOpened(_ connection: Connection)
     /// Bytes arrived; `bytes` is valid only during the call.
-    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer)
+    func connection(_ connection: Connection, read bytes: Span<UInt8>)
     /// The peer closed, the network failed, or TLS failed. Not called after the owner's own
     /// `close()`.
     func connectionClosed(_ connection: Connection, error: NetError?)
@@ -68,7 +69,7 @@ final class Connection: Selectable, @unchecked Sendable {
         let status: Int32
         switch address.ip {
         case .v4(let value): status = ps_connect_ipv4(fd, value, address.port)
-        case .v6(let bytes): status = bytes.withUnsafeBufferPointer { ps_connect_ipv6(fd, $0.baseAddress, address.port) }
+        case .v6(let bytes): status = Sockets.connectIPv6(fd, address: bytes, port: address.port)
         }
         if status != 0 && errno != EINPROGRESS {
             let error = NetError.errno(errno, during: "connect \(address)")
@@ -112,7 +113,7 @@ final class Connection: Selectable, @unchecked Sendable {
     var isOpen: Bool { state == .open }
 
     /// Queues bytes; they go out as soon as the socket takes them.
-    func write(_ bytes: UnsafeRawBufferPointer) {
+    func write(_ bytes: Span<UInt8>) {
         guard state != .closed, bytes.count > 0 else { return }
         if state == .open && pending.count == pendingOffset {
             pending.removeAll(keepingCapacity: true)
@@ -120,23 +121,23 @@ final class Connection: Selectable, @unchecked Sendable {
             let written = send(bytes)
             guard written >= 0 else { return }
             if written < bytes.count {
-                pending.append(contentsOf: bytes[written...])
+                pending.append(bytes.extracting(written...))
                 updateInterest()
             }
         } else {
-            pending.append(contentsOf: bytes)
+            pending.append(bytes)
         }
     }
 
     func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { write($0) }
+        write(bytes.span)
     }
 
     /// Writes what `build` appends to a buffer the loop reuses: no allocation per message.
     func write(building build: (inout [UInt8]) -> Void) {
         var scratch = loop.takeScratch()
         build(&scratch)
-        scratch.withUnsafeBytes { write($0) }
+        write(scratch.span)
         loop.returnScratch(scratch)
     }
 
@@ -203,9 +204,8 @@ final class Connection: Selectable, @unchecked Sendable {
 
     private func handshake() {
         guard let tls else { return }
-        switch ps_tls_handshake(tls.pointer) {
+        switch tls.handshake() {
         case 1:
-            tls.handshakeDone = true
             opened()
         case -1:
             setInterest(UInt32(PS_EPOLLIN | PS_EPOLLRDHUP))
@@ -223,7 +223,7 @@ final class Connection: Selectable, @unchecked Sendable {
         while state == .open {
             let count: Int
             if let tls {
-                let result = ps_tls_read(tls.pointer, buffer.baseAddress, Int32(buffer.count))
+                let result = buffer.read(from: tls.handle)
                 if result == -1 { break }
                 if result == -2 {
                     setInterest(interest | UInt32(PS_EPOLLOUT))
@@ -232,7 +232,7 @@ final class Connection: Selectable, @unchecked Sendable {
                 if result == -3 { return fail(NetError(.connectionReset, detail: "TLS read: \(tls.lastError())")) }
                 count = Int(result)
             } else {
-                let result = Glibc.read(fd, buffer.baseAddress, buffer.count)
+                let result = buffer.read(from: fd)
                 if result < 0 {
                     if errno == EAGAIN || errno == EWOULDBLOCK { break }
                     if errno == EINTR { continue }
@@ -241,19 +241,19 @@ final class Connection: Selectable, @unchecked Sendable {
                 count = result
             }
             if count == 0 { return fail(nil) }
-            delegate?.connection(self, read: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            if let delegate { buffer.withBytes(count: count) { delegate.connection(self, read: $0) } }
             // A short plain read means the socket is drained; TLS may still hold decrypted bytes.
-            if tls == nil && count < buffer.count { break }
+            if tls == nil && count < buffer.capacity { break }
         }
     }
 
     /// Sends what it can; returns the count, or -1 after failing the connection.
-    private func send(_ bytes: UnsafeRawBufferPointer) -> Int {
+    private func send(_ bytes: Span<UInt8>) -> Int {
         var offset = 0
         while offset < bytes.count {
-            let remaining = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            let remaining = bytes.extracting(offset...)
             if let tls {
-                let result = ps_tls_write(tls.pointer, remaining.baseAddress, Int32(min(remaining.count, Int(Int32.max))))
+                let result = tls.write(remaining)
                 if result > 0 {
                     offset += Int(result)
                     continue
@@ -266,7 +266,7 @@ final class Connection: Selectable, @unchecked Sendable {
                 fail(NetError(.connectionReset, detail: "TLS write: \(tls.lastError())"))
                 return -1
             } else {
-                let result = ps_send(fd, remaining.baseAddress, remaining.count)
+                let result = Sockets.send(fd, remaining)
                 if result >= 0 {
                     offset += result
                     continue
@@ -283,7 +283,13 @@ final class Connection: Selectable, @unchecked Sendable {
     private func flush() {
         tlsWriteWantsRead = false
         if pendingOffset < pending.count {
-            let written = pending.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[pendingOffset...])) }
+            // Through a local reference (a span of a class's property cannot outlive its access),
+            // released before `pending` changes again, so that the buffer stays unique.
+            let written: Int
+            do {
+                let queued = pending
+                written = send(queued.span.extracting(pendingOffset...))
+            }
             guard written >= 0 else { return }
             pendingOffset += written
             if pendingOffset == pending.count {

@@ -1,6 +1,7 @@
 import CPushSwarmShim
 import Foundation
-public import PushSwarmCore
+import PushSwarmCore
+public import PushSwarmSystem
 import Synchronization
 
 /// Something registered with an event loop for readiness on one file descriptor.
@@ -14,19 +15,17 @@ protocol Selectable: AnyObject {
 /// PushSwarmNet.
 public enum Monotonic {
     public static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+        Sockets.monotonicNanoseconds()
     }
 }
 
 /// A timer scheduled on an event loop; `cancel()` from the loop's thread.
-public final class LoopTimer: @unchecked Sendable {
-    fileprivate let deadline: UInt64
+public final class LoopTimer: DeadlineHeapMember, @unchecked Sendable {
+    public let deadline: UInt64
     fileprivate var action: (() -> Void)?
-    /// Where the timer sits in its loop's heap; -1 once it has left it.
-    fileprivate var heapIndex = -1
-    fileprivate unowned(unsafe) var loop: EventLoop?
+    /// Where the timer sits in its loop's heap; -1 once it has left it (the heap's to write).
+    public var heapIndex = -1
+    fileprivate unowned var loop: EventLoop?
 
     fileprivate init(deadline: UInt64, action: @escaping () -> Void) {
         self.deadline = deadline
@@ -64,7 +63,9 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     private var registrations: [(any Selectable)?] = []
     private var freeSlots: [Int] = []
-    private var timers = TimerHeap()
+    /// Timers by deadline. A wall run adds and cancels a request timeout per request: the heap
+    /// compares deadlines in its own array and moves timers without retaining them.
+    private var timers = DeadlineHeap<LoopTimer>()
     private var scratch: [UInt8] = []
 
     /// A buffer for building one outgoing message; give it back with `returnScratch`.
@@ -80,7 +81,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     }
 
     /// Where connections on this loop read into; valid during one delegate call.
-    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+    let readBuffer = ReadBuffer(capacity: 65_536)
 
     init(index: Int) {
         self.index = index
@@ -95,7 +96,6 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
         timers.removeAll()
         close(epoll)
         close(wakeFD)
-        readBuffer.deallocate()
     }
 
     func start(name: String) {
@@ -143,7 +143,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     // MARK: SerialExecutor
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        push(.job(UnownedJob(job)))
+        push(ExecutorWork(job))
     }
 
     public func checkIsolated() {
@@ -169,6 +169,14 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
 
     fileprivate func removeTimer(_ timer: LoopTimer) {
         timers.remove(timer)
+    }
+
+    /// How long epoll may wait for the next timer: rounded up, so that a timer is never woken
+    /// for early; a second at most.
+    private func millisecondsUntilNextTimer(now: UInt64) -> Int32 {
+        guard let deadline = timers.nextDeadline else { return 1000 }
+        if deadline <= now { return 0 }
+        return Int32(min(1000, (deadline - now + 999_999) / 1_000_000))
     }
 
     func stop() {
@@ -212,8 +220,8 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     private func run() {
         var events = [ps_event](repeating: ps_event(), count: 256)
         while !stopped.load(ordering: .acquiring) {
-            let timeout = timers.millisecondsUntilNext(now: Monotonic.now())
-            let count = events.withUnsafeMutableBufferPointer { ps_epoll_wait(epoll, $0.baseAddress, 256, timeout) }
+            let timeout = millisecondsUntilNextTimer(now: Monotonic.now())
+            let count = Sockets.epollWait(epoll, into: &events, timeoutMilliseconds: timeout)
             if count > 0 {
                 for index in 0..<Int(count) {
                     let event = events[index]
@@ -253,108 +261,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
             swap(&taken, &queue)
             return taken
         }
-        let executor = asUnownedSerialExecutor()
-        for item in work { item.run(on: executor) }
-    }
-}
-
-/// A binary min-heap of timers by deadline; each timer knows its index, so a cancelled one is
-/// removed at once. Each position holds the deadline beside the timer, so that comparisons read
-/// the heap's own array, not the timer objects, and holds the timer unmanaged: the heap owns one
-/// reference to each, taken on push and given back when the timer leaves (fired, cancelled, or
-/// the loop gone), so moving entries retains and releases nothing. A wall run adds and cancels a
-/// request timeout per request: comparing through the objects was 2 % of its samples, and strong
-/// entries, a retain and a release for every level of every sift, 3 %. Sifting moves a hole and
-/// writes each moved timer's index once.
-private struct TimerHeap {
-    private struct Entry {
-        let deadline: UInt64
-        let timer: Unmanaged<LoopTimer>
-
-        @inline(__always)
-        func setIndex(_ index: Int) { timer._withUnsafeGuaranteedRef { $0.heapIndex = index } }
-    }
-
-    private var heap: [Entry] = []
-
-    mutating func push(_ timer: LoopTimer) {
-        let entry = Entry(deadline: timer.deadline, timer: .passRetained(timer))
-        // A new position at the end is the hole `siftUp` starts from.
-        heap.append(entry)
-        siftUp(entry, from: heap.count - 1)
-    }
-
-    mutating func popDue(now: UInt64) -> LoopTimer? {
-        guard let first = heap.first, first.deadline <= now else { return nil }
-        return removeAt(0).takeRetainedValue()
-    }
-
-    mutating func remove(_ timer: LoopTimer) {
-        let index = timer.heapIndex
-        guard index >= 0, index < heap.count, heap[index].timer.toOpaque() == Unmanaged.passUnretained(timer).toOpaque() else { return }
-        removeAt(index).release()
-    }
-
-    /// Gives back the heap's references to the timers still in it (the loop is going away).
-    mutating func removeAll() {
-        for entry in heap {
-            entry.setIndex(-1)
-            entry.timer.release()
-        }
-        heap.removeAll()
-    }
-
-    func millisecondsUntilNext(now: UInt64) -> Int32 {
-        guard let first = heap.first else { return 1000 }
-        if first.deadline <= now { return 0 }
-        // Round up so that a timer is never woken for early.
-        return Int32(min(1000, (first.deadline - now + 999_999) / 1_000_000))
-    }
-
-    /// Takes out the entry at `index`; the caller owns the heap's reference to its timer.
-    private mutating func removeAt(_ index: Int) -> Unmanaged<LoopTimer> {
-        let removed = heap[index]
-        removed.setIndex(-1)
-        let last = heap.removeLast()
-        guard index < heap.count else { return removed.timer }
-        if index > 0 && last.deadline < heap[(index - 1) / 2].deadline {
-            siftUp(last, from: index)
-        } else {
-            siftDown(last, from: index)
-        }
-        return removed.timer
-    }
-
-    /// Places `entry` at the hole `start` or above it.
-    private mutating func siftUp(_ entry: Entry, from start: Int) {
-        var hole = start
-        while hole > 0 {
-            let parent = (hole - 1) / 2
-            guard entry.deadline < heap[parent].deadline else { break }
-            heap[hole] = heap[parent]
-            heap[hole].setIndex(hole)
-            hole = parent
-        }
-        heap[hole] = entry
-        entry.setIndex(hole)
-    }
-
-    /// Places `entry` at the hole `start` or below it.
-    private mutating func siftDown(_ entry: Entry, from start: Int) {
-        var hole = start
-        let count = heap.count
-        while true {
-            let left = 2 * hole + 1
-            guard left < count else { break }
-            let right = left + 1
-            let child = right < count && heap[right].deadline < heap[left].deadline ? right : left
-            guard heap[child].deadline < entry.deadline else { break }
-            heap[hole] = heap[child]
-            heap[hole].setIndex(hole)
-            hole = child
-        }
-        heap[hole] = entry
-        entry.setIndex(hole)
+        for item in work { item.run(on: self) }
     }
 }
 

@@ -1,45 +1,34 @@
-import CPushSwarmShim
+import PushSwarmSystem
 
 /// A TLS client configuration (libssl): certificate verification on unless `insecure`, extra
 /// trusted roots from `caFile` (a self-signed staging host's certificate, for example).
-public final class TLSContext: @unchecked Sendable {
-    let pointer: UnsafeMutableRawPointer
+public final class TLSContext: Sendable {
+    let handle: TLSContextHandle
     public let verifies: Bool
 
     public init(insecure: Bool = false, caFile: String? = nil) throws(NetError) {
-        var error = [CChar](repeating: 0, count: 256)
-        guard let context = ps_tls_client_context(insecure ? 0 : 1, caFile, &error, 256) else {
-            throw NetError(.tlsHandshake, detail: "cannot set up TLS: \(String(cBuffer: error))")
+        switch TLSContextHandle.make(verify: !insecure, caFile: caFile) {
+        case .success(let handle): self.handle = handle
+        case .failure(let error): throw NetError(.tlsHandshake, detail: "cannot set up TLS: \(error.message)")
         }
-        pointer = context
         verifies = !insecure
     }
-
-    deinit { ps_tls_context_free(pointer) }
 }
 
 /// One TLS session over a connected socket.
 final class TLSSession {
-    let pointer: UnsafeMutableRawPointer
-    var handshakeDone = false
+    let handle: TLSSessionHandle
 
     init?(context: TLSContext, fd: Int32, hostName: String) {
-        guard let session = ps_tls_session(context.pointer, fd, hostName, context.verifies ? 1 : 0) else { return nil }
-        pointer = session
+        guard let handle = TLSSessionHandle(context: context.handle, fd: fd, hostName: hostName, verify: context.verifies) else { return nil }
+        self.handle = handle
     }
 
-    deinit { ps_tls_session_free(pointer) }
+    /// A step of the handshake: 1 done, -1 wants to read, -2 wants to write, 0 failed.
+    func handshake() -> Int32 { handle.handshake() }
 
-    func lastError() -> String {
-        var error = [CChar](repeating: 0, count: 256)
-        ps_tls_error(pointer, &error, 256)
-        return String(cBuffer: error)
-    }
-}
+    /// As `TLSSessionHandle.write`.
+    func write(_ bytes: Span<UInt8>) -> Int32 { handle.write(bytes) }
 
-extension String {
-    /// The text of a NUL-terminated C buffer.
-    init(cBuffer: [CChar]) {
-        self = String(decoding: cBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    func lastError() -> String { handle.lastError() }
 }

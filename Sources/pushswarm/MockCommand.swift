@@ -3,6 +3,7 @@ import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmNet
 import PushSwarmPlatforms
+import PushSwarmSystem
 
 enum MockCommand {
     static let usage = """

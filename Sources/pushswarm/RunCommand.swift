@@ -2,6 +2,7 @@ import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmNet
+import PushSwarmSystem
 
 enum RunCommand {
     static let usage = """

@@ -1,6 +1,7 @@
 import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmSystem
 import Synchronization
 
 /// `pushswarm run FILE --workers N`: the fleet as N shard processes of this same binary, each

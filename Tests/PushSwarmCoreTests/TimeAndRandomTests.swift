@@ -196,13 +196,15 @@ import PushSwarmMetrics
                     var mutated = bytes
                     mutated[position] = replacement
                     let expected = Self.headByteByByte(mutated).map { $0 * 1_000_000 + tail }
-                    #expect(mutated.withUnsafeBufferPointer { RFC3339.parse(utf8: $0) } == expected, "\(String(decoding: mutated, as: UTF8.self))")
+                    let parsed = RFC3339.parse(utf8: mutated.span)
+                    #expect(parsed == expected, "\(String(decoding: mutated, as: UTF8.self))")
                     checked += 1
                 }
             }
             // Cut short anywhere, it lacks its offset (or part of it): nil.
             for length in 0..<bytes.count {
-                #expect(bytes[..<length].withUnsafeBufferPointer { RFC3339.parse(utf8: $0) } == nil)
+                let parsed = RFC3339.parse(utf8: bytes.span.extracting(..<length))
+                #expect(parsed == nil)
             }
         }
         #expect(checked == bases.count * 19 * replacements.count)

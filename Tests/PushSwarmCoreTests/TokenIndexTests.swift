@@ -21,8 +21,7 @@ import Testing
                 index[key] = nil
                 model[key] = nil
             default:
-                var bytes = key
-                let found = bytes.withUTF8 { index.value(utf8: $0) }
+                let found = index.value(utf8: key.utf8.span)
                 #expect(found == model[key], "lookup by the UTF-8 of \(key)")
             }
             #expect(index.count == model.count)

@@ -433,7 +433,7 @@ import Testing
         reused.beginObject()
         reused.key("left open")
         reused.removeAll()
-        "tab\there".utf8.withContiguousStorageIfAvailable { reused.string(utf8: $0) }
+        reused.string(utf8: "tab\there".utf8.span)
         #expect(reused.text == JSONWriter.text(of: .string("tab\there")))
         reused.removeAll()
         reused.write(["a": [1, "b"]])

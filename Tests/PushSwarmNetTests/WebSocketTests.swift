@@ -182,20 +182,20 @@ import Testing
     @Test func aContinuationPastTheLimitIsRefusedAtItsHeader() {
         var decoder = WebSocketFrameDecoder(readsMaskedFrames: false, maxMessageBytes: 64 << 10)
         let first: [UInt8] = [0x01, 126, 0xA0, 0x00] + Array(repeating: 0x61, count: 40 << 10)
-        first.withUnsafeBytes { decoder.append($0) }
+        decoder.append(first.span)
         guard case .frame(let frame) = decoder.next() else { Issue.record("the first fragment comes out"); return }
         #expect(!frame.fin && frame.payload.count == 40 << 10)
         // A ping between fragments is allowed (section 5.4) and counts for nothing.
         let ping: [UInt8] = [0x89, 0x00]
-        ping.withUnsafeBytes { decoder.append($0) }
+        decoder.append(ping.span)
         #expect(decoder.next() == .frame(.init(fin: true, opcode: 9, payload: [])))
         let header: [UInt8] = [0x80, 126, 0xA0, 0x00]
-        header.withUnsafeBytes { decoder.append($0) }
+        decoder.append(header.span)
         #expect(decoder.next() == .failure(code: 1009, reason: "message over 65536 bytes"))
         // Within the limit, the same continuation is waited for and comes out.
         var fits = WebSocketFrameDecoder(readsMaskedFrames: false, maxMessageBytes: 64 << 10)
         let small: [UInt8] = [0x01, 126, 0x10, 0x00] + Array(repeating: 0x61, count: 4 << 10) + [0x80, 126, 0x10, 0x00] + Array(repeating: 0x62, count: 4 << 10)
-        small.withUnsafeBytes { fits.append($0) }
+        fits.append(small.span)
         guard case .frame = fits.next(), case .frame(let last) = fits.next() else { Issue.record("both fragments come out"); return }
         #expect(last.fin && last.opcode == 0 && last.payload.count == 4 << 10)
     }

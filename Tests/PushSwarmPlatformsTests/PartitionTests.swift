@@ -1,4 +1,5 @@
 import Foundation
+import PushSwarmSystem
 import Testing
 @testable import PushSwarmCore
 import PushSwarmMetrics
@@ -130,7 +131,7 @@ import PushSwarmMetrics
         let scenario = try loadScenario("quickstart") { $0["devices"] = 10 }
         let thread = PartitionThread(name: "test-partition")
         defer { thread.stop() }
-        let device = Fleet(scenario: scenario).makeDevice(Fleet(scenario: scenario).profile(at: 3), on: thread.asUnownedSerialExecutor())
+        let device = Fleet(scenario: scenario).makeDevice(Fleet(scenario: scenario).profile(at: 3), on: thread)
         let onThread = await device.isOnItsExecutor(thread)
         #expect(onThread)
         #expect(!thread.isCurrent)
@@ -172,7 +173,7 @@ import PushSwarmMetrics
         await #expect(processExitsWith: .failure) {
             let scenario = try loadScenario("quickstart") { $0["devices"] = 10 }
             let thread = PartitionThread(name: "elsewhere")
-            let device = Fleet(scenario: scenario).makeDevice(Fleet(scenario: scenario).profile(at: 3), on: thread.asUnownedSerialExecutor())
+            let device = Fleet(scenario: scenario).makeDevice(Fleet(scenario: scenario).profile(at: 3), on: thread)
             _ = device.pendingRequestsOnExecutor()
         }
     }

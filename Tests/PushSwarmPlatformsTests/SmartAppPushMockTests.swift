@@ -163,7 +163,7 @@ import PushSwarmMetrics
         body.endObject()
         var stepwise = SmartAppPushMessages.EventKey(
             tenantID: "t1", appID: "app1", appUserID: nil, eventName: "e", eventTime: "2026-03-29T14:30:00+03:00", deviceToken: "d")
-        body.bytes.withUnsafeBufferPointer { stepwise.add(canonicalJSON: $0) }
+        stepwise.add(canonicalJSON: body.bytes.span)
         stepwise.add(["k": "v", "n": 2])
         let parsed = SmartAppPushMessages.eventKey(
             tenantID: "t1", appID: "app1", appUserID: nil, eventName: "e", eventTime: "2026-03-29T14:30:00+03:00", deviceToken: "d",

@@ -102,7 +102,7 @@ enum FuzzTarget: String, CaseIterable {
         var offset = 0
         while offset < bytes.count {
             let end = min(bytes.count, offset + piece)
-            bytes[offset..<end].withUnsafeBytes { decoder.append($0) }
+            decoder.append(bytes.span.extracting(offset..<end))
             offset = end
             while true {
                 switch decoder.next() {

@@ -1,4 +1,5 @@
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// One app install's life, as a value: `(state, event, now) -> (state, outputs)`.
 ///
@@ -432,23 +433,23 @@ public struct DeviceLifecycle: Sendable {
         case .fcm:
             // An FCM registration token: an instance id, a colon, and "APA91b" with a long tail,
             // written as bytes into the string's own storage (one allocation).
-            let middle = ":APA91b".utf8
-            return String(unsafeUninitializedCapacity: 22 + middle.count + 134) { buffer in
-                Self.base64URL(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<22]), random: &random)
-                _ = UnsafeMutableBufferPointer(rebasing: buffer[22...]).initialize(from: middle)
-                Self.base64URL(into: UnsafeMutableBufferPointer(rebasing: buffer[(22 + middle.count)...]), random: &random)
-                return buffer.count
+            let middle: StaticString = ":APA91b"
+            let tail = 22 + middle.utf8CodeUnitCount
+            return String(utf8Count: tail + 134) { out in
+                Self.base64URL(into: &out, 0..<22, random: &random)
+                middle.withUTF8Span { out.copy($0, to: 22) }
+                Self.base64URL(into: &out, tail..<out.count, random: &random)
             }
         }
     }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    /// Fills `buffer` with random base64url characters, six bits of the stream each.
-    private static func base64URL(into buffer: UnsafeMutableBufferPointer<UInt8>, random: inout SeededRandom) {
+    /// Fills `range` of `buffer` with random base64url characters, six bits of the stream each.
+    private static func base64URL(into buffer: inout MutableSpan<UInt8>, _ range: Range<Int>, random: inout SeededRandom) {
         var bits: UInt64 = 0
         var available = 0
-        for index in buffer.indices {
+        for index in range {
             if available < 6 {
                 bits = random.next()
                 available = 64

@@ -3,7 +3,7 @@
 ///
 /// A class, held by reference: every call of a device's platform client passes a
 /// `DeviceSnapshot`, which copied the profile's five references as a struct (a retain each, and a
-/// release when the snapshot ended: 2 % of a simulated request); now it is one. Nothing in it
+/// release when the snapshot ended); now it is one. Nothing in it
 /// changes, so sharing it is safe.
 public final class DeviceProfile: Sendable {
     public let index: Int

@@ -11,7 +11,7 @@ public enum EventParameters {
 
     /// What a param's value is drawn as, decided from its name once (`kind(of:)`): a mix entry
     /// keeps its params' kinds, so an event does not compare its names against the whole table
-    /// (up to 35 string comparisons a param, 1 % of a simulated request).
+    /// (up to 35 string comparisons a param).
     public enum Kind: Sendable, Equatable {
         case productID, orderID, contentID, category, screen, query, money(median: Double), currency, quantity
         case count, position, seconds, contentType, feature, source, variant, method, errorCode, errorMessage, other

@@ -1,3 +1,5 @@
+public import PushSwarmSystem
+
 /// One virtual app install: an actor around its lifecycle state machine and its platform client.
 ///
 /// - Important: the actor serialises everything that touches one device (timers, responses,
@@ -34,15 +36,21 @@ public actor VirtualDevice {
         /// retains every reference in it, and emptying the buffer releases them again), and leaves
         /// the buffer empty with its capacity.
         public mutating func takeActions(_ body: (DeviceAction) -> Void) {
-            // Reversed through a buffer pointer, whose swaps move; the array's own copy each.
-            actions.withUnsafeMutableBufferPointer { $0.reverse() }
+            // Reversed through a span, whose swaps move (`Array.reverse` went through its generic
+            // collection code for every event's two or three actions).
+            var span = actions.mutableSpan
+            var low = 0, high = span.count - 1
+            while low < high {
+                span.swapAt(low, high)
+                low += 1
+                high -= 1
+            }
             while let action = actions.popLast() { body(action) }
         }
 
         /// Empties the buffers, keeping their capacity. Popped one by one: each element is then
         /// destroyed by code made for its type, where `removeAll(keepingCapacity:)` went through
-        /// the runtime's generic `swift_arrayDestroy` (3 % of a simulated request, for the two or
-        /// three actions of an event).
+        /// the runtime's generic `swift_arrayDestroy` (Benchmarks/README.md, "Measured choices").
         fileprivate mutating func clear() {
             while actions.popLast() != nil {}
             while outputs.popLast() != nil {}
@@ -53,11 +61,12 @@ public actor VirtualDevice {
     private var client: any PlatformClient
     private var random: SeededRandom
     private let calendar: RunCalendar
-    private let executor: UnownedSerialExecutor
+    /// Held strongly: the executor outlives the device.
+    private let executor: any PartitionExecutor
 
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asActorExecutor }
 
-    public init(lifecycle: DeviceLifecycle, client: any PlatformClient, random: SeededRandom, calendar: RunCalendar, executor: UnownedSerialExecutor) {
+    public init(lifecycle: DeviceLifecycle, client: any PlatformClient, random: SeededRandom, calendar: RunCalendar, executor: any PartitionExecutor) {
         self.executor = executor
         self.lifecycle = lifecycle
         self.client = client
@@ -150,8 +159,8 @@ public actor VirtualDevice {
     /// `handle`, for code already on this device's executor (its partition's thread), checked
     /// there in every build: `assumeIsolated` asks the executor (`isIsolatingCurrentContext`) and
     /// traps when the caller is on another thread. One such entry an event (the check and its
-    /// closure cost about 3 % of a simulated request each time): what else the partition needs
-    /// to know of the event, the change in pending requests, comes back in `work`.
+    /// closure have a cost, (Benchmarks/README.md, "Measured choices")): what else the partition needs to know of the
+    /// event, the change in pending requests, comes back in `work`.
     public nonisolated func handleOnExecutor(_ event: Event, now: Instant, into work: inout Work) {
         assumeIsolated { device in device.handle(event, now: now, into: &work) }
     }

@@ -113,8 +113,8 @@ public struct SlidingWindowLimiter<Key: Hashable & Sendable>: Sendable {
     /// Every 64 windows (at least a minute), once the logs have doubled since the last sweep
     /// (and number at least `minimumLogsToSweep`), drops the logs with nothing left in the
     /// window: a key with no admit inside the window is exactly as if it had never been seen, so
-    /// when this runs changes no answer. A sweep hashes every log it drops; each minute, those
-    /// sweeps cost 1 % of the quickstart, more than all its admissions. Logs held stay within
+    /// when this runs changes no answer. A sweep hashes every log it drops, so sweeping at every
+    /// window would cost more than all the admissions. Logs held stay within
     /// twice what the last sweep left, or the minimum, plus the keys of one period.
     @inlinable
     mutating func sweepIfDue(at now: Instant) {

@@ -1,4 +1,5 @@
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// One HTTP request as a platform client builds it: no I/O, just the bytes to send.
 public struct Request: Sendable, Equatable {
@@ -40,9 +41,9 @@ public struct Request: Sendable, Equatable {
 
     /// The path without its query (`/events?x=1` → `/events`): what services route by.
     public var pathWithoutQuery: String {
-        // Searched as bytes in place: a Character search walks grapheme clusters, and the
-        // generic search of a `UTF8View` cost 250 instructions a call; this is per request.
-        guard let query = path.withContiguousUTF8({ $0.firstIndex(of: UInt8(ascii: "?")) }) else { return path }
+        // Searched as bytes in place, per request: a Character search walks grapheme clusters,
+        // and a `UTF8View`'s generic search costs far more.
+        guard let query = path.withUTF8Span({ $0.firstIndex(of: UInt8(ascii: "?")) }) else { return path }
         return String(decoding: path.utf8.prefix(query), as: UTF8.self)
     }
 }

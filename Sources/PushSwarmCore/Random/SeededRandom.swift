@@ -1,4 +1,5 @@
 import Foundation
+public import PushSwarmSystem
 
 /// The one source of randomness in a run: xoshiro256** seeded through SplitMix64.
 ///
@@ -139,30 +140,25 @@ public struct UUIDValue: Sendable, Equatable, Hashable {
     /// caller in another module gets it specialized: unspecialized, each call instantiated generic
     /// metadata.
     @inlinable
-    public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    public func withUTF8<Result>(_ body: (Span<UInt8>) -> Result) -> Result {
         // 8-4-4-4-12 digits: each half's sixteen made eight at a time (`Hex.eightDigits`) and
-        // stored around the dashes.
-        // Bytes, stored into a word at a time through a raw pointer (allowed for plain values),
-        // and read back as the bytes they are.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { bytes in
-            let text = UnsafeMutableRawPointer(bytes.baseAddress!)
-            let second = Hex.eightDigits(UInt32(truncatingIfNeeded: high)).littleEndian
-            let third = Hex.eightDigits(UInt32(truncatingIfNeeded: low >> 32)).littleEndian
-            text.storeBytes(of: Hex.eightDigits(UInt32(truncatingIfNeeded: high >> 32)).littleEndian, as: UInt64.self)
-            text.storeBytes(of: UInt32(truncatingIfNeeded: second), toByteOffset: 9, as: UInt32.self)
-            text.storeBytes(of: UInt32(truncatingIfNeeded: second >> 32), toByteOffset: 14, as: UInt32.self)
-            text.storeBytes(of: UInt32(truncatingIfNeeded: third), toByteOffset: 19, as: UInt32.self)
-            text.storeBytes(of: UInt32(truncatingIfNeeded: third >> 32), toByteOffset: 24, as: UInt32.self)
-            text.storeBytes(of: Hex.eightDigits(UInt32(truncatingIfNeeded: low)).littleEndian, toByteOffset: 28, as: UInt64.self)
-            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 8, as: UInt8.self)
-            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 13, as: UInt8.self)
-            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 18, as: UInt8.self)
-            text.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 23, as: UInt8.self)
-            return body(UnsafeBufferPointer(start: bytes.baseAddress!, count: 36))
+        // stored around the dashes, a word at a time.
+        var bytes = InlineArray<40, UInt8>(repeating: UInt8(ascii: "-"))
+        do {
+            var text = bytes.mutableSpan
+            let second = Hex.eightDigits(UInt32(truncatingIfNeeded: high))
+            let third = Hex.eightDigits(UInt32(truncatingIfNeeded: low >> 32))
+            text.storeLittleEndian(Hex.eightDigits(UInt32(truncatingIfNeeded: high >> 32)), at: 0)
+            text.storeLittleEndian(UInt32(truncatingIfNeeded: second), at: 9)
+            text.storeLittleEndian(UInt32(truncatingIfNeeded: second >> 32), at: 14)
+            text.storeLittleEndian(UInt32(truncatingIfNeeded: third), at: 19)
+            text.storeLittleEndian(UInt32(truncatingIfNeeded: third >> 32), at: 24)
+            text.storeLittleEndian(Hex.eightDigits(UInt32(truncatingIfNeeded: low)), at: 28)
         }
+        return body(bytes.span.extracting(..<36))
     }
 
-    public var string: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
+    public var string: String { withUTF8 { String(decodingUTF8: $0) } }
 }
 
 extension UInt64 {

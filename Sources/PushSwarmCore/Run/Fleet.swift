@@ -1,3 +1,5 @@
+public import PushSwarmSystem
+
 /// The device population of a scenario. Each device is derived from (seed, index) alone, so any
 /// subset of indices (a shard) is built exactly as the full run builds it.
 public struct Fleet: Sendable {
@@ -79,7 +81,7 @@ public struct Fleet: Sendable {
     }
 
     /// The device with `profile`, ready to start, its actor on `executor` (its partition's thread).
-    public func makeDevice(_ profile: DeviceProfile, on executor: UnownedSerialExecutor) -> VirtualDevice {
+    public func makeDevice(_ profile: DeviceProfile, on executor: any PartitionExecutor) -> VirtualDevice {
         let index = profile.index
         let group = group(of: profile)
         var lifecycle = DeviceLifecycle(profile: profile, group: groupBehaviours[profile.groupIndex])

@@ -1,4 +1,5 @@
 import Foundation
+import PushSwarmSystem
 
 /// What a run will hold in memory, estimated before it starts, against what this process may
 /// use: a run that cannot fit is refused with both figures (exit 2) instead of dying part way
@@ -73,10 +74,7 @@ public struct MemoryEstimate: Sendable, Equatable {
         /// This process's limits, read from the system.
         public static func current() -> Limits {
             var limits = Limits()
-            var limit = rlimit()
-            if getrlimit(Int32(RLIMIT_AS.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(Int.max) {
-                limits.addressSpace = Int(limit.rlim_cur)
-            }
+            limits.addressSpace = SystemCalls.addressSpaceLimit()
             if let text = try? String(contentsOfFile: "/sys/fs/cgroup/memory.max", encoding: .utf8),
                let bytes = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 limits.cgroup = bytes

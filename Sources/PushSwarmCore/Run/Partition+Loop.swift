@@ -1,6 +1,6 @@
-import CPushSwarmShim
 import Foundation
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// How a partition runs: in simulated time, its whole run in one loop on its thread; in wall
 /// time, on its event loop, woken when something is due and when an answer arrives.
@@ -18,14 +18,14 @@ extension Partition {
     }
 
     /// Asks for the first lines of the device the next item is for, while this one is handled.
-    /// In a large fleet the device was last touched long ago and is out of cache: its first touch
-    /// (`slots[index].device`, retained by `handle`) was 4.6 % of a million devices' day. The
+    /// In a large fleet the device was last touched long ago and is out of cache, and its first
+    /// touch (`slots[index].device`, retained by `handle`) shows in a million devices' day
+    /// (Benchmarks/README.md, "Measured choices"). The
     /// device's index is the hint its items are queued with, read from the heap's first entry
     /// without touching the item. A prefetch only: what runs does not change.
     func prefetchNextDevice() {
         guard let index = queue.nextHint, index >= 0 else { return }
-        let object = UnsafeRawPointer(Unmanaged.passUnretained(slots[Int(index)].device).toOpaque())
-        for line in 0..<6 { ps_prefetch(object + 64 * line) }
+        SystemCalls.prefetch(SystemCalls.ObjectAddress(of: slots[Int(index)].device), lines: 6)
     }
 
     /// The next item to handle, or nil when the run is over: past the end with nothing in flight.

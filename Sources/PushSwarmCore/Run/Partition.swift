@@ -1,6 +1,6 @@
-import CPushSwarmShim
 import Foundation
 import PushSwarmMetrics
+import PushSwarmSystem
 import Synchronization
 
 /// One shared-nothing part of a run: whole NAT addresses' worth of devices, its own scheduler, its
@@ -189,7 +189,6 @@ final class Partition: @unchecked Sendable {
     /// profile) to `made`.
     func makeDevices(_ made: (Int, DeviceProfile, VirtualDevice) -> Void) {
         slots.reserveCapacity(range.count)
-        let executor = executor.asUnownedSerialExecutor()
         for index in 0..<range.count {
             let profile = fleet.profile(at: range.lowerBound + index)
             let device = fleet.makeDevice(profile, on: executor)

@@ -1,5 +1,6 @@
 import Foundation
 import PushSwarmMetrics
+public import PushSwarmSystem
 import Synchronization
 
 /// Runs a scenario as P shared-nothing partitions, one per core by default, each on its own

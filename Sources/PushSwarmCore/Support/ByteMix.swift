@@ -1,3 +1,5 @@
+import PushSwarmSystem
+
 /// The multiply-and-fold step of wyhash, and bytes absorbed with it: the one fast non-cryptographic
 /// hash PushSwarm uses (`LedgerKey.Builder` for ledger keys, `TokenIndex` for token tables).
 /// Every input bit reaches every output bit within two words.
@@ -28,21 +30,19 @@ enum ByteMix {
     /// The state is worked on in a local and stored once at the end: through the `inout` it was
     /// stored after every multiply (the bytes read might have been it, for all the compiler knew).
     @inline(__always)
-    static func absorb(_ bytes: UnsafeBufferPointer<UInt8>, into stored: inout UInt64) {
-        guard let base = bytes.baseAddress else { return }
+    static func absorb(_ bytes: Span<UInt8>, into stored: inout UInt64) {
         var state = stored
         defer { stored = state }
-        let raw = UnsafeRawPointer(base)
         var offset = 0
         while offset + 16 <= bytes.count {
-            let first = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            let second = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+            let first = bytes.littleEndianWord(at: offset)
+            let second = bytes.littleEndianWord(at: offset + 8)
             let product = (state ^ first ^ 0xE703_7ED1_A0B4_28DB).multipliedFullWidth(by: second ^ 0x8EBC_6AF0_9C88_C6E3)
             state = product.high ^ product.low
             offset += 16
         }
         if offset + 8 <= bytes.count {
-            mix(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)), into: &state)
+            mix(bytes.littleEndianWord(at: offset), into: &state)
             offset += 8
         }
         if offset < bytes.count {
@@ -52,7 +52,7 @@ enum ByteMix {
             let remaining = bytes.count - offset
             var tail: UInt64 = 0
             if bytes.count >= 8 {
-                tail = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self)) >> (8 * UInt64(8 - remaining))
+                tail = bytes.littleEndianWord(at: bytes.count - 8) >> (8 * UInt64(8 - remaining))
             } else {
                 for index in 0..<remaining { tail |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
             }

@@ -1,3 +1,5 @@
+public import PushSwarmSystem
+
 /// Lower-case hexadecimal text for byte sequences.
 public enum Hex {
     /// The lower-case digit of a nibble (0...15).
@@ -6,8 +8,8 @@ public enum Hex {
 
     /// The eight lower-case digits of `value`, most significant first, as a word to store
     /// little-endian: every nibble spread into a byte of its own and turned into its digit at
-    /// once, where a digit at a time cost ten times the instructions (a session id and a
-    /// fingerprint are written into every SmartAppPush event and answer).
+    /// once, not a digit at a time (a session id and a fingerprint are written into every
+    /// SmartAppPush event and answer).
     @inlinable @inline(__always)
     public static func eightDigits(_ value: UInt32) -> UInt64 {
         var x = UInt64(value)
@@ -22,11 +24,11 @@ public enum Hex {
         return x &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
     }
 
-    /// The sixteen digits of `value`, most significant first, stored at `out`.
+    /// The sixteen digits of `value`, most significant first, stored at `offset` in `out`.
     @inlinable @inline(__always)
-    public static func writeSixteenDigits(_ value: UInt64, to out: UnsafeMutableRawPointer) {
-        out.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: value >> 32)).littleEndian, as: UInt64.self)
-        out.storeBytes(of: eightDigits(UInt32(truncatingIfNeeded: value)).littleEndian, toByteOffset: 8, as: UInt64.self)
+    public static func writeSixteenDigits(_ value: UInt64, into out: inout MutableSpan<UInt8>, at offset: Int) {
+        out.storeLittleEndian(eightDigits(UInt32(truncatingIfNeeded: value >> 32)), at: offset)
+        out.storeLittleEndian(eightDigits(UInt32(truncatingIfNeeded: value)), at: offset + 8)
     }
 
     /// A version 4 UUID's text (8-4-4-4-12, variant 10) made of the first 16 of `bytes` (a hash

@@ -1,21 +1,22 @@
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// The code lists SmartAppPush's spec names for `language` (ISO 639-1) and `country`
 /// (ISO 3166-1 alpha-2), so that mocks and scenario validation reject codes that do not exist.
 public enum ISOCodes {
     /// Whether `code` is an ISO 639-1 language code (two lower-case letters).
     public static func isLanguage(_ code: String) -> Bool {
-        return code.withContiguousUTF8 { languageTable.contains($0) }
+        code.withUTF8Span { languageTable.contains($0) }
     }
 
-    public static func isLanguage(utf8 code: UnsafeBufferPointer<UInt8>) -> Bool { languageTable.contains(code) }
+    public static func isLanguage(utf8 code: Span<UInt8>) -> Bool { languageTable.contains(code) }
 
     /// Whether `code` is an ISO 3166-1 alpha-2 country code (two upper-case letters).
     public static func isCountry(_ code: String) -> Bool {
-        return code.withContiguousUTF8 { countryTable.contains($0) }
+        code.withUTF8Span { countryTable.contains($0) }
     }
 
-    public static func isCountry(utf8 code: UnsafeBufferPointer<UInt8>) -> Bool { countryTable.contains(code) }
+    public static func isCountry(utf8 code: Span<UInt8>) -> Bool { countryTable.contains(code) }
 
     /// The lists as bits, one for each pair of letters: the mock checks every event's codes, and a
     /// bit hashes nothing, allocates nothing, and (plain values, not an object) retains nothing
@@ -42,7 +43,7 @@ public enum ISOCodes {
             return Int(x) * 26 + Int(y)
         }
 
-        func contains(_ code: UnsafeBufferPointer<UInt8>) -> Bool {
+        func contains(_ code: Span<UInt8>) -> Bool {
             guard code.count == 2, let bit = bit(code[0], code[1]) else { return false }
             return words[bit >> 6] & 1 << UInt64(bit & 63) != 0
         }

@@ -1,7 +1,7 @@
 /// A hash table from 64-bit keys to 64-bit values, for keys that are already hashes (ledger keys) or
 /// small packed integers: a key's position is one multiply of it, where `Set<UInt64>` and
-/// `Dictionary` run SipHash over it (about 15 ns a lookup). The ledger looks keys up six times a
-/// request; with `Set` those hashes were about 1.5 % of a simulated request's CPU.
+/// `Dictionary` run SipHash over it. The ledger looks keys up six times a request
+/// (Benchmarks/README.md, "Measured choices").
 ///
 /// Open addressing with linear probing, at most three quarters full (as `Dictionary`), keys and
 /// values in one array of entries. A key's position is the top bits of the key times an odd

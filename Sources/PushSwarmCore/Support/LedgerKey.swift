@@ -1,4 +1,5 @@
 public import PushSwarmMetrics
+import PushSwarmSystem
 
 /// What identifies one accepted item (an event, an open) in a service's ledger. Devices compute
 /// the same key for what they believe was delivered, so the two sides can be compared.
@@ -54,11 +55,11 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
         }
 
         public mutating func add(_ text: String) {
-            text.withContiguousUTF8 { add(bytes: $0, kind: 4) }
+            text.withUTF8Span { add(bytes: $0, kind: 4) }
         }
 
         /// A string given as its UTF-8: the same key as `add(_:)` with that `String`.
-        public mutating func add(utf8: UnsafeBufferPointer<UInt8>) { add(bytes: utf8, kind: 4) }
+        public mutating func add(utf8: Span<UInt8>) { add(bytes: utf8, kind: 4) }
 
         public mutating func add(_ flag: Bool) { mix(flag ? 2 : 1) }
 
@@ -89,9 +90,9 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
         /// A JSON value given as its canonical text (`JSONWriter.write(_:sortingKeys: true)`):
         /// hashed as bytes, which is cheaper than walking a tree and gives equal values one key.
         /// Not the same key as `add(_ value:)` of that value: both sides of a ledger must use one.
-        public mutating func add(canonicalJSON text: UnsafeBufferPointer<UInt8>) { add(bytes: text, kind: 7) }
+        public mutating func add(canonicalJSON text: Span<UInt8>) { add(bytes: text, kind: 7) }
 
-        private mutating func add(bytes: UnsafeBufferPointer<UInt8>, kind: UInt64) {
+        private mutating func add(bytes: Span<UInt8>, kind: UInt64) {
             mix(kind << 56 | UInt64(bytes.count))
             ByteMix.absorb(bytes, into: &state)
         }

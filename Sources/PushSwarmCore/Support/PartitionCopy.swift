@@ -4,7 +4,7 @@
 /// tenants) is held once and referenced by every device, and devices retain it on every event
 /// (a profile copied into a snapshot, a settings string written into a body). Were one object
 /// referenced by two partitions, its count's cache line would move between their cores on every
-/// such retain: at two partitions that cost 10–15 % of the quickstart's CPU (Benchmarks/README).
+/// such retain (Benchmarks/README.md, "Measured choices").
 /// So each partition builds its devices and mocks from its own copy of the scenario
 /// (`Scenario.partitionCopy`): equal in value, with storage of its own.
 ///

@@ -1,4 +1,4 @@
-import CPushSwarmShim
+import PushSwarmSystem
 
 /// Values waiting by number: `insert` gives a slot, `take` moves the value out and frees the slot
 /// for the next insert. The event queue keeps its items here (its heap holds only their slots),
@@ -28,9 +28,6 @@ struct Slab<Element> {
     /// Asks for the line holding `slot` (a hint: what runs does not change).
     @inline(__always)
     func prefetch(_ slot: Int32) {
-        values.withUnsafeBufferPointer { values in
-            guard let base = values.baseAddress else { return }
-            ps_prefetch(base + Int(slot))
-        }
+        SystemCalls.prefetch(values, at: Int(slot))
     }
 }

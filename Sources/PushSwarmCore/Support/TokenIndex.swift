@@ -1,4 +1,4 @@
-import Glibc
+import PushSwarmSystem
 import PushSwarmMetrics
 
 /// A table from strings (push tokens, 150-odd bytes) to small integers, looked up by the string's
@@ -38,17 +38,17 @@ public struct TokenIndex: Sendable {
     }
 
     /// The value of the key whose UTF-8 is `utf8`.
-    public func value(utf8: UnsafeBufferPointer<UInt8>) -> Int? {
+    public func value(utf8: Span<UInt8>) -> Int? {
         let position = find(utf8, hash: Self.hash(utf8))
         return entries[position].hash == 0 ? nil : Int(entries[position].value)
     }
 
     public subscript(key: String) -> Int? {
         get {
-            return key.withContiguousUTF8 { value(utf8: $0) }
+            key.withUTF8Span { value(utf8: $0) }
         }
         set {
-            let (hash, position) = key.withContiguousUTF8 { utf8 in
+            let (hash, position) = key.withUTF8Span { utf8 in
                 let hash = Self.hash(utf8)
                 return (hash, find(utf8, hash: hash))
             }
@@ -61,7 +61,7 @@ public struct TokenIndex: Sendable {
     }
 
     /// The position holding `utf8`, or the empty position where it would go.
-    private func find(_ utf8: UnsafeBufferPointer<UInt8>, hash: UInt32) -> Int {
+    private func find(_ utf8: Span<UInt8>, hash: UInt32) -> Int {
         var position = Int(truncatingIfNeeded: hash) & mask
         while true {
             let stored = entries[position].hash
@@ -108,14 +108,12 @@ public struct TokenIndex: Sendable {
         }
     }
 
-    private static func equals(_ key: String, _ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        key.utf8.withContiguousStorageIfAvailable { stored in
-            stored.count == utf8.count && (stored.count == 0 || memcmp(stored.baseAddress!, utf8.baseAddress!, stored.count) == 0)
-        } ?? key.utf8.elementsEqual(utf8)
+    private static func equals(_ key: String, _ utf8: Span<UInt8>) -> Bool {
+        key.withUTF8Span { $0.bytesEqual(utf8) }
     }
 
     /// `ByteMix` over the bytes, 32 bits of it, never 0 (0 marks an empty position).
-    static func hash(_ utf8: UnsafeBufferPointer<UInt8>) -> UInt32 {
+    static func hash(_ utf8: Span<UInt8>) -> UInt32 {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(utf8.count)
         ByteMix.absorb(utf8, into: &state)
         let hash = UInt32(truncatingIfNeeded: ByteMix.finalised(state))

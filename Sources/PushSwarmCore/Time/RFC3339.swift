@@ -1,4 +1,5 @@
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// RFC 3339 timestamps: written by devices for `event_time`, checked by mock services.
 public enum RFC3339 {
@@ -18,19 +19,17 @@ public enum RFC3339 {
             // The widest year an Int64 of microseconds gives has 7 characters (a sign and 6
             // digits): 32 bytes at most.
             var bytes = storage.mutableSpan
-            count = bytes.withUnsafeMutableBufferPointer { buffer in
-                RFC3339.write(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: buffer)
-            }
+            count = RFC3339.write(unixMicroseconds: unixMicroseconds, offsetSeconds: offsetSeconds, utcAsZ: utcAsZ, into: &bytes)
         }
 
         /// Inlinable (as `UUIDValue.withUTF8`): called unspecialized from another module, it went
-        /// through the standard library's generic `withUnsafeBytes` and its metadata every call.
+        /// through generic code and its metadata every call.
         @inlinable
-        public func withUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            storage.span.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[..<count])) }
+        public func withUTF8<Result>(_ body: (Span<UInt8>) -> Result) -> Result {
+            body(storage.span.extracting(..<count))
         }
 
-        public var string: String { withUTF8 { String(decoding: $0, as: UTF8.self) } }
+        public var string: String { withUTF8 { String(decodingUTF8: $0) } }
     }
 
     /// `format` as a `Text`.
@@ -40,7 +39,7 @@ public enum RFC3339 {
 
     /// Writes the text byte by byte into `buffer`, which has room for it; returns its length.
     private static func write(
-        unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool, into buffer: UnsafeMutableBufferPointer<UInt8>
+        unixMicroseconds: Int64, offsetSeconds: Int, utcAsZ: Bool, into buffer: inout MutableSpan<UInt8>
     ) -> Int {
         let localMicros = unixMicroseconds + Int64(offsetSeconds) * 1_000_000
         let totalSeconds = floorDivide(localMicros, 1_000_000)
@@ -82,11 +81,11 @@ public enum RFC3339 {
     /// Parses a full RFC 3339 `date-time` (section 5.6) to microseconds since the Unix epoch.
     /// Nil when the text is not one: a missing offset, an impossible date, a stray character.
     public static func parse(_ text: String) -> Int64? {
-        return text.withContiguousUTF8 { parse(utf8: $0) }
+        text.withUTF8Span { parse(utf8: $0) }
     }
 
     /// `parse` over UTF-8 bytes, for callers that hold them (a request body) and no `String`.
-    public static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+    public static func parse(utf8 bytes: Span<UInt8>) -> Int64? {
         var index = 0
         func digits(_ count: Int) -> Int? {
             guard index + count <= bytes.count else { return nil }
@@ -106,9 +105,9 @@ public enum RFC3339 {
             index += 1
             return true
         }
-        // `YYYY-MM-DDTHH:MM:SS`, a fixed layout: read as three words (`head`), where a digit at a
-        // time was 2 % of a simulated request (the mock checks every event's time).
-        guard bytes.count >= 19, let (year, month, day, hour, minute, second) = head(UnsafeRawPointer(bytes.baseAddress!)) else { return nil }
+        // `YYYY-MM-DDTHH:MM:SS`, a fixed layout: read as three words (`head`), not a digit at a
+        // time (the mock checks every event's time).
+        guard bytes.count >= 19, let (year, month, day, hour, minute, second) = head(bytes) else { return nil }
         index = 19
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour <= 23,
             minute <= 59, second <= 60
@@ -145,13 +144,13 @@ public enum RFC3339 {
         return seconds * 1_000_000 + micros
     }
 
-    /// The 19 bytes at `base` as `YYYY-MM-DDTHH:MM:SS` (`T` in either case), or nil: the digits
+    /// The first 19 bytes as `YYYY-MM-DDTHH:MM:SS` (`T` in either case), or nil: the digits
     /// and separators of the words at 0, 8 and 11 checked at once, the digits read from them.
     @inline(__always)
-    private static func head(_ base: UnsafeRawPointer) -> (Int, Int, Int, Int, Int, Int)? {
-        let first = UInt64(littleEndian: base.loadUnaligned(as: UInt64.self))  // YYYY-MM-
-        let second = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt64.self))  // DDTHH:MM
-        let third = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 11, as: UInt64.self))  // HH:MM:SS
+    private static func head(_ bytes: Span<UInt8>) -> (Int, Int, Int, Int, Int, Int)? {
+        let first = bytes.littleEndianWord(at: 0)  // YYYY-MM-
+        let second = bytes.littleEndianWord(at: 8)  // DDTHH:MM
+        let third = bytes.littleEndianWord(at: 11)  // HH:MM:SS
         // Each byte's digit value where a digit belongs (0 elsewhere): valid when every one is
         // below 10, which adding 0x76 tells by the byte's top bit (a byte of 0x80 or more has it
         // already, and only such a byte can carry into the next).

@@ -1,3 +1,4 @@
+import PushSwarmSystem
 import Foundation
 import Synchronization
 
@@ -13,17 +14,18 @@ public final class ZoneOffsets: Sendable {
         var offsetSeconds: Int
     }
 
-    /// Each zone's segments, found by its name through `places`: a `TokenIndex` hashes the
-    /// name's bytes without SipHash (a device looks its zone up for every event it stamps; with
-    /// a `[String: [Segment]]` that was 1 % of a simulated request).
-    private let segments: [[Segment]]
+    /// Every zone's segments, one zone after another, each zone's run starting at the place
+    /// `places` gives for its name: a `TokenIndex` hashes the name's bytes without SipHash (a
+    /// device looks its zone up for every event it stamps), and one flat array is read in place
+    /// (a copy of a zone's own list retained and released it, for every event).
+    private let segments: [Segment]
     private let places: TokenIndex
 
     /// - Parameters:
     ///   - zones: IANA identifiers; unknown ones are left out (see `contains`).
     ///   - from, through: the span covered, in Unix seconds.
     public init(zones: some Sequence<String>, from: Int64, through: Int64) {
-        var segments: [[Segment]] = []
+        var segments: [Segment] = []
         var places = TokenIndex()
         for identifier in Set(zones) {
             guard let zone = TimeZone(identifier: identifier) else { continue }
@@ -38,7 +40,7 @@ public final class ZoneOffsets: Sendable {
                 date = transition
             }
             places[identifier] = segments.count
-            segments.append(list)
+            segments += list
         }
         self.segments = segments
         self.places = places
@@ -49,14 +51,14 @@ public final class ZoneOffsets: Sendable {
     /// Seconds east of UTC in `zone` at `unixSeconds`; 0 for a zone not in the table.
     public func offsetSeconds(zone: String, atUnixSeconds unixSeconds: Int64) -> Int {
         guard let place = places[zone] else { return 0 }
-        // Read in place: a copy of the zone's list retained and released it, for every event.
-        return segments[place].withUnsafeBufferPointer { list in
-            var result = list[0].offsetSeconds
-            for segment in list where segment.startUnixSeconds <= unixSeconds {
-                result = segment.offsetSeconds
-            }
-            return result
+        // The zone's run starts with its Int64.min segment; the next zone's starts the same way.
+        var result = segments[place].offsetSeconds
+        var index = place + 1
+        while index < segments.count, segments[index].startUnixSeconds != Int64.min, segments[index].startUnixSeconds <= unixSeconds {
+            result = segments[index].offsetSeconds
+            index += 1
         }
+        return result
     }
 
     /// Whether `identifier` names an IANA time zone. Foundation's list on Linux leaves out link
@@ -86,9 +88,9 @@ public struct KnownZones: Sendable {
 
     public init() {}
 
-    public mutating func contains(utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+    public mutating func contains(utf8: Span<UInt8>) -> Bool {
         if valid.value(utf8: utf8) != nil { return true }
-        let name = String(decoding: utf8, as: UTF8.self)
+        let name = String(decodingUTF8: utf8)
         guard ZoneOffsets.isKnown(name) else { return false }
         valid[name] = 1
         return true

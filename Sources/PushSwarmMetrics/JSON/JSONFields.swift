@@ -1,4 +1,4 @@
-import Glibc
+import PushSwarmSystem
 
 /// The top-level members of a JSON object, found in one validating pass over its bytes without
 /// building a tree for them: a string member is the range of its bytes, turned into a `String`
@@ -79,7 +79,7 @@ public struct JSONFields: Sendable {
             var hasEscapedName = false
             repeat {
                 let (name, isPlain) = try cursor.memberName()
-                let key = isPlain ? bytes.withUnsafeBufferPointer { Self.nameKey(UnsafeBufferPointer(rebasing: $0[name])) } : 0
+                let key = isPlain ? Self.nameKey(bytes.span.extracting(name)) : 0
                 // The key's top six bits: its low bits are a product's low bits, which depend
                 // only on the name's first and last bytes, and names share those more often.
                 let bit: UInt64 = isPlain ? 1 << (key >> 58) : 0
@@ -124,62 +124,45 @@ public struct JSONFields: Sendable {
     /// `key` is a plain name's `nameKey`, already made by the parse.
     private func hasMember(named content: Range<Int>, isPlain: Bool, key: UInt64) -> Bool {
         if isPlain {
-            return bytes.withUnsafeBufferPointer { all in firstMember(named: UnsafeBufferPointer(rebasing: all[content]), key: key) != nil }
+            return firstMember(named: bytes.span.extracting(content), key: key) != nil
         }
-        return unescaped(content).withUnsafeBufferPointer { firstMember(named: $0) != nil }
+        return firstMember(named: unescaped(content).span) != nil
     }
 
     /// The place of the member whose name's UTF-8 is `wanted`, looked for from `start` on and
     /// then around from the first (names are unique: a repeated one fails the parse, so the one
     /// found is the first of that name). `key` is `nameKey(wanted)` when the caller has it.
-    private func firstMember(named wanted: UnsafeBufferPointer<UInt8>, key: UInt64? = nil, from start: Int = 0) -> Int? {
+    private func firstMember(named wanted: Span<UInt8>, key: UInt64? = nil, from start: Int = 0) -> Int? {
         let key = key ?? Self.nameKey(wanted)
-        // Through buffer pointers: a lookup reads one member's key and name in the common case,
-        // and the array accesses' checks were most of its cost.
-        return members.withUnsafeBufferPointer { members in
-            bytes.withUnsafeBufferPointer { bytes in
-                let count = members.count
-                var place = start < count ? start : 0
-                for _ in 0..<count {
-                    let name = members[place].name
-                    let memberKey = members[place].key
-                    if memberKey == key {
-                        if Self.equals(UnsafeBufferPointer(rebasing: bytes[name]), wanted) { return place }
-                    } else if memberKey == 0, unescaped(name).elementsEqual(wanted) {
-                        return place
-                    }
-                    place = place + 1 == count ? 0 : place + 1
-                }
-                return nil
+        // Through spans: a lookup reads one member's key and name in the common case.
+        let members = self.members.span
+        let bytes = self.bytes.span
+        let count = members.count
+        var place = start < count ? start : 0
+        for _ in 0..<count {
+            let name = members[place].name
+            let memberKey = members[place].key
+            if memberKey == key {
+                if bytes.extracting(name).bytesEqual(wanted) { return place }
+            } else if memberKey == 0, unescaped(name).span.bytesEqual(wanted) {
+                return place
             }
+            place = place + 1 == count ? 0 : place + 1
         }
+        return nil
     }
 
     /// A name's first and last eight bytes and its length, mixed into a word that is never 0: equal
     /// names have equal keys, and two names of a request almost never share one.
-    private static func nameKey(_ name: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    private static func nameKey(_ name: Span<UInt8>) -> UInt64 {
         let count = name.count
         var head: UInt64 = 0
         var tail: UInt64 = 0
-        if count >= 8, let base = name.baseAddress {
-            head = UnsafeRawPointer(base).loadUnaligned(as: UInt64.self)
-            tail = UnsafeRawPointer(base + (count - 8)).loadUnaligned(as: UInt64.self)
-        } else if count > 0, let base = name.baseAddress {
-            // The name's bytes as the low bytes of a word (little-endian), from two loads that
-            // may overlap: copying them into a word in memory and loading that stalled on the
-            // store (a tenth of the parse, for `country`, `context`, `api_key` and `params`).
-            let raw = UnsafeRawPointer(base)
-            if count >= 4 {
-                let low = UInt64(UInt32(littleEndian: raw.loadUnaligned(as: UInt32.self)))
-                let high = UInt64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)))
-                head = low | high << (8 * UInt64(count - 4))
-            } else if count >= 2 {
-                let low = UInt64(UInt16(littleEndian: raw.loadUnaligned(as: UInt16.self)))
-                let high = UInt64(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)))
-                head = low | high << (8 * UInt64(count - 2))
-            } else {
-                head = UInt64(base[0])
-            }
+        if count >= 8 {
+            head = name.littleEndianWord(at: 0)
+            tail = name.littleEndianWord(at: count - 8)
+        } else {
+            head = name.shortLittleEndianWord()
         }
         let key = (head &* 0x9E37_79B9_7F4A_7C15) ^ (tail &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(count)
         return key == 0 ? 1 : key
@@ -187,7 +170,7 @@ public struct JSONFields: Sendable {
 
     /// The value of the first member named `name`, or nil when there is none.
     public subscript(name: String) -> Value? {
-        return name.withContiguousUTF8 { wanted in firstMember(named: wanted).map { members[$0].value } }
+        return name.withUTF8Span { firstMember(named: $0) }.map { members[$0].value }
     }
 
     /// The value of the member named `name`, looked for first at `next` and then around: a
@@ -195,18 +178,23 @@ public struct JSONFields: Sendable {
     /// first look. `next` becomes the place after the member found. (Names are unique: a
     /// repeated one fails the parse.)
     public func value(named name: String, next: inout Int) -> Value? {
-        name.withContiguousUTF8 { value(named: $0, key: Self.nameKey($0), next: &next) }
+        name.withUTF8Span { value(named: $0, key: Self.nameKey($0), next: &next) }
     }
 
     /// A member name a caller looks up in every body it parses, with its key made once (a mock
     /// looks a dozen names up in every request).
     public struct Name: Sendable {
         public let text: StaticString
+        /// The text's UTF-8, read in place by a lookup (a closure over the static text captured
+        /// the fields, and copying them retained their arrays).
+        fileprivate let utf8: [UInt8]
         fileprivate let key: UInt64
 
         public init(_ text: StaticString) {
+            let bytes = text.withUTF8Span { Array(decodingSpan: $0) }
             self.text = text
-            key = text.withUTF8Buffer(JSONFields.nameKey)
+            utf8 = bytes
+            key = JSONFields.nameKey(bytes.span)
         }
 
         public var string: String { text.description }
@@ -214,10 +202,10 @@ public struct JSONFields: Sendable {
 
     /// `value(named:next:)` for a `Name`.
     public func value(named name: Name, next: inout Int) -> Value? {
-        name.text.withUTF8Buffer { value(named: $0, key: name.key, next: &next) }
+        value(named: name.utf8.span, key: name.key, next: &next)
     }
 
-    private func value(named wanted: UnsafeBufferPointer<UInt8>, key: UInt64, next: inout Int) -> Value? {
+    private func value(named wanted: Span<UInt8>, key: UInt64, next: inout Int) -> Value? {
         guard let place = firstMember(named: wanted, key: key, from: next) else { return nil }
         next = place + 1
         return members[place].value
@@ -235,7 +223,7 @@ public struct JSONFields: Sendable {
     /// its bytes as they stand when they are that form already, else through a tree.
     public func writeCanonical(_ nested: Nested, into writer: inout JSONWriter) {
         if nested.isCanonical {
-            bytes.withUnsafeBufferPointer { writer.json(UnsafeBufferPointer(rebasing: $0[nested.range])) }
+            writer.json(bytes.span.extracting(nested.range))
         } else {
             writer.write(value(nested), sortingKeys: true)
         }
@@ -255,43 +243,18 @@ public struct JSONFields: Sendable {
     /// Calls `body` with the UTF-8 of a string value, without making a `String` when it is plain.
     /// Inlinable, so that the mocks in another module get it specialized for their `Result`: the
     /// unspecialized calls (generic metadata, a closure context, the body not inlined) of this,
-    /// `RFC3339.Text.withUTF8` and `UUIDValue.withUTF8` cost 5 % of a simulated request.
+    /// `RFC3339.Text.withUTF8` and `UUIDValue.withUTF8` were costly (Benchmarks/README.md, "Measured choices").
     @inlinable
-    public func withUTF8<Result>(_ text: Text, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    public func withUTF8<Result>(_ text: Text, _ body: (Span<UInt8>) -> Result) -> Result {
         if text.isPlain {
-            return bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[text.content])) }
+            return body(bytes.span.extracting(text.content))
         }
-        return unescaped(text.content).withUnsafeBufferPointer(body)
+        return body(unescaped(text.content).span)
     }
 
     /// Whether a string value is `other`, byte for byte.
     public func text(_ text: Text, equals other: String) -> Bool {
-        return other.withContiguousUTF8 { wanted in withUTF8(text) { Self.equals($0, wanted) } }
-    }
-
-    private func equals(_ content: Range<Int>, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.withUnsafeBufferPointer { Self.equals(UnsafeBufferPointer(rebasing: $0[content]), wanted) }
-    }
-
-    /// Names and short values are compared in place, eight bytes at a time: a call to `memcmp`
-    /// for a dozen bytes cost more than the comparison (2 % of a simulated request, in the
-    /// mock's field lookups and duplicate-name checks). Long ones go to `memcmp`.
-    private static func equals(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard a.count == b.count else { return false }
-        guard let left = a.baseAddress, let right = b.baseAddress else { return true }
-        let count = a.count
-        guard count <= 32 else { return memcmp(left, right, count) == 0 }
-        let l = UnsafeRawPointer(left), r = UnsafeRawPointer(right)
-        var offset = 0
-        while offset + 8 <= count {
-            if l.loadUnaligned(fromByteOffset: offset, as: UInt64.self) != r.loadUnaligned(fromByteOffset: offset, as: UInt64.self) { return false }
-            offset += 8
-        }
-        while offset < count {
-            if left[offset] != right[offset] { return false }
-            offset += 1
-        }
-        return true
+        return other.withUTF8Span { wanted in withUTF8(text) { $0.bytesEqual(wanted) } }
     }
 
     /// Escapes resolved; the string was checked when the fields were parsed, so this cannot fail.

@@ -1,4 +1,4 @@
-import Glibc
+import PushSwarmSystem
 
 /// Parses JSON text (RFC 8259) into a `JSONValue`, reporting where a syntax error is.
 ///
@@ -100,9 +100,7 @@ public struct JSONParser {
             let start = index
             let count = word.utf8CodeUnitCount
             guard index + count <= bytes.count else { throw error("invalid literal", at: start) }
-            let matches = word.withUTF8Buffer { expected in
-                (0..<count).allSatisfy { bytes[index + $0] == expected[$0] }
-            }
+            let matches = word.withUTF8Span { expected in bytes.span.extracting(index..<index + count).bytesEqual(expected) }
             guard matches else { throw error("invalid literal", at: start) }
             index += count
         }
@@ -208,7 +206,7 @@ public struct JSONParser {
         /// The text of a string's content that `scanString` checked (so unescaping cannot fail).
         func text(_ content: Range<Int>, isPlain: Bool) -> String {
             if isPlain {
-                return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[content]), as: UTF8.self) }
+                return String(decodingUTF8: bytes.span.extracting(content))
             }
             return String(decoding: (try? unescape(content)) ?? [], as: UTF8.self)
         }
@@ -228,17 +226,13 @@ public struct JSONParser {
                 // Eight bytes at a time to the next byte that is not plain ASCII (a quote, a
                 // backslash, a control character, 0x80 and above): its place is the lowest
                 // flagged byte of the word, so the bytes before it are not looked at one by one.
-                bytes.withUnsafeBufferPointer { buffer in
-                    let raw = UnsafeRawPointer(buffer.baseAddress!)
-                    while index + 8 <= buffer.count {
-                        let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                        let flags = Self.notPlainASCII(word)
-                        if flags != 0 {
-                            index += flags.trailingZeroBitCount / 8
-                            return
-                        }
-                        index += 8
+                while index + 8 <= bytes.count {
+                    let flags = Self.notPlainASCII(bytes.littleEndianWord(at: index))
+                    if flags != 0 {
+                        index += flags.trailingZeroBitCount / 8
+                        break
                     }
+                    index += 8
                 }
                 guard index < bytes.count else { break }
                 let byte = bytes[index]
@@ -434,11 +428,7 @@ public struct JSONParser {
         /// Whether the plain name at `a` comes before the one at `b` in byte order (a prefix first):
         /// `JSONObject.sortedMembers`'s order.
         private func namePrecedes(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
-            bytes.withUnsafeBufferPointer { all in
-                let common = min(a.count, b.count)
-                let order = common == 0 ? 0 : memcmp(all.baseAddress! + a.lowerBound, all.baseAddress! + b.lowerBound, common)
-                return order != 0 ? order < 0 : a.count < b.count
-            }
+            bytes[a].lexicographicallyPrecedes(bytes[b])
         }
 
         mutating func parseNumber() throws(SyntaxError) -> Double {

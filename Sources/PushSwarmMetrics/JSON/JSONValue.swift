@@ -1,3 +1,5 @@
+import PushSwarmSystem
+
 /// A JSON document held as a tree, with object members kept in the order they were written.
 ///
 /// Order matters here: scenario errors name members as the user wrote them, and PushSwarm's own
@@ -89,15 +91,14 @@ public struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     /// Byte order of two names: compared in place (`memcmp`-like) where both strings have their
     /// UTF-8 at hand, as native strings do, rather than one code unit at a time through a view.
     static func precedes(_ a: String, _ b: String) -> Bool {
-        let inPlace = a.utf8.withContiguousStorageIfAvailable { left in
-            b.utf8.withContiguousStorageIfAvailable { right -> Bool in
+        a.withUTF8Span { left in
+            b.withUTF8Span { right in
                 for index in 0..<min(left.count, right.count) where left[index] != right[index] {
                     return left[index] < right[index]
                 }
                 return left.count < right.count
             }
         }
-        return (inPlace ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     public subscript(key: String) -> JSONValue? {

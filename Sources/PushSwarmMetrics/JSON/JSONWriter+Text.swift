@@ -1,3 +1,5 @@
+import PushSwarmSystem
+
 /// How the writer writes numbers and strings: integers and hundredths as digits in place, other
 /// numbers in Swift's shortest round-trip form, strings quoted with JSON's escapes (RFC 8259
 /// section 7), looked for eight bytes at a time.
@@ -10,7 +12,7 @@ extension JSONWriter {
         } else if let hundredths = Self.hundredths(value) {
             appendHundredths(hundredths)
         } else {
-            Self.numberText(value).withContiguousUTF8 { append($0) }
+            Self.numberText(value).withUTF8Span { append($0) }
         }
     }
 
@@ -40,24 +42,20 @@ extension JSONWriter {
     /// `String(value)`'s digits, written straight into the buffer: a metrics archive is mostly
     /// integers, and making a `String` of each cost more than the rest of writing it.
     mutating func appendInteger(_ value: Int64) {
-        write(upTo: 20) { out in
-            var magnitude = value.magnitude
-            // The digits from the last, into scratch bytes, then copied in order.
-            var scratch = InlineArray<24, UInt8>(repeating: 0)
-            var at = scratch.count
-            repeat {
-                at -= 1
-                scratch[at] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if value < 0 {
-                at -= 1
-                scratch[at] = UInt8(ascii: "-")
-            }
-            let length = scratch.count - at
-            scratch.span.withUnsafeBufferPointer { out.update(from: $0.baseAddress! + at, count: length) }
-            return length
+        var magnitude = value.magnitude
+        // The digits from the last, into scratch bytes, then copied in order.
+        var scratch = InlineArray<24, UInt8>(repeating: 0)
+        var at = scratch.count
+        repeat {
+            at -= 1
+            scratch[at] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        if value < 0 {
+            at -= 1
+            scratch[at] = UInt8(ascii: "-")
         }
+        append(scratch.span.extracting(at...))
     }
 
     /// A number as the writer writes it: integral ones without a fraction, others in Swift's
@@ -81,7 +79,7 @@ extension JSONWriter {
     /// Where the first byte of `utf8` that needs escaping is (a control character, a quote or a
     /// backslash), or nil: eight bytes at a time.
     @inline(__always)
-    static func firstEscape(in utf8: UnsafeBufferPointer<UInt8>) -> Int? {
+    static func firstEscape(in utf8: Span<UInt8>) -> Int? {
         var index = 0
         while index < utf8.count {
             // The next eight bytes: past them when none needs escaping, else straight to the
@@ -100,7 +98,7 @@ extension JSONWriter {
                     return flags == 0 ? nil : Self.firstEscapeByte(in: utf8, from: flags.trailingZeroBitCount / 8)
                 }
             }
-            let word = UInt64(littleEndian: UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self))
+            let word = utf8.littleEndianWord(at: index)
             let flags = Self.escapeFlags(word)
             if flags == 0 {
                 index += 8
@@ -114,7 +112,7 @@ extension JSONWriter {
 
     /// The first byte from `start` on that needs escaping, one at a time: the word test's answer
     /// checked (and the whole answer, were that test ever to flag a byte wrongly).
-    private static func firstEscapeByte(in utf8: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+    private static func firstEscapeByte(in utf8: Span<UInt8>, from start: Int) -> Int? {
         for index in start..<utf8.count {
             let byte = utf8[index]
             if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
@@ -124,22 +122,17 @@ extension JSONWriter {
 
     /// Quotes and text in one write, for text that needs no escaping.
     @inline(__always)
-    mutating func appendPlainQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
-        write(upTo: utf8.count + 2) { out in
-            out[0] = UInt8(ascii: "\"")
-            Self.copy(utf8, to: out + 1)
-            out[utf8.count + 1] = UInt8(ascii: "\"")
-            return utf8.count + 2
-        }
+    mutating func appendPlainQuoted(_ utf8: Span<UInt8>) {
+        buffer.appendQuoted(utf8)
     }
 
-    mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+    mutating func appendQuoted(_ utf8: Span<UInt8>) {
         // Most strings need no escaping: quotes and text in one write.
         guard var escape = Self.firstEscape(in: utf8) else { return appendPlainQuoted(utf8) }
         append(UInt8(ascii: "\""))
         var runStart = 0
         while true {
-            append(UnsafeBufferPointer(rebasing: utf8[runStart..<escape]))
+            append(utf8.extracting(runStart..<escape))
             let byte = utf8[escape]
             switch byte {
             case UInt8(ascii: "\""): append(0x5C, 0x22)
@@ -153,10 +146,10 @@ extension JSONWriter {
                 append(Self.hexDigits[Int(byte >> 4)], Self.hexDigits[Int(byte & 0xF)])
             }
             runStart = escape + 1
-            guard let next = Self.firstEscape(in: UnsafeBufferPointer(rebasing: utf8[runStart...])) else { break }
+            guard let next = Self.firstEscape(in: utf8.extracting(runStart...)) else { break }
             escape = runStart + next
         }
-        append(UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        append(utf8.extracting(runStart...))
         append(UInt8(ascii: "\""))
     }
 

@@ -1,16 +1,15 @@
+public import PushSwarmSystem
+
 /// Writes JSON text into a byte buffer, with deterministic output: members in the order given,
 /// integral numbers without a fraction, other numbers in Swift's shortest round-trip form.
 ///
 /// Used two ways: streaming (`beginObject`, `key`, `string`…) on hot paths where building a tree
 /// would allocate, and `write(_:)` for a whole `JSONValue`.
 public struct JSONWriter: Sendable {
-    /// The document so far is `storage[..<count]`; the rest is room to write into, whose bytes
-    /// are never read. A call makes room once and stores through a pointer: one uniqueness check
-    /// of the array a call, where appending checks once an append (five times for a member's
-    /// name: comma, quote, text, quote, colon).
-    @usableFromInline private(set) var storage: [UInt8]
+    /// The document so far.
+    @usableFromInline var buffer: ByteWriter
     /// Bytes written.
-    public private(set) var count = 0
+    public var count: Int { buffer.count }
     private let indentUnit: Int
     private var depth = 0
     /// Whether each open container has a member or element already (for commas), one bit per
@@ -24,29 +23,26 @@ public struct JSONWriter: Sendable {
     ///   - capacity: bytes reserved up front; a document that outgrows them is copied as it grows.
     public init(indent: Int = 0, capacity: Int = 512) {
         self.indentUnit = indent
-        storage = Self.room(capacity)
+        buffer = ByteWriter(capacity: capacity)
     }
 
     /// The bytes written (a copy when there is room left over; `takeBytes` hands them over).
-    public var bytes: [UInt8] { count == storage.count ? storage : Array(storage[..<count]) }
+    public var bytes: [UInt8] { buffer.bytes }
 
     /// The bytes written, handed over without a copy; the writer is left empty, with no room.
     public mutating func takeBytes() -> [UInt8] {
-        var taken: [UInt8] = []
-        swap(&taken, &storage)
-        // At the end of a unique array of bytes: the count shrinks, nothing moves.
-        taken.removeSubrange(count...)
+        let taken = buffer.takeBytes()
         removeAll()
         return taken
     }
 
     /// The bytes written, read in place.
     @inlinable
-    public func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
-        try storage.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<count])) }
+    public func withBytes<Result>(_ body: (Span<UInt8>) throws -> Result) rethrows -> Result {
+        try buffer.withBytes(body)
     }
 
-    public var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+    public var text: String { withBytes { String(decodingUTF8: $0) } }
 
     public mutating func beginObject() {
         prepareForValue()
@@ -71,31 +67,22 @@ public struct JSONWriter: Sendable {
     }
 
     public mutating func key(_ name: String) {
-        name.withContiguousUTF8 { utf8 in
-            // Compact output and a name without escapes (all of them, in practice): the comma,
-            // the quoted name and the colon in one write.
-            guard indentUnit == 0, depth > 0, Self.firstEscape(in: utf8) == nil else {
-                separate()
-                appendQuoted(utf8)
-                endName()
-                return
-            }
-            let needsComma = hasItems & 1 != 0
-            hasItems |= 1
-            write(upTo: utf8.count + 4) { out in
-                var at = 0
-                if needsComma {
-                    out[0] = UInt8(ascii: ",")
-                    at = 1
-                }
-                out[at] = UInt8(ascii: "\"")
-                Self.copy(utf8, to: out + at + 1)
-                out[at + 1 + utf8.count] = UInt8(ascii: "\"")
-                out[at + 2 + utf8.count] = UInt8(ascii: ":")
-                return at + 3 + utf8.count
-            }
-            afterKey = true
+        name.withUTF8Span { key(utf8: $0) }
+    }
+
+    private mutating func key(utf8: Span<UInt8>) {
+        // Compact output and a name without escapes (all of them, in practice): the comma,
+        // the quoted name and the colon in one write.
+        guard indentUnit == 0, depth > 0, Self.firstEscape(in: utf8) == nil else {
+            separate()
+            appendQuoted(utf8)
+            endName()
+            return
         }
+        let needsComma = hasItems & 1 != 0
+        hasItems |= 1
+        buffer.appendQuoted(utf8, leading: needsComma ? UInt8(ascii: ",") : nil, trailing: UInt8(ascii: ":"))
+        afterKey = true
     }
 
     /// A string's JSON form (quotes and escapes included), made once for a name or value that a
@@ -128,41 +115,49 @@ public struct JSONWriter: Sendable {
             let text = [UInt8(ascii: ",")] + Quoted(name).bytes + [UInt8(ascii: ":")]
             precondition(text.count <= Self.capacity, "JSONWriter.Name holds ,\"name\": in \(Self.capacity) bytes; \(name.debugDescription) takes \(text.count)")
             count = text.count
-            text.withUnsafeBytes { text in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: text) } }
+            for (index, byte) in text.enumerated() { storage[index] = byte }
         }
 
         /// `,"name":`
-        public var bytes: [UInt8] { withBytes { Array($0) } }
+        public var bytes: [UInt8] { (0..<count).map { storage[$0] } }
 
-        func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            storage.span.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[..<count])) }
+        /// Appends the name's bytes from `start` on (0: with the comma; 1: without).
+        @inline(__always)
+        func append(from start: Int, to buffer: inout ByteWriter) {
+            if start == 0 {
+                buffer.append(prefix: count, of: storage)
+            } else {
+                buffer.append(storage.span.extracting(start..<count))
+            }
         }
 
-        /// Stores all `capacity` bytes at `out` (room the caller made) and says how many of them
-        /// are the name's.
+        /// Appends the name's bytes from `start` on and `value` quoted, in one write.
         @inline(__always)
-        func store(to out: UnsafeMutablePointer<UInt8>) -> Int {
-            storage.span.withUnsafeBufferPointer { out.update(from: $0.baseAddress!, count: Self.capacity) }
-            return count
+        func append(from start: Int, thenQuoted value: Span<UInt8>, to buffer: inout ByteWriter) {
+            if start == 0 {
+                buffer.append(prefix: count, of: storage, thenQuoted: value)
+            } else {
+                buffer.append(storage.span.extracting(start..<count), thenQuoted: value)
+            }
+        }
+
+        /// The name alone, without the comma and the colon.
+        @inline(__always)
+        func appendBare(to buffer: inout ByteWriter) {
+            buffer.append(storage.span.extracting(1..<count - 1))
         }
     }
 
     public mutating func key(_ name: Name) {
         guard indentUnit == 0, depth > 0 else {
             separate()
-            name.withBytes { append(UnsafeBufferPointer(rebasing: $0.dropFirst().dropLast())) }
+            name.appendBare(to: &buffer)
             endName()
             return
         }
         let needsComma = hasItems & 1 != 0
         hasItems |= 1
-        if needsComma {
-            // All 48 bytes of room at once, as six word stores (a call of memmove for a dozen
-            // bytes cost more than the copy); the count moves on by the name's own length.
-            write(upTo: Name.capacity) { out in name.store(to: out) }
-        } else {
-            name.withBytes { all in append(UnsafeBufferPointer(rebasing: all.dropFirst())) }
-        }
+        name.append(from: needsComma ? 0 : 1, to: &buffer)
         afterKey = true
     }
 
@@ -171,7 +166,7 @@ public struct JSONWriter: Sendable {
     /// escaping (every one, in practice), the name and the quoted value in one write. An event
     /// body is a dozen such members: half its writes, each of which checked the buffer's
     /// uniqueness.
-    public mutating func member(_ name: Name, utf8: UnsafeBufferPointer<UInt8>) {
+    public mutating func member(_ name: Name, utf8: Span<UInt8>) {
         guard Self.firstEscape(in: utf8) == nil else {
             key(name)
             string(utf8: utf8)
@@ -183,7 +178,7 @@ public struct JSONWriter: Sendable {
     /// `member(_:utf8:)` for a value `member(_:utf8:)` has just looked at and found nothing JSON
     /// escapes in: in compact output as `,"name":"value"` in one write. Private, so that no
     /// caller can promise a value plain without the look (a wrong promise wrote invalid JSON).
-    private mutating func member(_ name: Name, plain utf8: UnsafeBufferPointer<UInt8>) {
+    private mutating func member(_ name: Name, plain utf8: Span<UInt8>) {
         guard indentUnit == 0, depth > 0, !afterKey else {
             key(name)
             prepareForValue()
@@ -192,27 +187,12 @@ public struct JSONWriter: Sendable {
         }
         let needsComma = hasItems & 1 != 0
         hasItems |= 1
-        write(upTo: Name.capacity + utf8.count + 2) { out in
-            var at: Int
-            if needsComma {
-                at = name.store(to: out)
-            } else {
-                at = name.withBytes { all in
-                    out.update(from: all.baseAddress! + 1, count: all.count - 1)
-                    return all.count - 1
-                }
-            }
-            out[at] = UInt8(ascii: "\"")
-            Self.copy(utf8, to: out + at + 1)
-            at += utf8.count + 1
-            out[at] = UInt8(ascii: "\"")
-            return at + 1
-        }
+        name.append(from: needsComma ? 0 : 1, thenQuoted: utf8, to: &buffer)
     }
 
     /// `member(_:utf8:)` with the value as a `String`.
     public mutating func member(_ name: Name, string value: String) {
-        value.withContiguousUTF8 { member(name, utf8: $0) }
+        value.withUTF8Span { member(name, utf8: $0) }
     }
 
     /// After a member's name: the colon, and the value comes next.
@@ -224,17 +204,17 @@ public struct JSONWriter: Sendable {
 
     public mutating func string(_ value: Quoted) {
         prepareForValue()
-        value.bytes.withUnsafeBufferPointer { append($0) }
+        buffer.append(value.bytes.span)
     }
 
     public mutating func string(_ value: String) {
         prepareForValue()
-        value.withContiguousUTF8 { appendQuoted($0) }
+        value.withUTF8Span { appendQuoted($0) }
     }
 
     /// A string given as its UTF-8, which must be valid (as `JSONFields` gives it): written
     /// without making a `String` of it.
-    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+    public mutating func string(utf8: Span<UInt8>) {
         prepareForValue()
         appendQuoted(utf8)
     }
@@ -258,14 +238,14 @@ public struct JSONWriter: Sendable {
     }
 
     /// A value already in JSON form (compact, as this writer would write it), copied as it stands.
-    public mutating func json(_ text: UnsafeBufferPointer<UInt8>) {
+    public mutating func json(_ text: Span<UInt8>) {
         prepareForValue()
-        append(text)
+        buffer.append(text)
     }
 
     /// Empties the writer for another document, keeping its buffer's capacity.
     public mutating func removeAll() {
-        count = 0
+        buffer.removeAll()
         depth = 0
         hasItems = 0
         deeperHasItems.removeAll()
@@ -276,7 +256,7 @@ public struct JSONWriter: Sendable {
     /// and the document's state: a large document goes to a file in pieces.
     public mutating func flush(to output: ([UInt8]) throws -> Void) rethrows {
         try output(bytes)
-        count = 0
+        buffer.removeAll()
     }
 
     /// Ends a finished document with a newline, as a file of it ends.
@@ -300,18 +280,18 @@ public struct JSONWriter: Sendable {
         if value <= UInt64(Int64.max) {
             appendInteger(Int64(value))
         } else {
-            String(value).withContiguousUTF8 { append($0) }
+            String(value).withUTF8Span { buffer.append($0) }
         }
     }
 
     public mutating func bool(_ value: Bool) {
         prepareForValue()
-        value ? append(Self.trueText) : append(Self.falseText)
+        buffer.append(value ? "true" : "false")
     }
 
     public mutating func null() {
         prepareForValue()
-        append(Self.nullText)
+        buffer.append("null")
     }
 
     /// Writes a whole value; with `sortingKeys`, object members in byte order of their names
@@ -384,88 +364,17 @@ public struct JSONWriter: Sendable {
     private mutating func newline() {
         guard indentUnit > 0 else { return }
         append(UInt8(ascii: "\n"))
-        let spaces = depth * indentUnit
-        write(upTo: spaces) { out in
-            out.initialize(repeating: UInt8(ascii: " "), count: spaces)
-            return spaces
-        }
+        buffer.append(repeating: UInt8(ascii: " "), count: depth * indentUnit)
     }
 
     // MARK: - The buffer
 
-    private static let trueText: StaticString = "true"
-    private static let falseText: StaticString = "false"
-    private static let nullText: StaticString = "null"
-
-    /// `capacity` bytes to write into (left uninitialised: only bytes written are read).
-    private static func room(_ capacity: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: capacity) { _, initialized in initialized = capacity }
-    }
-
-    /// Makes room for up to `maximum` bytes, then `body` writes them at the end and says how many.
     @inline(__always)
-    mutating func write(upTo maximum: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
-        if maximum > storage.count - count { grow(toHold: count + maximum) }
-        let start = count
-        count += storage.withUnsafeMutableBufferPointer { body($0.baseAddress! + start) }
-    }
-
-    @inline(never)
-    private mutating func grow(toHold needed: Int) {
-        var larger = Self.room(Swift.max(needed, storage.count * 2, 64))
-        let written = count
-        if written > 0 {
-            storage.withUnsafeBufferPointer { old in
-                larger.withUnsafeMutableBufferPointer { new in Self.copy(UnsafeBufferPointer(rebasing: old[..<written]), to: new.baseAddress!) }
-            }
-        }
-        storage = larger
-    }
-
-    /// Copies `bytes` to `destination`: 8 to 16 bytes as two words that may overlap (most of the
-    /// strings an event holds; memmove's call cost more than such a copy), others by memmove.
-    @inline(__always)
-    static func copy(_ bytes: UnsafeBufferPointer<UInt8>, to destination: UnsafeMutablePointer<UInt8>) {
-        guard let base = bytes.baseAddress else { return }
-        let count = bytes.count
-        if count >= 8 && count <= 16 {
-            let source = UnsafeRawPointer(base)
-            let first = source.loadUnaligned(as: UInt64.self)
-            let last = source.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
-            let target = UnsafeMutableRawPointer(destination)
-            target.storeBytes(of: first, as: UInt64.self)
-            target.storeBytes(of: last, toByteOffset: count - 8, as: UInt64.self)
-        } else {
-            destination.update(from: base, count: count)
-        }
-    }
+    mutating func append(_ byte: UInt8) { buffer.append(byte) }
 
     @inline(__always)
-    mutating func append(_ byte: UInt8) {
-        write(upTo: 1) { out in
-            out[0] = byte
-            return 1
-        }
-    }
+    mutating func append(_ first: UInt8, _ second: UInt8) { buffer.append(first, second) }
 
     @inline(__always)
-    mutating func append(_ first: UInt8, _ second: UInt8) {
-        write(upTo: 2) { out in
-            out[0] = first
-            out[1] = second
-            return 2
-        }
-    }
-
-    @inline(__always)
-    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
-        write(upTo: bytes.count) { out in
-            Self.copy(bytes, to: out)
-            return bytes.count
-        }
-    }
-
-    private mutating func append(_ text: StaticString) {
-        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
+    mutating func append(_ bytes: Span<UInt8>) { buffer.append(bytes) }
 }

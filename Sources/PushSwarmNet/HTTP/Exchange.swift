@@ -66,17 +66,14 @@ final class Exchange: @unchecked Sendable {
 
     /// Writes `value` in decimal without making a String.
     private func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits = InlineArray<20, UInt8>(repeating: 0)
         var count = 0
         var rest = max(0, value)
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = UInt8(48 + rest % 10)
-                rest /= 10
-                count += 1
-            } while rest > 0
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-        }
+        repeat {
+            digits[count] = UInt8(48 + rest % 10)
+            rest /= 10
+            count += 1
+        } while rest > 0
+        for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(digits[index]) }
     }
 }

@@ -1,5 +1,6 @@
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmSystem
 import Synchronization
 
 /// The TLS context used when a client was made without one: system roots, verification on.
@@ -86,7 +87,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         current?.timings.connectionsOpened += 1
     }
 
-    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
+    func connection(_ connection: Connection, read bytes: Span<UInt8>) {
         guard let exchange = current else {
             // Bytes with no request outstanding: the server is confused; do not reuse.
             close()
@@ -167,9 +168,9 @@ extension String {
     /// ASCII case-insensitive equality with a lowercase literal, without allocating.
     func isASCII(caseInsensitivelyEqualTo lowercase: String) -> Bool {
         guard utf8.count == lowercase.utf8.count else { return false }
-        return withContiguousUTF8 { bytes in
-            lowercase.withContiguousUTF8 { expected in
-                for index in 0..<bytes.count {
+        return withUTF8Span { bytes in
+            lowercase.withUTF8Span { expected in
+                for index in bytes.indices {
                     let byte = bytes[index]
                     if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }
                 }

@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmSystem
 
 /// One parsed HTTP/1.x message head and body.
 public struct HTTPMessage: Sendable {
@@ -78,17 +79,17 @@ public struct HTTPParser: Sendable {
         return false
     }
 
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func append(_ bytes: Span<UInt8>) {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             scanFrom = 0
             start = 0
         }
-        buffer.append(contentsOf: bytes)
+        buffer.append(bytes)
     }
 
     public mutating func append(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { append($0) }
+        append(bytes.span)
     }
 
     /// Takes bytes left after the last message (a WebSocket's first frames after its handshake).
@@ -194,9 +195,7 @@ public struct HTTPParser: Sendable {
         }
         let headStart = start
         let kind = self.kind
-        let (startLine, headers, connection) = try buffer.withUnsafeBufferPointer { bytes throws(HTTPParseError) in
-            try Self.parseLines(bytes, from: headStart, to: end, kind: kind)
-        }
+        let (startLine, headers, connection) = try Self.parseLines(buffer.span, from: headStart, to: end, kind: kind)
         // Only now: consuming may reset the buffer the lines above point into.
         consume(end + 4 - start)
         let version = kind == .request ? startLine.2 : startLine.0
@@ -215,7 +214,7 @@ public struct HTTPParser: Sendable {
     /// The start line and header fields of a head in `bytes[from..<to]`; lines end in CRLF (a bare
     /// LF is tolerated, RFC 9112 section 2.2).
     private static func parseLines(
-        _ bytes: UnsafeBufferPointer<UInt8>, from headStart: Int, to end: Int, kind: Kind
+        _ bytes: Span<UInt8>, from headStart: Int, to end: Int, kind: Kind
     ) throws(HTTPParseError) -> ((String, String, String), [Header], String) {
         let badStatus = kind == .request ? 400 : 502
         var firstEnd = headStart
@@ -236,7 +235,7 @@ public struct HTTPParser: Sendable {
             }
         }
         func text(_ range: Range<Int>) -> String {
-            String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+            String(decodingUTF8: bytes.extracting(range))
         }
         let startLine: (String, String, String)
         switch kind {

@@ -1,8 +1,9 @@
 import CPushSwarmShim
 import Dispatch
 import Foundation
-import PushSwarmMetrics
 public import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmSystem
 import Synchronization
 
 /// A request as the server received it.
@@ -274,8 +275,7 @@ private final class Listener: Selectable, @unchecked Sendable {
 
     func ready(_ events: UInt32) {
         while !paused {
-            var peer: UInt32 = 0
-            let accepted = ps_accept(fd, &peer)
+            let (accepted, peer) = Sockets.accept(fd)
             if accepted < 0 {
                 let code = errno
                 if code == EAGAIN || code == EWOULDBLOCK { return }
@@ -356,7 +356,7 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
 
     func connectionOpened(_ connection: Connection) {}
 
-    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
+    func connection(_ connection: Connection, read bytes: Span<UInt8>) {
         let wasIdle = parser.isIdle
         parser.append(bytes)
         if wasIdle && !awaitingAnswer { armReadTimer() }
@@ -495,7 +495,7 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
         listener.server.statistics.webSocketsOpen.add(1, ordering: .relaxed)
         let remainder = parser.takeRemainder()
         delegate.webSocketOpened(socket)
-        if !remainder.isEmpty { remainder.withUnsafeBytes { socket.connection(connection, read: $0) } }
+        if !remainder.isEmpty { socket.connection(connection, read: remainder.span) }
     }
 
     private var lastHandshakeKey: String?

@@ -1,6 +1,7 @@
 import Foundation
 public import PushSwarmCore
 public import PushSwarmMetrics
+import PushSwarmSystem
 import Synchronization
 
 /// A closed-loop HTTP load in the manner of wrk: `connections` connections spread evenly over the

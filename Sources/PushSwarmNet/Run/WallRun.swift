@@ -1,6 +1,7 @@
 import Foundation
 public import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmSystem
 import Synchronization
 
 /// A scenario run in wall time over real sockets, against `targets` or, when there are none, the

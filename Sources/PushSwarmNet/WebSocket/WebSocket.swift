@@ -1,6 +1,6 @@
-import CPushSwarmShim
 import Foundation
 public import PushSwarmCore
+import PushSwarmSystem
 
 /// What a WebSocket tells its owner, on its loop's thread.
 public protocol WebSocketDelegate: AnyObject {
@@ -33,10 +33,8 @@ public enum WebSocketHandshake {
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     public static func acceptValue(for key: String) -> String {
-        let input = Array((key + guid).utf8)
-        var digest = [UInt8](repeating: 0, count: 20)
-        input.withUnsafeBytes { ps_sha1($0.baseAddress, $0.count, &digest) }
-        return Data(digest).base64EncodedString()
+        let input = key + guid
+        return Data(input.withUTF8Span { sha1Digest($0) }).base64EncodedString()
     }
 }
 
@@ -107,7 +105,7 @@ public final class WebSocket: ConnectionDelegate, @unchecked Sendable {
 
     func connectionOpened(_ connection: Connection) {}
 
-    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
+    func connection(_ connection: Connection, read bytes: Span<UInt8>) {
         decoder.append(bytes)
         while self.connection != nil {
             switch decoder.next() {
@@ -310,7 +308,7 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
         connection.write(Array(text.utf8))
     }
 
-    func connection(_ connection: Connection, read bytes: UnsafeRawBufferPointer) {
+    func connection(_ connection: Connection, read bytes: Span<UInt8>) {
         parser.append(bytes)
         var message: HTTPMessage?
         do {
@@ -346,7 +344,7 @@ private final class ClientHandshake: ConnectionDelegate, @unchecked Sendable {
         socket.maxMessageBytes = maxMessageBytes
         let remainder = parser.takeRemainder()
         delegate.webSocketOpened(socket)
-        if !remainder.isEmpty { remainder.withUnsafeBytes { socket.connection(connection, read: $0) } }
+        if !remainder.isEmpty { socket.connection(connection, read: remainder.span) }
     }
 
     func connectionClosed(_ connection: Connection, error: NetError?) {

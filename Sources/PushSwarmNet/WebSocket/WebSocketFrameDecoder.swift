@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmSystem
 
 /// RFC 6455 frames out of a byte stream, for either end: bytes go in as they arrive, whole frames
 /// come out, unmasked. It holds at most one frame's worth of a peer's bytes: a header announcing
@@ -33,12 +34,12 @@ public struct WebSocketFrameDecoder: Sendable {
         self.maxMessageBytes = maxMessageBytes
     }
 
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func append(_ bytes: Span<UInt8>) {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
         }
-        buffer.append(contentsOf: bytes)
+        buffer.append(bytes)
     }
 
     /// The next whole frame, if the buffer holds one.

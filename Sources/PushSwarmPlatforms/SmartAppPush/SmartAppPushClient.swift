@@ -1,5 +1,6 @@
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// A SmartAppPush-integrated app's side of the protocol (spec 002).
 ///
@@ -144,7 +145,7 @@ struct SmartAppPushClient: PlatformClient {
             // Digits and RFC 3339's separators; a token's base64url characters and colon, or a
             // UUID (`DeviceLifecycle.makeToken`): nothing JSON escapes, so not looked through.
             case .eventTime: eventTime.withUTF8 { body.member(fieldName, utf8: $0) }
-            case .deviceToken: token.withContiguousUTF8 { body.member(fieldName, utf8: $0) }
+            case .deviceToken: token.withUTF8Span { body.member(fieldName, utf8: $0) }
             case .platform: body.member(fieldName, string: profile.os.rawValue)
             // "Send `push_permission_granted` with every event."
             case .pushPermissionGranted: body.key(fieldName); body.bool(device.pushPermissionGranted)
@@ -180,9 +181,9 @@ struct SmartAppPushClient: PlatformClient {
             )
         }
         body.withBytes { written in
-            Self.null.withUTF8Buffer { null in
-                key.add(canonicalJSON: contextBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)
-                key.add(canonicalJSON: paramsBytes.map { UnsafeBufferPointer(rebasing: written[$0]) } ?? null)
+            Self.null.withUTF8Span { null in
+                if let contextBytes { key.add(canonicalJSON: written.extracting(contextBytes)) } else { key.add(canonicalJSON: null) }
+                if let paramsBytes { key.add(canonicalJSON: written.extracting(paramsBytes)) } else { key.add(canonicalJSON: null) }
             }
         }
         let request = Request(

@@ -1,5 +1,6 @@
 public import PushSwarmCore
 public import PushSwarmMetrics
+import PushSwarmSystem
 
 /// SmartAppPush's wire vocabulary (spec 002, the OneSignal integration guide, and the FCM
 /// refresh-token call described in the research notes): paths, operation names, field names,
@@ -99,14 +100,12 @@ public enum SmartAppPushMessages {
             builder = LedgerKey.Builder()
             builder.add("events")
             canonical.beginArray()
-            tenantID.withContiguousUTF8 { add($0) }
-            appID.withContiguousUTF8 { add($0) }
+            tenantID.withUTF8Span { add($0) }
+            appID.withUTF8Span { add($0) }
             if let appUserID, !appUserID.isEmpty {
                 add(appUserID)
             } else {
-                deviceToken.withUnsafeBufferPointer { token in
-                    withAnonymousUser(of: token) { add($0) }
-                }
+                withAnonymousUser(of: deviceToken.span) { add($0) }
             }
             add(eventName)
             add(eventTime)
@@ -114,21 +113,21 @@ public enum SmartAppPushMessages {
             add(context)
             add(params)
             canonical.endArray()
-            return (canonical.withBytes { SHA256.hash(UnsafeRawBufferPointer($0)) }, builder.key.once)
+            return (canonical.withBytes { SHA256.hash($0) }, builder.key.once)
         }
 
         private mutating func add(_ field: ArraySlice<UInt8>) {
-            field.withUnsafeBufferPointer { add($0) }
+            add(field.span)
         }
 
-        private mutating func add(_ utf8: UnsafeBufferPointer<UInt8>) {
+        private mutating func add(_ utf8: Span<UInt8>) {
             canonical.string(utf8: utf8)
             builder.add(utf8: utf8)
         }
 
         private mutating func add(_ write: (inout JSONWriter) -> Void) {
             let text = canonical.writeValue(write)
-            canonical.withBytes { builder.add(canonicalJSON: UnsafeBufferPointer(rebasing: $0[text])) }
+            canonical.withBytes { builder.add(canonicalJSON: $0.extracting(text)) }
         }
     }
 
@@ -139,18 +138,18 @@ public enum SmartAppPushMessages {
         private var builder = LedgerKey.Builder()
 
         public init(tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: String, deviceToken: String) {
-            self = eventTime.withContiguousUTF8 { Self(tenantID: tenantID, appID: appID, appUserID: appUserID, eventName: eventName, eventTime: $0, deviceToken: deviceToken) }
+            self = eventTime.withUTF8Span { Self(tenantID: tenantID, appID: appID, appUserID: appUserID, eventName: eventName, eventTime: $0, deviceToken: deviceToken) }
         }
 
         /// The same, with the event's time as its UTF-8 (`RFC3339.Text`).
-        public init(tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: UnsafeBufferPointer<UInt8>, deviceToken: String) {
+        public init(tenantID: String, appID: String, appUserID: String?, eventName: String, eventTime: Span<UInt8>, deviceToken: String) {
             builder.add("events")
             builder.add(tenantID)
             builder.add(appID)
             if let appUserID, !appUserID.isEmpty {
                 builder.add(appUserID)
             } else {
-                deviceToken.withContiguousUTF8 { token in withAnonymousUser(of: token) { builder.add(utf8: $0) } }
+                deviceToken.withUTF8Span { token in withAnonymousUser(of: token) { builder.add(utf8: $0) } }
             }
             builder.add(eventName)
             builder.add(utf8: eventTime)
@@ -158,11 +157,11 @@ public enum SmartAppPushMessages {
         }
 
         /// A field given as its canonical JSON text (`JSONWriter.write(_:sortingKeys: true)`).
-        public mutating func add(canonicalJSON text: UnsafeBufferPointer<UInt8>) { builder.add(canonicalJSON: text) }
+        public mutating func add(canonicalJSON text: Span<UInt8>) { builder.add(canonicalJSON: text) }
 
         /// A field given as a value (nil: absent, hashed as null).
         public mutating func add(_ value: JSONValue?) {
-            JSONWriter.bytes(of: value ?? .null, sortingKeys: true).withUnsafeBufferPointer { add(canonicalJSON: $0) }
+            add(canonicalJSON: JSONWriter.bytes(of: value ?? .null, sortingKeys: true).span)
         }
 
         /// An event is sent once: its time is in its key.
@@ -170,17 +169,27 @@ public enum SmartAppPushMessages {
     }
 
     /// Calls `body` with "anon:{device_token}", the user the service makes up for an event without
-    /// one, written into a temporary buffer (on the stack for a token of ordinary length).
-    private static func withAnonymousUser<Result>(of token: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    /// one, written into a temporary buffer (on the stack for a token of ordinary length: an
+    /// FCM token is 163 bytes).
+    private static func withAnonymousUser<Result>(of token: Span<UInt8>, _ body: (Span<UInt8>) -> Result) -> Result {
         let prefix: StaticString = "anon:"
         let count = prefix.utf8CodeUnitCount + token.count
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
-            prefix.withUTF8Buffer { _ = buffer.initialize(fromContentsOf: $0) }
-            if let base = token.baseAddress {
-                (buffer.baseAddress! + prefix.utf8CodeUnitCount).initialize(from: base, count: token.count)
+        if count <= 256 {
+            var buffer = InlineArray<256, UInt8>(repeating: 0)
+            do {
+                var out = buffer.mutableSpan
+                prefix.withUTF8Span { out.copy($0, to: 0) }
+                out.copy(token, to: prefix.utf8CodeUnitCount)
             }
-            return body(UnsafeBufferPointer(buffer))
+            return body(buffer.span.extracting(..<count))
         }
+        var buffer = [UInt8](repeating: 0, count: count)
+        do {
+            var out = buffer.mutableSpan
+            prefix.withUTF8Span { out.copy($0, to: 0) }
+            out.copy(token, to: prefix.utf8CodeUnitCount)
+        }
+        return body(buffer.span)
     }
 
     /// The ledger key of a push open: one per (tenant, tracking token); a second report of the

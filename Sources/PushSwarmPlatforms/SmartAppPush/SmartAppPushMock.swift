@@ -1,5 +1,6 @@
 public import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmSystem
 
 /// The SmartAppPush service as spec 002 describes it, in process.
 ///
@@ -189,14 +190,14 @@ public struct SmartAppPushMock: MockService {
         // {"fingerprint":"…"}, written straight into the body: the prefix from a literal (a
         // static array would be one object every partition's mock retains), then 64 hex digits.
         let prefix = Self.fingerprintAnswerPrefix
-        // (`Array(unsafeUninitializedCapacity:)` would look the array's metadata up per call.)
-        var answer = [UInt8](repeating: 0, count: prefix.utf8CodeUnitCount + 64 + 2)
-        answer.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress!
-            base.update(from: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-            fingerprint.writeHex(into: UnsafeMutableBufferPointer(start: base + prefix.utf8CodeUnitCount, count: 64))
-            base[prefix.utf8CodeUnitCount + 64] = UInt8(ascii: "\"")
-            base[prefix.utf8CodeUnitCount + 65] = UInt8(ascii: "}")
+        let length = prefix.utf8CodeUnitCount
+        var answer = [UInt8](repeating: 0, count: length + 64 + 2)
+        do {
+            var out = answer.mutableSpan
+            prefix.withUTF8Span { out.copy($0, to: 0) }
+            fingerprint.writeHex(into: &out, at: length)
+            out[length + 64] = UInt8(ascii: "\"")
+            out[length + 65] = UInt8(ascii: "}")
         }
         let response = Response(status: 200, headers: Header.jsonContentType, body: answer)
         return MockReply(response: response, accepted: key, operation: operation)
@@ -251,12 +252,12 @@ public struct SmartAppPushMock: MockService {
     // MARK: - Helpers
 
     private mutating func register(token: String, userID: String?, isPushPermissionGranted: Bool) {
-        token.withContiguousUTF8 { utf8 in register(token: utf8, makeToken: { token }, userID: userID, isPushPermissionGranted: isPushPermissionGranted) }
+        token.withUTF8Span { register(token: $0, makeToken: { token }, userID: userID, isPushPermissionGranted: isPushPermissionGranted) }
     }
 
     /// Registers a device by its token's UTF-8, as the request holds it: a `String` of the token
     /// is made (`makeToken`) only for a device the service has not seen.
-    private mutating func register(token: UnsafeBufferPointer<UInt8>, makeToken: () -> String, userID: String?, isPushPermissionGranted: Bool) {
+    private mutating func register(token: Span<UInt8>, makeToken: () -> String, userID: String?, isPushPermissionGranted: Bool) {
         if let slot = slotByToken.value(utf8: token) {
             devices[slot].isPushPermissionGranted = isPushPermissionGranted
             if let userID { devices[slot].userID = userID }

@@ -19,13 +19,28 @@ public enum ExecutorWork: Sendable {
     case job(UnownedJob)
     case closure(@Sendable () -> Void)
 
-    /// Runs the entry on its executor's thread.
-    public func run(on executor: UnownedSerialExecutor) {
+    /// A job the executor was given to run.
+    @safe @inlinable
+    public init(_ job: consuming ExecutorJob) {
+        self = .job(UnownedJob(job))
+    }
+
+    /// Runs the entry on `executor`'s thread (the caller is on it): the executor the job was
+    /// enqueued on, which outlives the call.
+    @safe @inlinable
+    public func run(on executor: some SerialExecutor) {
         switch self {
-        case .job(let job): job.runSynchronously(on: executor)
+        case .job(let job): job.runSynchronously(on: executor.asUnownedSerialExecutor())
         case .closure(let closure): closure()
         }
     }
+}
+
+extension PartitionExecutor {
+    /// The executor as an actor's `unownedExecutor`. Safe where the actor holds the executor
+    /// itself (a strong reference), as a device does: the executor outlives every use of this.
+    @safe @inlinable
+    public var asActorExecutor: UnownedSerialExecutor { asUnownedSerialExecutor() }
 }
 
 /// A thread with a queue of jobs and closures, and nothing else: a simulated partition's executor.
@@ -60,7 +75,7 @@ public final class PartitionThread: PartitionExecutor, @unchecked Sendable {
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        push(.job(UnownedJob(job)))
+        push(ExecutorWork(job))
     }
 
     public func execute(_ work: @escaping @Sendable () -> Void) {
@@ -99,8 +114,7 @@ public final class PartitionThread: PartitionExecutor, @unchecked Sendable {
             var taken: [ExecutorWork] = []
             swap(&taken, &queue)
             condition.unlock()
-            let executor = asUnownedSerialExecutor()
-            for work in taken { work.run(on: executor) }
+            for work in taken { work.run(on: self) }
         }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// Ctrl-C (SIGINT) and SIGTERM as callbacks instead of the default kill.
-enum Signals {
+public enum Signals {
     /// Kept for the process's life: a signal source is only as alive as its last reference.
     /// Written only here, by the one call each command makes before any signal can arrive
     /// (a signal source is not `Sendable`, so a mutex cannot take it).
@@ -11,7 +11,7 @@ enum Signals {
 
     /// Calls `first` on the first SIGINT or SIGTERM; a second one calls `again`, then exits at once
     /// with 130.
-    static func onInterrupt(_ first: @escaping @Sendable () -> Void, again: @escaping @Sendable () -> Void = {}) {
+    public static func onInterrupt(_ first: @escaping @Sendable () -> Void, again: @escaping @Sendable () -> Void = {}) {
         let count = Atomic<Int>(0)
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
@@ -26,7 +26,7 @@ enum Signals {
                 }
             }
             source.resume()
-            unsafe sources.append(source)
+            sources.append(source)
         }
     }
 }

@@ -1,0 +1,12 @@
+import CPushSwarmShim
+
+/// SHA-256 (FIPS 180-4) of `message`, by libcrypto (its low-level calls: it uses the CPU's SHA
+/// instructions where there are some, several times faster than portable code).
+public func sha256Digest(_ message: Span<UInt8>) -> InlineArray<32, UInt8> {
+    var digest = InlineArray<32, UInt8>(repeating: 0)
+    var out = digest.mutableSpan
+    message.withUnsafeBufferPointer { message in
+        out.withUnsafeMutableBufferPointer { ps_sha256(message.baseAddress, message.count, $0.baseAddress!) }
+    }
+    return digest
+}

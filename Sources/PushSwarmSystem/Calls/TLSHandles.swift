@@ -1,0 +1,63 @@
+import CPushSwarmShim
+
+/// A libssl client context (`SSL_CTX`), freed with its handle.
+public final class TLSContextHandle: @unchecked Sendable {
+    fileprivate let pointer: UnsafeMutableRawPointer
+
+    /// Certificate verification on when `verify`; extra trusted roots from `caFile`. Nil, with
+    /// libssl's message, when it cannot be set up.
+    public static func make(verify: Bool, caFile: String?) -> Result<TLSContextHandle, TLSSetupError> {
+        var error = [CChar](repeating: 0, count: 256)
+        guard let context = ps_tls_client_context(verify ? 1 : 0, caFile, &error, 256) else {
+            return .failure(TLSSetupError(message: String(cText: error)))
+        }
+        return .success(TLSContextHandle(pointer: context))
+    }
+
+    private init(pointer: UnsafeMutableRawPointer) {
+        self.pointer = pointer
+    }
+
+    deinit { ps_tls_context_free(pointer) }
+}
+
+public struct TLSSetupError: Error, Sendable {
+    public let message: String
+}
+
+/// One libssl session (`SSL`) over a connected socket, freed with its handle. Used on one thread.
+public final class TLSSessionHandle {
+    private let pointer: UnsafeMutableRawPointer
+    /// Held so that the context outlives the session.
+    private let context: TLSContextHandle
+
+    public init?(context: TLSContextHandle, fd: Int32, hostName: String, verify: Bool) {
+        guard let session = ps_tls_session(context.pointer, fd, hostName, verify ? 1 : 0) else { return nil }
+        pointer = session
+        self.context = context
+    }
+
+    deinit { ps_tls_session_free(pointer) }
+
+    /// A step of the handshake: 1 done, -1 wants to read, -2 wants to write, 0 failed.
+    public func handshake() -> Int32 { ps_tls_handshake(pointer) }
+
+    /// Decrypted bytes into `buffer`: the count, 0 at the end, -1 wants to read, -2 wants to
+    /// write, -3 failed.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int32 {
+        ps_tls_read(pointer, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+    }
+
+    /// Encrypts and sends from `bytes`: the count taken (> 0), -1 wants to read, -2 wants to
+    /// write, -3 failed.
+    public func write(_ bytes: Span<UInt8>) -> Int32 {
+        bytes.withUnsafeBufferPointer { ps_tls_write(pointer, $0.baseAddress, Int32(min($0.count, Int(Int32.max)))) }
+    }
+
+    /// libssl's last error for this session, as text.
+    public func lastError() -> String {
+        var error = [CChar](repeating: 0, count: 256)
+        ps_tls_error(pointer, &error, 256)
+        return String(cText: error)
+    }
+}
