@@ -1,5 +1,6 @@
 import Foundation
 import PushSwarmSystem
+import Synchronization
 import Testing
 @testable import PushSwarmCore
 import PushSwarmMetrics
@@ -221,12 +222,24 @@ final class MeetingExecutor: PartitionExecutor, @unchecked Sendable {
         self.meeting = meeting
     }
 
-    func enqueue(_ job: consuming ExecutorJob) { thread.enqueue(job) }
+    /// Whether the first hand-off is still to come (a simulated run starts as a job, a wall one
+    /// as a closure).
+    private let first = Mutex(true)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        meetFirst()
+        thread.enqueue(job)
+    }
+
     func execute(_ work: @escaping @Sendable () -> Void) {
-        thread.execute { [meeting] in
-            meeting.arriveAndWait()
-            work()
-        }
+        meetFirst()
+        thread.execute(work)
+    }
+
+    /// Queues the meeting before the first work, on the partition's thread.
+    private func meetFirst() {
+        guard first.withLock({ isFirst in defer { isFirst = false }; return isFirst }) else { return }
+        thread.execute { [meeting] in meeting.arriveAndWait() }
     }
     func checkIsolated() { thread.checkIsolated() }
     func isIsolatingCurrentContext() -> Bool? { thread.isCurrent }

@@ -179,7 +179,7 @@ public final class Run: @unchecked Sendable {
                     if self.interruptRequested.load(ordering: .acquiring) { partition.interrupt(live) }
                 }
             } else {
-                partition.executor.execute { continuation.resume(returning: partition.runSimulated()) }
+                Task { continuation.resume(returning: await PartitionJob(on: partition.executor).runSimulated(partition)) }
             }
         }
     }
@@ -239,5 +239,23 @@ public final class Run: @unchecked Sendable {
             peak = max(peak, open)
         }
         return peak > 0 ? peak : nil
+    }
+}
+
+/// A partition's simulated run as a job of its executor (an actor on it), not a bare closure:
+/// while it runs, the executor is the current one, so each device's `assumeIsolated` is answered
+/// by one comparison. From a closure the runtime asked the executor, for every event, whether it
+/// is the main one (a dynamic cast) and then `isIsolatingCurrentContext`.
+private actor PartitionJob {
+    private nonisolated let executor: any PartitionExecutor
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asActorExecutor }
+
+    init(on executor: any PartitionExecutor) {
+        self.executor = executor
+    }
+
+    func runSimulated(_ partition: Partition) -> PartitionResult {
+        partition.runSimulated()
     }
 }

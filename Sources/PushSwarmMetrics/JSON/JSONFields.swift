@@ -185,16 +185,29 @@ public struct JSONFields: Sendable {
     /// looks a dozen names up in every request).
     public struct Name: Sendable {
         public let text: StaticString
-        /// The text's UTF-8, read in place by a lookup (a closure over the static text captured
-        /// the fields, and copying them retained their arrays).
-        fileprivate let utf8: [UInt8]
+        /// The text's UTF-8, held in place (a closure over the static text captured the fields,
+        /// and copying them retained their arrays; an array here would be an object that every
+        /// partition's mock retains, as their tables of names are shared). Names a mock looks up
+        /// fit `capacity` bytes.
+        private var utf8 = InlineArray<40, UInt8>(repeating: 0)
+        private let count: Int
         fileprivate let key: UInt64
+
+        public static let capacity = 40
 
         public init(_ text: StaticString) {
             let bytes = text.withUTF8Span { Array(decodingSpan: $0) }
+            precondition(bytes.count <= Self.capacity, "JSONFields.Name holds \(Self.capacity) bytes; \(text) has \(bytes.count)")
             self.text = text
-            utf8 = bytes
+            count = bytes.count
             key = JSONFields.nameKey(bytes.span)
+            for (index, byte) in bytes.enumerated() { utf8[index] = byte }
+        }
+
+        /// Calls `body` with the name's UTF-8, in place.
+        @inline(__always)
+        fileprivate func withUTF8<Result>(_ body: (Span<UInt8>) -> Result) -> Result {
+            body(utf8.span.extracting(..<count))
         }
 
         public var string: String { text.description }
@@ -202,7 +215,11 @@ public struct JSONFields: Sendable {
 
     /// `value(named:next:)` for a `Name`.
     public func value(named name: Name, next: inout Int) -> Value? {
-        value(named: name.utf8.span, key: name.key, next: &next)
+        let key = name.key
+        let found = name.withUTF8 { firstMember(named: $0, key: key, from: next) }
+        guard let place = found else { return nil }
+        next = place + 1
+        return members[place].value
     }
 
     private func value(named wanted: Span<UInt8>, key: UInt64, next: inout Int) -> Value? {
