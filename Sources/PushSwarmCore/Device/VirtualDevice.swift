@@ -61,13 +61,12 @@ public actor VirtualDevice {
     private var client: any PlatformClient
     private var random: SeededRandom
     private let calendar: RunCalendar
-    /// Held strongly: the executor outlives the device.
-    private let executor: any PartitionExecutor
+    private let executor: ActorExecutor
 
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asActorExecutor }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.unowned }
 
     public init(lifecycle: DeviceLifecycle, client: any PlatformClient, random: SeededRandom, calendar: RunCalendar, executor: any PartitionExecutor) {
-        self.executor = executor
+        self.executor = ActorExecutor(executor)
         self.lifecycle = lifecycle
         self.client = client
         self.random = random

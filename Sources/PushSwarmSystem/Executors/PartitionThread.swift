@@ -36,6 +36,26 @@ public enum ExecutorWork: Sendable {
     }
 }
 
+/// A partition's executor as its device actors hold it: without counting references. A device
+/// reads it on every isolation check, and a counted reference there was two atomic operations an
+/// event on the executor's one object, which in wall time other threads' hand-offs to the loop
+/// also write (a quarter of the device path's rate at two partitions). What makes it safe: the
+/// partition that makes its devices holds its executor (`Partition.executor`, a strong reference)
+/// for longer than any of them runs.
+@safe
+public struct ActorExecutor: Sendable {
+    @usableFromInline let executor: UnownedSerialExecutor
+
+    @inlinable
+    public init(_ executor: any PartitionExecutor) {
+        self.executor = executor.asUnownedSerialExecutor()
+    }
+
+    /// The executor, for an actor's `unownedExecutor`.
+    @safe @inlinable
+    public var unowned: UnownedSerialExecutor { executor }
+}
+
 extension PartitionExecutor {
     /// The executor as an actor's `unownedExecutor`. Safe where the actor holds the executor
     /// itself (a strong reference), as a device does: the executor outlives every use of this.
