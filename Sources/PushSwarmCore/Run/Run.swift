@@ -247,12 +247,12 @@ public final class Run: @unchecked Sendable {
 /// by one comparison. From a closure the runtime asked the executor, for every event, whether it
 /// is the main one (a dynamic cast) and then `isIsolatingCurrentContext`.
 private actor PartitionJob {
-    private nonisolated let executor: any PartitionExecutor
+    private nonisolated let executor: ActorExecutor
 
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asActorExecutor }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.unowned }
 
     init(on executor: any PartitionExecutor) {
-        self.executor = executor
+        self.executor = ActorExecutor(executor)
     }
 
     func runSimulated(_ partition: Partition) -> PartitionResult {

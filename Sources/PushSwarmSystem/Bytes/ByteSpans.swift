@@ -143,3 +143,25 @@ extension String {
         return try copy.withUTF8 { try body($0.span) }
     }
 }
+
+extension Array where Element == UInt8 {
+    /// The bytes of `span`, copied.
+    @inlinable
+    public init(decodingSpan span: Span<UInt8>) {
+        self = span.withUnsafeBufferPointer { Array($0) }
+    }
+
+    /// The eight bytes at `offset` as a little-endian word, read in place (no span made). Traps
+    /// unless they lie in the array.
+    @inlinable @inline(__always)
+    public func littleEndianWord(at offset: Int) -> UInt64 {
+        precondition(offset >= 0 && offset <= count - 8, "eight bytes at \(offset) of \(count)")
+        return withUnsafeBufferPointer { UInt64(littleEndian: UnsafeRawPointer($0.baseAddress! + offset).loadUnaligned(as: UInt64.self)) }
+    }
+
+    /// Appends the bytes of `span`.
+    @inlinable
+    public mutating func append(_ span: Span<UInt8>) {
+        span.withUnsafeBufferPointer { append(contentsOf: $0) }
+    }
+}

@@ -110,35 +110,3 @@ extension String {
         self = String(decoding: cText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
-
-/// SHA-1 (FIPS 180-4) of `message`, by libcrypto: for WebSocket's handshake (RFC 6455), not for
-/// security.
-public func sha1Digest(_ message: Span<UInt8>) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: 20)
-    message.withUnsafeBufferPointer { message in
-        digest.withUnsafeMutableBufferPointer { ps_sha1(message.baseAddress, message.count, $0.baseAddress!) }
-    }
-    return digest
-}
-
-extension Array where Element == UInt8 {
-    /// The bytes of `span`, copied.
-    @inlinable
-    public init(decodingSpan span: Span<UInt8>) {
-        self = span.withUnsafeBufferPointer { Array($0) }
-    }
-
-    /// The eight bytes at `offset` as a little-endian word, read in place (no span made). Traps
-    /// unless they lie in the array.
-    @inlinable @inline(__always)
-    public func littleEndianWord(at offset: Int) -> UInt64 {
-        precondition(offset >= 0 && offset <= count - 8, "eight bytes at \(offset) of \(count)")
-        return withUnsafeBufferPointer { UInt64(littleEndian: UnsafeRawPointer($0.baseAddress! + offset).loadUnaligned(as: UInt64.self)) }
-    }
-
-    /// Appends the bytes of `span`.
-    @inlinable
-    public mutating func append(_ span: Span<UInt8>) {
-        span.withUnsafeBufferPointer { append(contentsOf: $0) }
-    }
-}

@@ -56,12 +56,6 @@ public struct ActorExecutor: Sendable {
     public var unowned: UnownedSerialExecutor { executor }
 }
 
-extension PartitionExecutor {
-    /// The executor as an actor's `unownedExecutor`. Safe where the actor holds the executor
-    /// itself (a strong reference), as a device does: the executor outlives every use of this.
-    @safe @inlinable
-    public var asActorExecutor: UnownedSerialExecutor { asUnownedSerialExecutor() }
-}
 
 /// A thread with a queue of jobs and closures, and nothing else: a simulated partition's executor.
 /// It runs the partition's whole run as one closure; jobs enqueued meanwhile (none in a run) wait

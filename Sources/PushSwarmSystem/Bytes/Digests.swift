@@ -10,3 +10,13 @@ public func sha256Digest(_ message: Span<UInt8>) -> InlineArray<32, UInt8> {
     }
     return digest
 }
+
+/// SHA-1 (FIPS 180-4) of `message`, by libcrypto: for WebSocket's handshake (RFC 6455), not for
+/// security.
+public func sha1Digest(_ message: Span<UInt8>) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 20)
+    message.withUnsafeBufferPointer { message in
+        digest.withUnsafeMutableBufferPointer { ps_sha1(message.baseAddress, message.count, $0.baseAddress!) }
+    }
+    return digest
+}
