@@ -12,10 +12,29 @@ protocol Selectable: AnyObject {
 }
 
 /// Nanoseconds on the monotonic clock: the time base of every timer and measurement in
-/// PushSwarmNet.
+/// PushSwarmNet, unless a group runs on a `ManualClock`.
 public enum Monotonic {
     public static func now() -> UInt64 {
         Sockets.monotonicNanoseconds()
+    }
+}
+
+/// Time that moves only when told to, for a group of loops under test (SwiftNIO's
+/// `EmbeddedEventLoop.advanceTime(by:)` is the model): the loops' timers fire when
+/// `EventLoopGroup.advanceTime(by:)` passes their deadlines, never by waiting. Sockets stay real.
+public final class ManualClock: Sendable {
+    private let nanoseconds: Atomic<UInt64>
+
+    /// Starts far from zero, so that deadlines before now stay positive.
+    public init(startingAt start: UInt64 = 1_000_000_000_000) {
+        nanoseconds = Atomic(start)
+    }
+
+    public var now: UInt64 { nanoseconds.load(ordering: .acquiring) }
+
+    /// Moves to `instant` unless the clock is already past it.
+    fileprivate func move(to instant: UInt64) {
+        _ = nanoseconds.max(instant, ordering: .acquiringAndReleasing)
     }
 }
 
@@ -67,6 +86,15 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     /// compares deadlines in its own array and moves timers without retaining them.
     private var timers = DeadlineHeap<LoopTimer>()
     private var scratch: [UInt8] = []
+    /// The time its timers and measurements read; nil: the monotonic clock.
+    private let manualClock: ManualClock?
+
+    /// Now, in nanoseconds, on the loop's clock: every deadline and timing of what runs on it.
+    @inline(__always)
+    public var now: UInt64 {
+        if let manualClock { return manualClock.now }
+        return Sockets.monotonicNanoseconds()
+    }
 
     /// A buffer for building one outgoing message; give it back with `returnScratch`.
     func takeScratch() -> [UInt8] {
@@ -83,8 +111,9 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     /// Where connections on this loop read into; valid during one delegate call.
     let readBuffer = ReadBuffer(capacity: 65_536)
 
-    init(index: Int) {
+    init(index: Int, clock: ManualClock? = nil) {
         self.index = index
+        manualClock = clock
         ps_ignore_sigpipe()
         epoll = ps_epoll_create()
         wakeFD = ps_eventfd()
@@ -155,10 +184,11 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     /// Runs `action` on the loop after `nanoseconds`. Call on the loop's thread.
     @discardableResult
     public func schedule(afterNanoseconds nanoseconds: UInt64, _ action: @escaping () -> Void) -> LoopTimer {
-        schedule(at: Monotonic.now() &+ nanoseconds, action)
+        schedule(at: now &+ nanoseconds, action)
     }
 
-    /// Runs `action` on the loop at `deadline` (monotonic nanoseconds). Call on the loop's thread.
+    /// Runs `action` on the loop at `deadline` (nanoseconds on the loop's clock). Call on the
+    /// loop's thread.
     @discardableResult
     public func schedule(at deadline: UInt64, _ action: @escaping () -> Void) -> LoopTimer {
         let timer = LoopTimer(deadline: deadline, action: action)
@@ -172,10 +202,12 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     }
 
     /// How long epoll may wait for the next timer: rounded up, so that a timer is never woken
-    /// for early; a second at most.
+    /// for early; a second at most. On a manual clock only a due timer shortens the wait (time
+    /// moves by `advanceTime`, which wakes the loop).
     private func millisecondsUntilNextTimer(now: UInt64) -> Int32 {
         guard let deadline = timers.nextDeadline else { return 1000 }
         if deadline <= now { return 0 }
+        if manualClock != nil { return 1000 }
         return Int32(min(1000, (deadline - now + 999_999) / 1_000_000))
     }
 
@@ -220,7 +252,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     private func run() {
         var events = [ps_event](repeating: ps_event(), count: 256)
         while !stopped.load(ordering: .acquiring) {
-            let timeout = millisecondsUntilNextTimer(now: Monotonic.now())
+            let timeout = millisecondsUntilNextTimer(now: now)
             let count = Sockets.epollWait(epoll, into: &events, timeoutMilliseconds: timeout)
             if count > 0 {
                 for index in 0..<Int(count) {
@@ -243,8 +275,17 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
         runInbox()
     }
 
-    private func runDueTimers() {
-        let now = Monotonic.now()
+    fileprivate var nextTimerDeadline: UInt64? { timers.nextDeadline }
+
+    /// `work`'s value, computed on the loop after what was handed to it before.
+    fileprivate func onLoop<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            enqueue { continuation.resume(returning: work()) }
+        }
+    }
+
+    fileprivate func runDueTimers() {
+        let now = self.now
         while let timer = timers.popDue(now: now) {
             if let action = timer.action {
                 timer.action = nil
@@ -269,12 +310,33 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
 public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let next = Atomic<Int>(0)
+    private let clock: ManualClock?
 
-    /// `threads` nil: one loop per core.
-    public init(threads: Int? = nil, name: String = "pushswarm-loop") {
+    /// `threads` nil: one loop per core. `clock`: time for tests, moved by `advanceTime(by:)`.
+    public init(threads: Int? = nil, name: String = "pushswarm-loop", clock: ManualClock? = nil) {
         let count = threads ?? ProcessInfo.processInfo.activeProcessorCount
-        loops = (0..<max(1, count)).map { EventLoop(index: $0) }
+        self.clock = clock
+        loops = (0..<max(1, count)).map { EventLoop(index: $0, clock: clock) }
         for loop in loops { loop.start(name: "\(name)-\(loop.index)") }
+    }
+
+    /// Moves the group's manual clock on by `nanoseconds` and returns once each loop has run
+    /// the timers that became due, after the work handed to it before this call. Time moves from
+    /// deadline to deadline, so a timer sees the clock at its own deadline, and a timer it
+    /// schedules fires in the same call if that one's deadline is passed too. A group on the real
+    /// clock: a precondition failure.
+    public func advanceTime(by nanoseconds: UInt64) async {
+        guard let clock else { preconditionFailure("advanceTime(by:) needs a group made with a ManualClock") }
+        let target = clock.now &+ nanoseconds
+        while true {
+            var next = target
+            for loop in loops {
+                if let deadline = await loop.onLoop({ loop.nextTimerDeadline }), deadline < next { next = deadline }
+            }
+            clock.move(to: next)
+            for loop in loops { await loop.onLoop { loop.runDueTimers() } }
+            if next == target { return }
+        }
     }
 
     /// The next loop, round robin.

@@ -955,6 +955,8 @@ import Testing
         process.currentDirectoryURL = CommandLineTests.root
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         if extra.isEmpty {
@@ -971,9 +973,7 @@ import Testing
             Thread.sleep(forTimeInterval: 4)
         }
         kill(process.processIdentifier, SIGINT)
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        #expect(!process.isRunning, "a wall run must stop after Ctrl-C")
+        #expect(exited.wait(timeout: .now() + 30) == .success, "a wall run must stop after Ctrl-C")
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)

@@ -38,6 +38,39 @@ import Testing
         #expect(order == expected)
     }
 
+    /// On a manual clock a timer fires when time passes its deadline, never before, and then in
+    /// deadline order; time that does not move fires nothing, however long the test takes.
+    @Test func advancingAManualClockFiresTheTimersItPasses() async {
+        let group = manualGroup("manual-timer-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let fired = Fired()
+        let offsets: [UInt64] = [30, 10, 20, 20, 50]
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                let base = loop.now
+                for offset in offsets { loop.schedule(at: base + offset) { fired.deadlines.append(offset) } }
+                // A timer that schedules another, due within the same advance.
+                loop.schedule(at: base + 25) { loop.schedule(afterNanoseconds: 5) { fired.deadlines.append(30) } }
+                continuation.resume()
+            }
+        }
+        func seen() async -> [UInt64] {
+            await withCheckedContinuation { continuation in loop.execute { continuation.resume(returning: fired.deadlines) } }
+        }
+        #expect(await seen() == [])
+        await group.advanceTime(by: 9)
+        #expect(await seen() == [])
+        await group.advanceTime(by: 1)
+        #expect(await seen() == [10])
+        await group.advanceTime(by: 20)
+        #expect(await seen() == [10, 20, 20, 30, 30])
+        await group.advanceTime(by: 19)
+        #expect(await seen() == [10, 20, 20, 30, 30])
+        await group.advanceTime(by: 1)
+        #expect(await seen() == [10, 20, 20, 30, 30, 50])
+    }
+
     private final class Weak: @unchecked Sendable {
         var timers: [() -> LoopTimer?] = []
     }

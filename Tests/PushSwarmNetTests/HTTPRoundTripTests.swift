@@ -56,15 +56,49 @@ import Testing
         #expect(result.error?.reason == .connectionRefused)
     }
 
-    @Test func requestTimeoutFiresWhenTheServerNeverAnswers() async throws {
-        let server = try startServer { _, _ in }
+    /// A wall partition's devices are actors on its loop, so a request's completion must run on
+    /// the loop the request named (`HTTPClientRequest.loop`), whichever loop its pool's key would
+    /// hash to: with two loops, a client that ignored it would answer half of these elsewhere.
+    @Test func aCompletionRunsOnTheLoopItsRequestNamed() async throws {
+        let server = try startServer { _, responder in responder.respond(Response(status: 200)) }
         defer { server.stop() }
         let client = HTTPClient(group: testGroup)
-        let result = await client.send(HTTPClientRequest(method: "GET", url: url(server), timeoutNanoseconds: 200_000_000))
-        guard case .timeout = result else {
+        for index in testGroup.loops.indices {
+            for source in 1...4 {
+                let request = HTTPClientRequest(method: "GET", url: url(server), source: .v4(0x7F00_0000 + UInt32(source)), loop: index)
+                let onItsLoop = await withCheckedContinuation { continuation in
+                    client.execute(request) { _ in continuation.resume(returning: testGroup.loops[index].inLoop) }
+                }
+                #expect(onItsLoop, "loop \(index), source \(source)")
+            }
+        }
+    }
+
+    /// What the partition checks on each entry from the loop (tick, arrival, push): off the loop's
+    /// thread, the check stops the process, in release builds too (a precondition, not an assert).
+    @Test func isolationCheckedOffTheLoopStopsTheProcess() async {
+        await #expect(processExitsWith: .failure) {
+            let group = EventLoopGroup(threads: 1, name: "off-loop")
+            group.loops[0].checkIsolated()
+        }
+    }
+
+    /// The request's timeout fires at its deadline, on the loop's clock: not a nanosecond before.
+    @Test func requestTimeoutFiresWhenTheServerNeverAnswers() async throws {
+        let group = manualGroup("request-timeout")
+        defer { group.shutdown() }
+        let server = try startServer(group: group) { _, _ in }
+        defer { server.stop() }
+        let pending = Pending(HTTPClient(group: group), HTTPClientRequest(method: "GET", url: url(server), timeoutNanoseconds: 200_000_000))
+        await group.advanceTime(by: 199_999_999)
+        #expect(pending.now == nil, "timed out early: \(String(describing: pending.now))")
+        await group.advanceTime(by: 1)
+        let result = try #require(pending.now, "no timeout at the deadline")
+        guard case .timeout(let timings) = result else {
             Issue.record("expected a timeout, got \(result)")
             return
         }
+        #expect(timings.total == 200_000_000)
     }
 
     @Test func delayedAnswersArriveAndPoolsQueueBeyondTheirLimit() async throws {

@@ -28,39 +28,46 @@ import Testing
     // Under overload requests wait for a connection; one whose time ran out must leave the wait
     // queue then (its body freed, no connection opened for it), not when its turn would come.
     @Test func aRequestThatTimedOutWhileWaitingLeavesTheQueueAtOnce() async throws {
-        let server = try startServer { _, _ in }  // never answers: the one connection stays busy
+        let group = manualGroup("queue-timeout")
+        defer { group.shutdown() }
+        let server = try startServer(group: group) { _, _ in }  // never answers: the one connection stays busy
         defer { server.stop() }
-        let client = HTTPClient(group: testGroup, configuration: HTTPClient.Configuration(maxConnectionsPerPool: 1))
-        client.execute(HTTPClientRequest(method: "POST", url: url(server), body: [0], timeoutNanoseconds: 30_000_000_000)) { _ in }
-        let results = await withTaskGroup(of: HTTPResult.self) { group in
-            for index in 1...10 {
-                group.addTask {
-                    await client.send(HTTPClientRequest(method: "POST", url: url(server), body: [UInt8(index)], timeoutNanoseconds: 50_000_000))
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
+        let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(maxConnectionsPerPool: 1))
+        let first = Pending(client, HTTPClientRequest(method: "POST", url: url(server), body: [0], timeoutNanoseconds: 30_000_000_000))
+        let waiting = (1...10).map { index in
+            Pending(client, HTTPClientRequest(method: "POST", url: url(server), body: [UInt8(index)], timeoutNanoseconds: 50_000_000))
         }
-        #expect(results.allSatisfy { if case .timeout = $0 { true } else { false } }, "the first request holds the only connection")
-        let (waiting, held) = await withCheckedContinuation { continuation in
+        await group.advanceTime(by: 50_000_000)
+        for pending in waiting {
+            let result = try #require(pending.now, "a waiting request outlived its timeout")
+            guard case .timeout(let timings) = result else {
+                Issue.record("expected a timeout, got \(result)")
+                continue
+            }
+            #expect(timings.total == 50_000_000)
+        }
+        #expect(first.now == nil, "the first request holds the only connection")
+        let (queued, held) = await withCheckedContinuation { continuation in
             client.waitQueues { continuation.resume(returning: ($0, $1)) }
         }
-        #expect(waiting == 0)
+        #expect(queued == 0)
         #expect(held == 0, "timed-out requests still held by the wait queue")
-        #expect(server.statistics.snapshot.first { $0.name == "connections_accepted_total" }?.value == 1)
+        #expect(client.openConnections == 1, "no connection opened for a request that left the queue")
     }
 
+    /// An idle connection closes when the idle timeout has passed since its last answer, on the
+    /// loop's clock, and the next request opens a new one.
     @Test func idleConnectionsCloseAfterTheIdleTimeout() async throws {
-        let server = try startServer { _, responder in responder.respond(Response(status: 200)) }
+        let group = manualGroup("idle-timeout")
+        defer { group.shutdown() }
+        let server = try startServer(group: group) { _, responder in responder.respond(Response(status: 200)) }
         defer { server.stop() }
-        let client = HTTPClient(group: testGroup, configuration: HTTPClient.Configuration(idleTimeoutNanoseconds: 100_000_000))
+        let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(idleTimeoutNanoseconds: 100_000_000))
         #expect(await client.send(HTTPClientRequest(method: "GET", url: url(server))).response?.status == 200)
-        // The loop's idle timer closes it: waited for as a condition (up to 10 s on a loaded
-        // machine), not as a fixed sleep.
-        var waited = 0
-        while client.openConnections > 0 && waited < 1_000 {
-            try await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
+        #expect(client.openConnections == 1)
+        await group.advanceTime(by: 99_999_999)
+        #expect(client.openConnections == 1, "closed before the idle timeout")
+        await group.advanceTime(by: 1)
         #expect(client.openConnections == 0)
         // The next request opens a new connection (without the timeout it would reuse the first).
         let second = await client.send(HTTPClientRequest(method: "GET", url: url(server)))

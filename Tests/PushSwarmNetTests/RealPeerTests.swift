@@ -5,7 +5,7 @@ import Testing
 
 /// PushSwarm's client and server against programs it did not write, started and stopped here.
 /// Each test is skipped, with the reason, when its peer is not installed (`.ci/run` installs them).
-@Suite(.serialized) struct RealPeerTests {
+@Suite(.serialized, .timeLimit(.minutes(2))) struct RealPeerTests {
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
     func clientTalksToNginxWithKeepAliveAndChunkedBodies() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-nginx-\(UUID().uuidString)")
@@ -177,45 +177,38 @@ import Testing
     }
 }
 
-/// Records what a WebSocket hears, for tests to await.
-final class SocketRecorder: WebSocketDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var socket: WebSocket?
-    private var failure: NetError?
-    private var received: [String] = []
-    private var closeInfo: (code: UInt16?, error: NetError?)?
-
-    func webSocketOpened(_ socket: WebSocket) { lock.withLock { self.socket = socket } }
-    func webSocket(_ socket: WebSocket, receivedText text: String) { lock.withLock { received.append(text) } }
-    func webSocketClosed(_ socket: WebSocket, code: UInt16?, reason: String, error: NetError?) { lock.withLock { closeInfo = (code, error) } }
-    func webSocketDidNotOpen(_ error: NetError) { lock.withLock { failure = error } }
-
-    private func poll<T>(_ read: () -> T?) async -> T? {
-        for _ in 0..<500 {
-            if let value = lock.withLock(read) { return value }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return nil
+/// Records what a WebSocket hears, for tests to await: each event wakes the waiters whose
+/// condition it met (no polling). A test that waits for what never comes is ended by its suite's
+/// time limit.
+final class SocketRecorder: WebSocketDelegate, Sendable {
+    private struct Heard: Sendable {
+        var socket: WebSocket?
+        var failure: NetError?
+        var received: [String] = []
+        var closeInfo: (code: UInt16?, error: NetError?)?
     }
 
+    private let heard = Watched(Heard())
+
+    func webSocketOpened(_ socket: WebSocket) { heard.update { $0.socket = socket } }
+    func webSocket(_ socket: WebSocket, receivedText text: String) { heard.update { $0.received.append(text) } }
+    func webSocketClosed(_ socket: WebSocket, code: UInt16?, reason: String, error: NetError?) { heard.update { $0.closeInfo = (code, error) } }
+    func webSocketDidNotOpen(_ error: NetError) { heard.update { $0.failure = error } }
+
     func opened() async throws(NetError) -> WebSocket {
-        let outcome: Result<WebSocket, NetError>? = await poll {
-            if let socket { return .success(socket) }
-            if let failure { return .failure(failure) }
+        let outcome: Result<WebSocket, NetError> = await heard.wait {
+            if let socket = $0.socket { return .success(socket) }
+            if let failure = $0.failure { return .failure(failure) }
             return nil
         }
-        switch outcome {
-        case .success(let socket): return socket
-        case .failure(let error): throw error
-        case nil: throw NetError(.connectTimeout, detail: "never opened")
-        }
+        return try outcome.get()
     }
 
     func texts(count: Int) async -> [String] {
-        await poll { received.count >= count ? received : nil } ?? received
+        await heard.wait { $0.received.count >= count ? $0.received : nil }
     }
 
     func closed() async -> (code: UInt16?, error: NetError?) {
-        await poll { closeInfo } ?? (nil, NetError(.connectTimeout, detail: "never closed"))
+        await heard.wait { $0.closeInfo }
     }
 }

@@ -31,8 +31,6 @@ import Testing
         let chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
         #expect(status(rawExchange(port: port, send: [Array((chunked + "1\r\na\r\n7FFFFFFFFFFFFFFF\r\n").utf8)])) == "HTTP/1.1 413")
         #expect(status(rawExchange(port: port, send: [Array((chunked + "-1\r\n").utf8)])) == "HTTP/1.1 400")
-        // A slow client (slowloris) is cut off with 408 after the read timeout.
-        #expect(status(rawExchange(port: port, send: [Array("GET / HTTP/1.1\r\n".utf8)])) == "HTTP/1.1 408")
         // Truncated requests and random bytes followed by an abrupt close or reset.
         _ = rawExchange(port: port, send: [Array("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc".utf8)], readTimeout: 0)
         var generator = SystemRandomNumberGenerator()
@@ -49,6 +47,45 @@ import Testing
         // And a well-behaved client is still served.
         let result = await HTTPClient(group: testGroup).send(HTTPClientRequest(method: "POST", url: url(server), body: [1, 2, 3]))
         #expect(result.response?.bodyText == "ok 3")
+    }
+
+    /// A slow client (a slowloris) is cut off with 408 once the read timeout has passed since
+    /// its request began to arrive, on the loop's clock. One write carries a whole request and the
+    /// start of the next: when the first is answered, the server holds the second's start and its
+    /// read timer runs, so the test knows when to move time on.
+    @Test func aRequestNotReceivedWithinTheReadTimeoutGets408() async throws {
+        let group = manualGroup("read-timeout")
+        defer { group.shutdown() }
+        let configuration = HTTPServer.Configuration(requestReadTimeoutNanoseconds: 300_000_000)
+        let server = try startServer(configuration, group: group) { _, responder in
+            responder.respond(Response(status: 200, body: Array("ok".utf8)))
+        }
+        defer { server.stop() }
+        let fd = try #require(connectLoopback(port: server.port))
+        defer { close(fd) }
+        // A guard against a hang, not a wait: every read below has its bytes sent already.
+        var limit = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let sent = Array("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\n".utf8)
+        #expect(sent.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == sent.count)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).hasSuffix("\r\n\r\nok") {
+            let count = read(fd, &buffer, buffer.count)
+            try #require(count > 0, "the first request was not answered: \(String(decoding: received, as: UTF8.self))")
+            received += buffer[0..<count]
+        }
+        #expect(status(received) == "HTTP/1.1 200")
+        await group.advanceTime(by: 299_999_999)
+        #expect(recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) < 0 && errno == EAGAIN, "answered before the read timeout")
+        await group.advanceTime(by: 1)
+        received = []
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        #expect(status(received) == "HTTP/1.1 408", "\(String(decoding: received, as: UTF8.self))")
     }
 
     private func resetConnection(port: UInt16, after bytes: [UInt8]) {

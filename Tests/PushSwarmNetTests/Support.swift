@@ -2,6 +2,7 @@ import Foundation
 @_exported import PushSwarmTestSupport
 import PushSwarmCore
 @testable import PushSwarmNet
+import Synchronization
 
 /// Shared loops for the network tests (two, as on the machines here).
 let testGroup = EventLoopGroup(threads: 2, name: "test-loop")
@@ -27,9 +28,86 @@ extension HTTPResult {
     }
 }
 
+/// One loop on a clock of its own that moves only by `advanceTime(by:)`: for tests of timers,
+/// which then neither wait nor race the machine's load. Each test makes its own (advancing a
+/// shared one would fire other tests' timers).
+func manualGroup(_ name: String) -> EventLoopGroup {
+    EventLoopGroup(threads: 1, name: name, clock: ManualClock())
+}
+
+/// A request sent now whose result a test awaits later, typically after moving time on.
+final class Pending: Sendable {
+    private let state = Mutex<(result: HTTPResult?, waiter: CheckedContinuation<HTTPResult, Never>?)>((nil, nil))
+
+    init(_ client: HTTPClient, _ request: HTTPClientRequest) {
+        client.execute(request) { [self] result in
+            let waiter = state.withLock { state in
+                state.result = result
+                return state.waiter.take()
+            }
+            waiter?.resume(returning: result)
+        }
+    }
+
+    /// The result if it has come.
+    var now: HTTPResult? { state.withLock { $0.result } }
+
+    var result: HTTPResult {
+        get async {
+            await withCheckedContinuation { continuation in
+                let result = state.withLock { state -> HTTPResult? in
+                    if state.result == nil { state.waiter = continuation }
+                    return state.result
+                }
+                if let result { continuation.resume(returning: result) }
+            }
+        }
+    }
+}
+
+/// State a test waits on: each change wakes the waiters whose condition now holds.
+final class Watched<State: Sendable>: Sendable {
+    private struct Waiter {
+        let condition: @Sendable (State) -> Bool
+        let continuation: CheckedContinuation<State, Never>
+    }
+
+    private let guarded: Mutex<(state: State, waiters: [Waiter])>
+
+    init(_ state: State) {
+        guarded = Mutex((state, []))
+    }
+
+    func update(_ change: (inout State) -> Void) {
+        let (state, ready) = guarded.withLock { guarded -> (State, [Waiter]) in
+            change(&guarded.state)
+            let state = guarded.state
+            let ready = guarded.waiters.filter { $0.condition(state) }
+            guarded.waiters.removeAll { $0.condition(state) }
+            return (state, ready)
+        }
+        for waiter in ready { waiter.continuation.resume(returning: state) }
+    }
+
+    /// The first value `read` gives of the state, now or after a later change.
+    func wait<T>(_ read: @escaping @Sendable (State) -> T?) async -> T {
+        let state = await withCheckedContinuation { (continuation: CheckedContinuation<State, Never>) in
+            let now = guarded.withLock { guarded -> State? in
+                if read(guarded.state) != nil { return guarded.state }
+                guarded.waiters.append(Waiter(condition: { read($0) != nil }, continuation: continuation))
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+        return read(state)!
+    }
+}
+
 /// A loopback server with `handler`, on an ephemeral port.
-func startServer(_ configuration: HTTPServer.Configuration = HTTPServer.Configuration(), handler: @escaping HTTPHandler) throws -> HTTPServer {
-    let server = HTTPServer(group: testGroup, configuration: configuration, handler: handler)
+func startServer(
+    _ configuration: HTTPServer.Configuration = HTTPServer.Configuration(), group: EventLoopGroup = testGroup, handler: @escaping HTTPHandler
+) throws -> HTTPServer {
+    let server = HTTPServer(group: group, configuration: configuration, handler: handler)
     try server.start(at: SocketAddress(ip: .loopback, port: 0))
     return server
 }

@@ -32,7 +32,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func submit(_ exchange: Exchange, atFront: Bool = false) {
-        let now = Monotonic.now()
+        let now = loop.now
         if exchange.timer == nil {
             // Strong captures: the closure goes when the timer fires or is cancelled at the end.
             exchange.timer = loop.schedule(at: exchange.startedAt &+ exchange.request.timeoutNanoseconds) { [self, exchange] in
@@ -62,13 +62,13 @@ final class ConnectionPool: @unchecked Sendable {
     /// A connection finished its exchange (or opened) and can take the next.
     func connectionReady(_ connection: HTTPConnection) {
         if let next = takeWaiting() {
-            connection.send(next)
+            connection.send(next, now: loop.now)
         } else if client.poolsWaitForBudget {
             // Another pool has requests and no connection: this one closes to make room.
             connection.close()
             connectionGone(connection)
         } else {
-            connection.idleSince = Monotonic.now()
+            connection.idleSince = loop.now
             idle.append(connection)
             armIdleSweep()
         }
@@ -80,7 +80,7 @@ final class ConnectionPool: @unchecked Sendable {
         // A strong capture: the timer is the pool's, and lets it go when it fires.
         idleSweep = loop.schedule(at: oldest.idleSince &+ client.configuration.idleTimeoutNanoseconds) { [self] in
             idleSweep = nil
-            closeExpiredIdle(now: Monotonic.now())
+            closeExpiredIdle(now: loop.now)
             armIdleSweep()
         }
     }
@@ -110,7 +110,7 @@ final class ConnectionPool: @unchecked Sendable {
         open -= 1
         client.releaseConnection()
         if let exchange = takeWaiting() {
-            exchange.finish { .failure(error, $0) }
+            exchange.finish(now: loop.now) { .failure(error, $0) }
         }
         openIfNeeded()
     }
@@ -169,7 +169,7 @@ final class ConnectionPool: @unchecked Sendable {
             waitingCount -= 1
             exchange.waitTicket = nil
             if exchange.isFinished { continue }
-            exchange.timings.queued += Monotonic.now() - exchange.enqueuedAt
+            exchange.timings.queued += loop.now - exchange.enqueuedAt
             return exchange
         }
         return nil
@@ -195,7 +195,7 @@ final class ConnectionPool: @unchecked Sendable {
             switch client.address(of: key.origin) {
             case .success(let value): address = value
             case .failure(let error):
-                takeWaiting()?.finish { .failure(error, $0) }
+                takeWaiting()?.finish(now: loop.now) { .failure(error, $0) }
                 continue
             }
             guard client.reserveConnection(for: self) else { return }
@@ -213,6 +213,6 @@ final class ConnectionPool: @unchecked Sendable {
             // The answer may still come; the connection cannot be reused for the next request.
             connection.abandon()
         }
-        exchange.finish { .timeout($0) }
+        exchange.finish(now: loop.now) { .timeout($0) }
     }
 }

@@ -27,7 +27,7 @@ final class Exchange: @unchecked Sendable {
 
     var isFinished: Bool { completion == nil }
 
-    func finish(now: UInt64 = Monotonic.now(), _ result: (HTTPTimings) -> HTTPResult) {
+    func finish(now: UInt64, _ result: (HTTPTimings) -> HTTPResult) {
         guard let completion else { return }
         self.completion = nil
         connection = nil

@@ -95,24 +95,20 @@ public final class HTTPClient: Sendable {
 
     /// Sends `request`; `completion` runs exactly once, on an event loop thread.
     public func execute(_ request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void) {
-        let exchange = Exchange(request: request, completion: completion, startedAt: Monotonic.now())
-        start(exchange)
+        let key = PoolKey(source: request.source, origin: request.url.origin)
+        let state = states[request.loop.map { $0 % states.count } ?? abs(key.hashValue % states.count)]
+        let exchange = Exchange(request: request, completion: completion, startedAt: state.loop.now)
+        if state.loop.inLoop {
+            state.pool(for: key, client: self).submit(exchange)
+        } else {
+            state.loop.enqueue { [self] in state.pool(for: key, client: self).submit(exchange) }
+        }
     }
 
     /// Closes idle connections; call when no request is in flight.
     public func shutdown() {
         for state in states {
             state.loop.execute { state.closeAll() }
-        }
-    }
-
-    func start(_ exchange: Exchange) {
-        let key = PoolKey(source: exchange.request.source, origin: exchange.request.url.origin)
-        let state = states[exchange.request.loop.map { $0 % states.count } ?? abs(key.hashValue % states.count)]
-        if state.loop.inLoop {
-            state.pool(for: key, client: self).submit(exchange)
-        } else {
-            state.loop.enqueue { [self] in state.pool(for: key, client: self).submit(exchange) }
         }
     }
 

@@ -28,7 +28,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     var isUsable: Bool { connection?.isOpen ?? false }
 
     func connect(to address: SocketAddress, tls: TLSContext?) {
-        connectStartedAt = Monotonic.now()
+        connectStartedAt = pool.loop.now
         let result = Connection.connect(
             on: pool.loop, to: address, from: pool.key.source, tls: tls, hostName: pool.key.origin.host, delegate: self
         )
@@ -49,7 +49,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    func send(_ exchange: Exchange, now: UInt64 = Monotonic.now()) {
+    func send(_ exchange: Exchange, now: UInt64) {
         current = exchange
         exchange.connection = self
         receivedForCurrent = false
@@ -58,7 +58,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connection?.write { exchange.serialize(into: &$0) }
     }
 
-    /// When it last became idle in its pool (monotonic nanoseconds).
+    /// When it last became idle in its pool (nanoseconds on its loop's clock).
     var idleSince: UInt64 = 0
 
     /// Gives up the current exchange (timed out): the connection is closed, not reused.
@@ -81,7 +81,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connectTimer?.cancel()
         connectTimer = nil
         pool.connectSucceeded(self)
-        let connectTime = Monotonic.now() - connectStartedAt
+        let connectTime = pool.loop.now - connectStartedAt
         pool.connectionReady(self)
         current?.timings.connect += connectTime
         current?.timings.connectionsOpened += 1
@@ -94,7 +94,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             pool.connectionGone(self)
             return
         }
-        let now = Monotonic.now()
+        let now = pool.loop.now
         if !receivedForCurrent {
             receivedForCurrent = true
             exchange.firstByteAt = now
@@ -112,7 +112,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             current = nil
             close()
             pool.connectionGone(self)
-            exchange.finish { .failure(NetError(.malformedResponse, detail: error.reason), $0) }
+            exchange.finish(now: pool.loop.now) { .failure(NetError(.malformedResponse, detail: error.reason), $0) }
         }
     }
 
@@ -128,7 +128,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         pool.connectionGone(self)
         guard let exchange, !exchange.isFinished else { return }
         if error == nil, let message = parser.finishAtEOF() {
-            finishExchange(exchange, with: message)
+            finishExchange(exchange, with: message, now: pool.loop.now)
             return
         }
         if exchangesCarried > 0 && !receivedForCurrent && !exchange.retriedStale {
@@ -140,7 +140,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             return
         }
         let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
-        exchange.finish { .failure(failure, $0) }
+        exchange.finish(now: pool.loop.now) { .failure(failure, $0) }
     }
 
     private func complete(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
@@ -155,7 +155,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         finishExchange(exchange, with: message, now: now)
     }
 
-    private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64 = Monotonic.now()) {
+    private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
         exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
         exchange.timings.service += now - exchange.writtenAt
         let status = Int(message.startLine.1) ?? 0

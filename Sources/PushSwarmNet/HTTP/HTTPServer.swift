@@ -149,6 +149,36 @@ public final class HTTPServer: Sendable {
         let malformedRequests = Atomic<Int>(0)
         let webSocketsOpen = Atomic<Int>(0)
         let acceptErrors = Atomic<Int>(0)
+        private let untilIdle = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+        /// Returns once no connection or WebSocket is open: at once if none is, else when the
+        /// last one ends (a drain, and what a test awaits instead of polling the gauges).
+        public func noConnectionOpen() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let idle = untilIdle.withLock { waiting -> Bool in
+                    if isIdle { return true }
+                    waiting.append(continuation)
+                    return false
+                }
+                if idle { continuation.resume() }
+            }
+        }
+
+        private var isIdle: Bool {
+            connectionsOpen.load(ordering: .acquiring) == 0 && webSocketsOpen.load(ordering: .acquiring) == 0
+        }
+
+        /// A connection or WebSocket ended (its gauge is down already): wakes the drain's waiters
+        /// if it was the last.
+        func ended() {
+            guard isIdle else { return }
+            let waiting = untilIdle.withLock { waiting -> [CheckedContinuation<Void, Never>] in
+                guard !waiting.isEmpty, isIdle else { return [] }
+                defer { waiting.removeAll() }
+                return waiting
+            }
+            for continuation in waiting { continuation.resume() }
+        }
 
         /// The counts now, by name.
         public var snapshot: [(name: String, value: Int)] {
@@ -319,7 +349,8 @@ private final class Listener: Selectable, @unchecked Sendable {
 
     func forget(_ connection: ServerConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
-            server.statistics.connectionsOpen.subtract(1, ordering: .relaxed)
+            server.statistics.connectionsOpen.subtract(1, ordering: .releasing)
+            server.statistics.ended()
         }
     }
 
@@ -462,10 +493,11 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
     private func webSocketEnded() {
         guard webSocket != nil else { return }
         webSocket = nil
-        listener.server.statistics.webSocketsOpen.subtract(1, ordering: .relaxed)
+        listener.server.statistics.webSocketsOpen.subtract(1, ordering: .releasing)
         timer?.cancel()
         connection = nil
         listener.forget(self)
+        listener.server.statistics.ended()
     }
 
     func acceptWebSocket(_ delegate: any WebSocketDelegate) {

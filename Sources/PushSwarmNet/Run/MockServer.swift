@@ -285,14 +285,14 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     /// Sends the reply's messages no earlier than the last ones (a socket keeps order), then its
     /// close; arms its timer.
     private func schedule(_ reply: SocketReply, after delay: TimeSpan, on socket: WebSocket) {
-        let due = max(Monotonic.now() + UInt64(max(0, delay.microseconds)) * 1_000, lastSendAt)
+        let due = max(socket.loop.now + UInt64(max(0, delay.microseconds)) * 1_000, lastSendAt)
         lastSendAt = due
         let send = { [self] in
             guard !isClosed else { return }
             for text in reply.messages { socket.send(text: text) }
             if let close = reply.close { socket.close(code: close.code, reason: close.reason) }
         }
-        if due <= Monotonic.now() { send() } else { _ = socket.loop.schedule(at: due) { send() } }
+        if due <= socket.loop.now { send() } else { _ = socket.loop.schedule(at: due) { send() } }
         if let wake = reply.wake {
             timer?.cancel()
             timer = socket.loop.schedule(afterNanoseconds: UInt64(max(0, wake.microseconds)) * 1_000) { [self] in

@@ -98,7 +98,7 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
 
     public func wake(at instant: Instant, _ tick: @escaping () -> Void) {
         let delay = UInt64(max(0, (instant - clock.now).microseconds)) * 1_000
-        let deadline = Monotonic.now() &+ delay
+        let deadline = loop.now &+ delay
         // The same wake-up again (a tick that found nothing new due) keeps its timer.
         if let wakeTimer, wakeTimer.isPending, wakeDeadline <= deadline, deadline - wakeDeadline < 200_000 { return }
         wakeTimer?.cancel()
