@@ -13,15 +13,8 @@ final class ConnectionPool: @unchecked Sendable {
     /// armed and cancelled for every idle spell was two allocations and a heap entry a request
     /// at rates the pool keeps up with.
     private var idleSweep: LoopTimer?
-    /// Requests waiting for a connection, oldest first, from `waitingStart` on. A request whose
-    /// time ran out while it waited leaves at once: its slot becomes nil (dropping the request and
-    /// its body), and `waitingCount` counts only the live ones, so no connection is opened for it.
-    /// Slots are numbered by ticket (`ticketBase` + position), so they stay valid when the queue's
-    /// spent front is cut off.
-    private var waiting: [Exchange?] = []
-    private var waitingStart = 0
-    private var ticketBase = 0
-    private var waitingCount = 0
+    /// Requests waiting for a connection; one whose time runs out leaves at once.
+    private var waiting = WaitQueue<Exchange>()
     private var open = 0
     private var connecting = 0
 
@@ -47,15 +40,7 @@ final class ConnectionPool: @unchecked Sendable {
             }
             connectionGone(connection)
         }
-        if atFront && waitingStart > 0 {
-            waitingStart -= 1
-            waiting[waitingStart] = exchange
-            exchange.waitTicket = ticketBase + waitingStart
-        } else {
-            exchange.waitTicket = ticketBase + waiting.count
-            waiting.append(exchange)
-        }
-        waitingCount += 1
+        exchange.waitTicket = waiting.push(exchange, atFront: atFront)
         openIfNeeded()
     }
 
@@ -117,7 +102,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// The process-wide budget has room again.
     func budgetAvailable() {
-        if waitingCount == 0 {
+        if waiting.count == 0 {
             client.passBudgetTurn()
         } else {
             openIfNeeded()
@@ -151,22 +136,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func takeWaiting() -> Exchange? {
-        while waitingStart < waiting.count {
-            // Moved out (no retain and release of the exchange on the way).
-            let slot = waiting[waitingStart].take()
-            waitingStart += 1
-            if waitingStart == waiting.count {
-                ticketBase += waiting.count
-                waiting.removeAll(keepingCapacity: true)
-                waitingStart = 0
-            } else if waitingStart >= 1_024 && waitingStart * 2 >= waiting.count {
-                // Under a lasting overload the queue never drains: cut off its spent front.
-                ticketBase += waitingStart
-                waiting.removeFirst(waitingStart)
-                waitingStart = 0
-            }
-            guard let exchange = slot else { continue }  // timed out while waiting
-            waitingCount -= 1
+        while let exchange = waiting.pop() {
             exchange.waitTicket = nil
             if exchange.isFinished { continue }
             exchange.timings.queued += loop.now - exchange.enqueuedAt
@@ -176,21 +146,18 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     var waitQueue: (waiting: Int, held: Int) {
-        (waitingCount, waiting[waitingStart...].reduce(0) { $0 + ($1 == nil ? 0 : 1) })
+        (waiting.count, waiting.held)
     }
 
     /// A waiting request whose time ran out leaves the queue now, not when its turn comes.
     private func leaveQueue(_ exchange: Exchange) {
         guard let ticket = exchange.waitTicket else { return }
         exchange.waitTicket = nil
-        let position = ticket - ticketBase
-        guard position >= waitingStart, position < waiting.count, waiting[position] === exchange else { return }
-        waiting[position] = nil
-        waitingCount -= 1
+        waiting.remove(exchange, ticket: ticket)
     }
 
     private func openIfNeeded() {
-        while connecting < waitingCount && open < client.configuration.maxConnectionsPerPool {
+        while connecting < waiting.count && open < client.configuration.maxConnectionsPerPool {
             let address: SocketAddress
             switch client.address(of: key.origin) {
             case .success(let value): address = value
