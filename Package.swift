@@ -29,9 +29,13 @@ let package = Package(
         // Sockets: event loops, HTTP/1.1 client and server, WebSocket, TLS, source-address pools,
         // the loopback mock server and the wall-clock transport.
         .target(name: "PushSwarmNet", dependencies: ["CPushSwarmShim", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmSystem"]),
+        // The commands: each option declared once (parsing, help and checks), and the logic of
+        // run, capacity, mock, bench, merge, compare and validate, callable in-process by tests.
+        .target(name: "PushSwarmCLI", dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmNet", "PushSwarmSystem"]),
+        // The executable: one line that calls PushSwarmCLI.
         .executableTarget(
             name: "pushswarm",
-            dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmNet", "PushSwarmSystem"],
+            dependencies: ["PushSwarmCLI"],
             // A release build links the Swift runtime, the standard library and Foundation into
             // the binary (`swift build --static-swift-stdlib` does the same): one file to deploy,
             // and every retain, release and standard-library call a direct call rather than one
@@ -55,7 +59,7 @@ let package = Package(
         // Runs the built `pushswarm` binary as a user would: exit codes, messages, files written.
         .testTarget(
             name: "PushSwarmCLITests",
-            dependencies: ["pushswarm", "PushSwarmMetrics", "PushSwarmTestSupport"]
+            dependencies: ["pushswarm", "PushSwarmCLI", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmTestSupport"]
         ),
     ]
 )
@@ -75,7 +79,7 @@ if Context.environment["PUSHSWARM_FUZZ"] != nil {
 
 /// Targets built under strict memory safety (SE-0458): an unsafe construct there is a warning,
 /// which the warnings-as-errors build fails on. All but the fenced place and the C shim.
-let strictlyMemorySafe: Set<String> = ["PushSwarmMetrics", "PushSwarmCore", "PushSwarmPlatforms", "PushSwarmNet", "pushswarm"]
+let strictlyMemorySafe: Set<String> = ["PushSwarmMetrics", "PushSwarmCore", "PushSwarmPlatforms", "PushSwarmNet", "PushSwarmCLI", "pushswarm"]
 
 for target in package.targets where target.name != "CPushSwarmShim" {
     var settings = target.swiftSettings ?? []

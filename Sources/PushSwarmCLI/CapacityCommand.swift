@@ -4,43 +4,53 @@ import PushSwarmMetrics
 
 /// `pushswarm capacity FILE --slo 'p99<200ms,errors<1%'`: the highest open-model rate at which
 /// the service still meets the objective.
-enum CapacityCommand {
-    static let usage = """
-        Usage: pushswarm capacity FILE --slo OBJECTIVE [--threshold EXPR ...] [options]
+enum CapacityCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm capacity FILE --slo OBJECTIVE [--threshold EXPR ...] [options]",
+        about: """
+            Steps the arrival rate of FILE's open-workload groups up (doubling from --from) until the
+            objective breaks, then narrows the gap to --precision, running the scenario once per step
+            for its duration. Prints the step table and the highest rate that held, and writes
+            capacity.json. A step PushSwarm could not put on (its lag, missed starts, its CPU, or
+            arrivals shed on busy devices while the service answered within the objective) is
+            PushSwarm's limit, not the service's: run again, and if it stays so the search ends
+            "limited by PushSwarm at X/s" instead of claiming a capacity for the service.
+            """,
+        options: [
+            OptionDeclaration(
+                "--slo", "OBJECTIVE",
+                """
+                pNN<duration and/or errors<percent, e.g. 'p99<200ms,errors<1%'.
+                Errors are answers other than 1xx-3xx, transport errors, timeouts.
+                """
+            ),
+            SharedOptions.threshold.help(
+                """
+                A further condition each step must meet, as for `run`, such as
+                'p99(smartapppush.events) < 150ms' or 'rate(status=429) < 0.5%';
+                repeat for several. With thresholds, --slo may be left out.
+                """
+            ),
+            OptionDeclaration("--from", "RATE", "First step (default 10/s)."),
+            OptionDeclaration("--precision", "P", "Stop when the gap is within P of the rate that held (default 2%)."),
+            SharedOptions.clock.help(
+                """
+                simulated (default) or wall (each step in real time, against the
+                built-in mocks or --target).
+                """
+            ),
+            SharedOptions.target.help("Wall clock: the service to measure, as for `run`."),
+            SharedOptions.insecure, SharedOptions.caFile,
+            SharedOptions.warmUp.help("With --target: have the installs register before each step\n(default as for `run`)."),
+            SharedOptions.noWarmUp.help("With --target: skip the installs' registration before each step."),
+            SharedOptions.seed, SharedOptions.devices,
+            SharedOptions.duration.help("Each step's length: seconds, or with units (90s, 30m)."),
+            SharedOptions.maxWaiting,
+            OptionDeclaration("--out", "DIR", "Write capacity.json into DIR instead of Reports/<run-id>."),
+        ]
+    )
 
-        Steps the arrival rate of FILE's open-workload groups up (doubling from --from) until the
-        objective breaks, then narrows the gap to --precision, running the scenario once per step
-        for its duration. Prints the step table and the highest rate that held, and writes
-        capacity.json. A step PushSwarm could not put on (its lag, missed starts, its CPU, or
-        arrivals shed on busy devices while the service answered within the objective) is
-        PushSwarm's limit, not the service's: run again, and if it stays so the search ends
-        "limited by PushSwarm at X/s" instead of claiming a capacity for the service.
-
-        Options:
-          --slo OBJECTIVE   pNN<duration and/or errors<percent, e.g. 'p99<200ms,errors<1%'.
-                            Errors are answers other than 1xx-3xx, transport errors, timeouts.
-          --threshold EXPR  A further condition each step must meet, as for `run`, such as
-                            'p99(smartapppush.events) < 150ms' or 'rate(status=429) < 0.5%';
-                            repeat for several. With thresholds, --slo may be left out.
-          --from RATE       First step (default 10/s).
-          --precision P     Stop when the gap is within P of the rate that held (default 2%).
-          --clock KIND      simulated (default) or wall (each step in real time, against the
-                            built-in mocks or --target).
-          --target URL      Wall clock: the service to measure, as for `run`.
-          --no-warm-up      With --target: skip the installs' registration before each step
-                            (--warm-up forces it; default as for `run`).
-          --seed N, --devices N, --duration D, --max-waiting N
-                            As for `run` (duration: each step's length).
-          --out DIR         Write capacity.json into DIR instead of Reports/<run-id>.
-          -h, --help        Show this help.
-        """
-
-    static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--slo", "--from", "--precision", "--clock", "--target", "--seed", "--devices", "--duration", "--out", "--ca-file", "--threshold", "--max-waiting"], switches: ["--help", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "capacity", usage: usage) else { return .badInput }
         var search: CapacitySearch
         do {

@@ -1,37 +1,32 @@
 import Foundation
 import PushSwarmMetrics
 
-enum CompareCommand {
-    static let usage = """
-        Usage: pushswarm compare BASELINE CURRENT [options]
+enum CompareCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm compare BASELINE CURRENT [options]",
+        about: """
+            Compares two runs of one scenario (report directories written by `pushswarm run` or
+            `pushswarm merge`, or their metrics.json) and prints the changes that matter: throughput,
+            latency percentiles overall and per operation, error and 429 rates, retry amplification,
+            the ledger. Exits 1 when the current run is worse than the baseline beyond the tolerance.
+            The nightly recipe is in docs/nightly.md.
+            """,
+        options: [
+            OptionDeclaration("--tolerance", "P", "A relative change beyond P counts (default 10%)."),
+            OptionDeclaration("--latency-floor", "D", "Latency changes smaller than D never count (default 1ms)."),
+            OptionDeclaration("--rate-floor", "P", "Error and 429 rate changes smaller than P (percentage points)\nnever count (default 0.1%)."),
+            OptionDeclaration(
+                "--min-samples", "N", "Judge percentiles and rates only with at least N samples in\nboth runs (default 100).",
+                check: OptionDeclaration.wholeNumber(1...Int.max)
+            ),
+            OptionDeclaration("--all", nil, "Show every row, not only the headline ones and the changes."),
+            OptionDeclaration("--json", "FILE", "Also write the comparison as JSON for a CI job."),
+            OptionDeclaration("--junit", "FILE", "Also write it as JUnit XML: a test case per row, failed when worse."),
+        ],
+        footer: "Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input."
+    )
 
-        Compares two runs of one scenario (report directories written by `pushswarm run` or
-        `pushswarm merge`, or their metrics.json) and prints the changes that matter: throughput,
-        latency percentiles overall and per operation, error and 429 rates, retry amplification,
-        the ledger. Exits 1 when the current run is worse than the baseline beyond the tolerance.
-        The nightly recipe is in docs/nightly.md.
-
-        Options:
-          --tolerance P       A relative change beyond P counts (default 10%).
-          --latency-floor D   Latency changes smaller than D never count (default 1ms).
-          --rate-floor P      Error and 429 rate changes smaller than P (percentage points)
-                              never count (default 0.1%).
-          --min-samples N     Judge percentiles and rates only with at least N samples in
-                              both runs (default 100).
-          --all               Show every row, not only the headline ones and the changes.
-          --json FILE         Also write the comparison as JSON for a CI job.
-          --junit FILE        Also write it as JUnit XML: a test case per row, failed when worse.
-          -h, --help          Show this help.
-
-        Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input.
-        """
-
-    static func main(_ words: [String]) -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--tolerance", "--latency-floor", "--rate-floor", "--json", "--min-samples", "--junit"], switches: ["--all"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
         guard arguments.positionals.count == 2 else {
             PushSwarmCommand.printError("compare takes two runs, BASELINE and CURRENT\n\n\(usage)")
             return .badInput

@@ -3,30 +3,26 @@ import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmNet
 
-enum BenchCommand {
-    static let usage = """
-        Usage: pushswarm bench URL [--scenario FILE] [--connections N] [--duration D] [--json]
+enum BenchCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm bench URL [--scenario FILE] [--connections N] [--duration D] [--json]",
+        about: """
+            A closed-loop HTTP load in the manner of wrk, for comparing PushSwarm's network path with
+            wrk against the same loopback server: N connections over one event loop per core, each
+            sending its next request when the last answer arrives. Every request is one device's own,
+            taken from the first requests the scenario's devices send (paths are appended to URL's
+            path). URL must be on loopback (127.0.0.0/8): each connection binds its own source address.
+            """,
+        options: [
+            OptionDeclaration("--scenario", "FILE", "Where the requests come from (default Scenarios/quickstart.json)."),
+            OptionDeclaration("--connections", "N", "Connections (default 64).", check: OptionDeclaration.wholeNumber(1...100_000)),
+            SharedOptions.duration.help("How long (default 10s)."),
+            OptionDeclaration("--loops", "N", "Event loops (threads; default one per core).", check: OptionDeclaration.wholeNumber(1...1_024)),
+            OptionDeclaration("--json", nil, "Print one JSON line instead of text."),
+        ]
+    )
 
-        A closed-loop HTTP load in the manner of wrk, for comparing PushSwarm's network path with
-        wrk against the same loopback server: N connections over one event loop per core, each
-        sending its next request when the last answer arrives. Every request is one device's own,
-        taken from the first requests the scenario's devices send (paths are appended to URL's
-        path). URL must be on loopback (127.0.0.0/8): each connection binds its own source address.
-
-        Options:
-          --scenario FILE   Where the requests come from (default Scenarios/quickstart.json).
-          --connections N   Connections (default 64).
-          --duration D      How long (default 10s).
-          --loops N         Event loops (threads; default one per core).
-          --json            Print one JSON line instead of text.
-        """
-
-    static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--scenario", "--connections", "--duration", "--loops"], switches: ["--help", "--json"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard arguments.positionals.count == 1, let url = TargetURL(arguments.positionals[0]), url.origin.scheme == "http",
               let ip = IPAddress(url.origin.host == "localhost" ? "127.0.0.1" : url.origin.host), ip.isLoopback
         else {

@@ -4,78 +4,95 @@ import PushSwarmMetrics
 import PushSwarmNet
 import PushSwarmSystem
 
-enum RunCommand {
-    static let usage = """
-        Usage: pushswarm run FILE [options]
+enum RunCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm run FILE [options]",
+        about: """
+            Runs the scenario in FILE and writes its report into Reports/<run-id>/: summary.json,
+            report.html (open it in a browser), timeseries.ndjson (one line per interval) and
+            metrics.json (exact, for `pushswarm compare` and `pushswarm merge`).
+            """,
+        options: [
+            SharedOptions.seed, SharedOptions.devices, SharedOptions.duration, SharedOptions.clock, SharedOptions.target,
+            SharedOptions.insecure, SharedOptions.caFile, SharedOptions.threshold, SharedOptions.junit,
+            OptionDeclaration(
+                "--shard", "I/N",
+                """
+                Run only shard I of N: the devices the whole run has at those
+                indices (whole NAT addresses), for `pushswarm merge`, which
+                judges the thresholds on the whole run.
+                """,
+                check: { Shard(parsing: $0) == nil ? "expected I/N with 1 <= I <= N, such as 2/4; found \"\($0)\"" : nil }
+            ),
+            OptionDeclaration(
+                "--workers", "N",
+                """
+                Run the fleet as N shard processes on this machine and merge
+                them (more sockets than one process may open; more cores).
+                Each shard has its own built-in mock; see docs/distributed.md.
+                """,
+                check: OptionDeclaration.wholeNumber(1...64)
+            ),
+            OptionDeclaration(
+                "--partitions", "P",
+                """
+                Run the fleet as P shared-nothing partitions in this process,
+                each on its own thread (an event loop in wall time) with its
+                own devices, scheduler and share of the built-in mocks (default:
+                one per core). Simulated results do not depend on P.
+                """,
+                check: OptionDeclaration.wholeNumber(1...256)
+            ),
+            SharedOptions.maxWaiting,
+            OptionDeclaration(
+                "--start-at", "TIME",
+                """
+                Wait until TIME (RFC 3339 or Unix seconds) before starting:
+                shards started one by one put their load on together.
+                """
+            ),
+            OptionDeclaration(
+                "--start", "TIME",
+                """
+                The calendar the devices stamp their events with starts at TIME
+                (RFC 3339 or Unix seconds), overriding the scenario's "start".
+                Wall runs otherwise use the real time; simulated runs the
+                scenario's start.
+                """
+            ),
+            OptionDeclaration(
+                "--metrics-listen", "A",
+                """
+                Wall clock: serve the run's measurements so far in Prometheus's
+                text format at http://A/metrics (A such as 127.0.0.1:9464).
+                """
+            ),
+            OptionDeclaration(
+                "--dashboard", "A",
+                """
+                Wall clock: serve a live page at http://A/ (A such as
+                127.0.0.1:8089) with the report's charts, requests by status,
+                429s, retries, latency, devices, sockets and generator lag,
+                refreshed each second while the run goes.
+                """
+            ),
+            OptionDeclaration(
+                "--push-listen", "A",
+                """
+                Wall clock: receive pushes for the devices at http://A, shaped
+                like FCM's HTTP v1 API (POST /v1/projects/P/messages:send): a
+                staging service sending there reaches the device whose token it
+                names (404 UNREGISTERED for none), which shows, taps and reports
+                it with its own data. See docs/push-listen.md.
+                """
+            ),
+            SharedOptions.warmUp, SharedOptions.noWarmUp,
+            OptionDeclaration("--out", "DIR", "Write the report into DIR instead of Reports/<run-id>."),
+            SharedOptions.quiet,
+        ]
+    )
 
-        Runs the scenario in FILE and writes its report into Reports/<run-id>/: summary.json,
-        report.html (open it in a browser), timeseries.ndjson (one line per interval) and
-        metrics.json (exact, for `pushswarm compare` and `pushswarm merge`).
-
-        Options:
-          --seed N            Seed for all randomness (default: the scenario's, else 1).
-                              The same scenario and seed give the same summary.
-          --devices N         Number of devices, overriding the scenario.
-          --duration D        Run length: seconds, or with units (90s, 30m, 24h).
-          --clock KIND        simulated (default): discrete-event time, no waiting.
-                              wall: real time over real sockets.
-          --target URL        Wall clock: send to URL (http:// or https://) instead of
-                              starting the built-in mocks on loopback. Request paths are
-                              appended to URL's path. PLATFORM=URL sets one platform's target;
-                              repeat for several.
-          --insecure          Wall clock: accept any TLS certificate (self-signed staging).
-          --ca-file FILE      Wall clock: trust the certificates in FILE (PEM) as well.
-          --threshold EXPR    A condition the run must meet, besides the scenario's
-                              "thresholds"; repeat for several. Examples:
-                              'p99(smartapppush.events) < 200ms', 'rate(status=429) < 1%',
-                              'rate(errors) < 0.5%', 'ledger.lost == 0'. Any failing: exit 99.
-          --junit FILE        Write one JUnit test case per threshold to FILE.
-          --shard I/N         Run only shard I of N: the devices the whole run has at those
-                              indices (whole NAT addresses), for `pushswarm merge`, which
-                              judges the thresholds on the whole run.
-          --workers N         Run the fleet as N shard processes on this machine and merge
-                              them (more sockets than one process may open; more cores).
-                              Each shard has its own built-in mock; see docs/distributed.md.
-          --partitions P      Run the fleet as P shared-nothing partitions in this process,
-                              each on its own thread (an event loop in wall time) with its
-                              own devices, scheduler and share of the built-in mocks (default:
-                              one per core). Simulated results do not depend on P.
-          --max-waiting N     The most requests (queued on devices or in flight) this process
-                              holds for an open workload; beyond it, arrivals are shed and
-                              counted (default: one per device, at least 100,000, about
-                              1 KB each; counted in the memory check).
-          --start-at TIME     Wait until TIME (RFC 3339 or Unix seconds) before starting:
-                              shards started one by one put their load on together.
-          --start TIME        The calendar the devices stamp their events with starts at TIME
-                              (RFC 3339 or Unix seconds), overriding the scenario's "start".
-                              Wall runs otherwise use the real time; simulated runs the
-                              scenario's start.
-          --metrics-listen A  Wall clock: serve the run's measurements so far in Prometheus's
-                              text format at http://A/metrics (A such as 127.0.0.1:9464).
-          --dashboard A       Wall clock: serve a live page at http://A/ (A such as
-                              127.0.0.1:8089) with the report's charts, requests by status,
-                              429s, retries, latency, devices, sockets and generator lag,
-                              refreshed each second while the run goes.
-          --push-listen A     Wall clock: receive pushes for the devices at http://A, shaped
-                              like FCM's HTTP v1 API (POST /v1/projects/P/messages:send): a
-                              staging service sending there reaches the device whose token it
-                              names (404 UNREGISTERED for none), which shows, taps and reports
-                              it with its own data. See docs/push-listen.md.
-          --warm-up           With --target: first have the installs from before the run
-          --no-warm-up        register with the service (PushExpress instances, SmartAppPush's
-                              first event, Meiro and Smartico tokens), reported apart as
-                              "warmUp" (default: on with --target; scenario "warmUp").
-          --out DIR           Write the report into DIR instead of Reports/<run-id>.
-          --quiet             Print only the path of the summary.
-          -h, --help          Show this help.
-        """
-
-    static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--seed", "--devices", "--duration", "--clock", "--out", "--target", "--ca-file", "--threshold", "--junit", "--shard", "--workers", "--start-at", "--start", "--metrics-listen", "--dashboard", "--push-listen", "--partitions", "--max-waiting"], switches: ["--help", "--quiet", "--insecure", "--warm-up", "--no-warm-up"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "run", usage: usage) else { return .badInput }
         var shard: Shard?
         var workers: Int?
@@ -84,24 +101,12 @@ enum RunCommand {
         do {
             try applyOverrides(arguments, to: &scenario)
             scenario.thresholds += try PushSwarmCommand.thresholdArguments(arguments)
-            if let text = arguments.value("--shard") {
-                guard let parsed = Shard(parsing: text) else {
-                    throw ScenarioError(path: "--shard", message: "expected I/N with 1 <= I <= N, such as 2/4; found \"\(text)\"")
-                }
-                shard = parsed
-            }
-            if let text = arguments.value("--workers") {
-                guard let count = Int(text), (1...64).contains(count) else {
-                    throw ScenarioError(path: "--workers", message: "expected a whole number from 1 to 64, found \"\(text)\"")
-                }
-                guard shard == nil else { throw ScenarioError(path: "--workers", message: "runs the shards itself; it does not go with --shard") }
-                workers = count
-            }
-            if let text = arguments.value("--partitions") {
-                guard let count = Int(text), (1...256).contains(count) else {
-                    throw ScenarioError(path: "--partitions", message: "expected a whole number from 1 to 256, found \"\(text)\"")
-                }
-                partitions = count
+            // Checked as the words were parsed (RunCommand.declaration).
+            shard = arguments.value("--shard").flatMap(Shard.init(parsing:))
+            workers = arguments.value("--workers").flatMap { Int($0) }
+            partitions = arguments.value("--partitions").flatMap { Int($0) }
+            if workers != nil && shard != nil {
+                throw ScenarioError(path: "--workers", message: "runs the shards itself; it does not go with --shard")
             }
             if let text = arguments.value("--start-at") {
                 startAt = Date(timeIntervalSince1970: Double(try instant(text, option: "--start-at")))
@@ -317,38 +322,21 @@ enum RunCommand {
     }
 
     static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) throws(ScenarioError) {
-        if let text = arguments.value("--seed") {
-            guard let seed = UInt64(text) else { throw ScenarioError(path: "--seed", message: "expected a whole number from 0, found \"\(text)\"") }
-            scenario.seed = seed
-        }
-        if let text = arguments.value("--devices") {
-            guard let devices = Int(text), devices >= 1, devices <= 10_000_000 else {
-                throw ScenarioError(path: "--devices", message: "expected a whole number from 1 to 10000000, found \"\(text)\"")
-            }
-            scenario.devices = devices
-        }
+        // --seed, --devices, --clock and --max-waiting were checked as the words were parsed.
+        if let seed = arguments.value("--seed").flatMap({ UInt64($0) }) { scenario.seed = seed }
+        if let devices = arguments.value("--devices").flatMap({ Int($0) }) { scenario.devices = devices }
         if let text = arguments.value("--duration") {
             guard let duration = TimeSpan(parsing: text), duration > .zero, duration <= .days(366) else {
                 throw ScenarioError(path: "--duration", message: "expected a duration above zero and at most 366 days, such as 3600, 90s, 30m or 24h; found \"\(text)\"")
             }
             scenario.duration = duration
         }
-        if let text = arguments.value("--clock") {
-            guard let clock = Scenario.ClockKind(rawValue: text) else {
-                throw ScenarioError(path: "--clock", message: "expected simulated or wall, found \"\(text)\"")
-            }
-            scenario.clock = clock
-        }
+        if let clock = arguments.value("--clock").flatMap(Scenario.ClockKind.init(rawValue:)) { scenario.clock = clock }
         if let text = arguments.value("--start") {
             scenario.startUnixSeconds = try instant(text, option: "--start")
             scenario.startIsExplicit = true
         }
-        if let text = arguments.value("--max-waiting") {
-            guard let count = Int(text), count >= 1, count <= 1_000_000_000 else {
-                throw ScenarioError(path: "--max-waiting", message: "expected a whole number from 1 to 1000000000, found \"\(text)\"")
-            }
-            scenario.maximumWaiting = count
-        }
+        if let count = arguments.value("--max-waiting").flatMap({ Int($0) }) { scenario.maximumWaiting = count }
     }
 
     /// An instant given as RFC 3339 (`2026-11-22T02:00:00Z`) or Unix seconds, in whole seconds.

@@ -1,20 +1,17 @@
 import PushSwarmCore
 
-enum ValidateCommand {
-    static let usage = """
-        Usage: pushswarm validate FILE
+enum ValidateCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm validate FILE",
+        about: """
+            Checks a scenario file (JSON; see docs/scenario.md) without running it. Prints what the
+            scenario describes when it is valid; otherwise the JSON path of the first problem and what
+            is wrong with it, and exits 2.
+            """,
+        options: []
+    )
 
-        Checks a scenario file (JSON; see docs/scenario.md) without running it. Prints what the
-        scenario describes when it is valid; otherwise the JSON path of the first problem and what
-        is wrong with it, and exits 2.
-        """
-
-    static func main(_ words: [String]) -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: [], switches: ["--help"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
         guard let scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "validate", usage: usage) else { return .badInput }
         let groups = scenario.groups.map { "\($0.name) (\($0.platform), \($0.os.rawValue))" }.joined(separator: ", ")
         let estimate = MemoryEstimate(scenario, devices: scenario.devices)

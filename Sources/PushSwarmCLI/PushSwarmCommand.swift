@@ -3,14 +3,13 @@ import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
 
-/// The `pushswarm` command line: parses words, wires modules, prints. No logic a test would want
-/// lives here; it is all in the libraries.
-@main
-struct PushSwarmCommand {
+/// The `pushswarm` command line: each command's options declared once, its words parsed and
+/// checked, the modules wired, the outcome printed and returned as an exit code.
+public enum PushSwarmCommand {
     static let version = "0.1.0"
 
     /// Exit codes, documented in the README.
-    enum ExitCode: Int32, Error {
+    public enum ExitCode: Int32, Error {
         case success = 0
         /// The run could not be carried out (a report could not be written).
         case failure = 1
@@ -48,8 +47,9 @@ struct PushSwarmCommand {
         (scenario file, flag or command), 99 a threshold failed (the report is still written).
         """
 
-    static func main() async {
-        var words = Array(CommandLine.arguments.dropFirst())
+    /// Runs the command `words` name (the words after the program's name) and says how it ended.
+    public static func main(_ words: [String]) async -> ExitCode {
+        var words = words
         let command = words.isEmpty ? "help" : words.removeFirst()
         let code: ExitCode
         switch command {
@@ -57,9 +57,9 @@ struct PushSwarmCommand {
         case "capacity": code = await CapacityCommand.main(words)
         case "mock": code = await MockCommand.main(words)
         case "bench": code = await BenchCommand.main(words)
-        case "validate": code = ValidateCommand.main(words)
-        case "compare": code = CompareCommand.main(words)
-        case "merge": code = MergeCommand.main(words)
+        case "validate": code = await ValidateCommand.main(words)
+        case "compare": code = await CompareCommand.main(words)
+        case "merge": code = await MergeCommand.main(words)
         case "help", "--help", "-h":
             print(usage)
             code = .success
@@ -70,24 +70,7 @@ struct PushSwarmCommand {
             printError("unknown command \"\(command)\"\n\n\(usage)")
             code = .badInput
         }
-        exit(code.rawValue)
-    }
-
-    /// A command's words parsed; on a usage error (printed with `usage`) or `--help` (the usage
-    /// printed), the exit code instead.
-    static func parse(_ words: [String], valued: Set<String>, switches: Set<String>, usage: String) -> Result<Arguments, ExitCode> {
-        let arguments: Arguments
-        do {
-            arguments = try Arguments(words, valued: valued, switches: switches.union(["--help"]))
-        } catch {
-            printError("\(error.message)\n\n\(usage)")
-            return .failure(.badInput)
-        }
-        if arguments.flags.contains("--help") {
-            print(usage)
-            return .failure(.success)
-        }
-        return .success(arguments)
+        return code
     }
 
     static func printError(_ message: String) {

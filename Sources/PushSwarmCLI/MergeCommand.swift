@@ -2,31 +2,25 @@ import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
 
-enum MergeCommand {
-    static let usage = """
-        Usage: pushswarm merge DIR... [options]
+enum MergeCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm merge DIR... [options]",
+        about: """
+            Adds up the reports of a sharded run (`pushswarm run --shard i/N --out DIR`, one DIR per
+            shard, from any number of machines) into one report, as if one process had run the whole
+            fleet: counts add, latency histograms merge bucket by bucket (percentiles are exact, not
+            averaged), time series add interval by interval. The run's thresholds are judged on the
+            whole. Every shard 1..N must be there exactly once.
+            """,
+        options: [
+            OptionDeclaration("--out", "DIR", "Write the merged report into DIR (default Reports/<scenario>-merged-…)."),
+            SharedOptions.threshold.help("A condition the whole run must meet, besides the run's own; repeat\nfor several. Any failing: exit 99."),
+            SharedOptions.junit,
+            SharedOptions.quiet.help("Print only the path of the merged summary."),
+        ]
+    )
 
-        Adds up the reports of a sharded run (`pushswarm run --shard i/N --out DIR`, one DIR per
-        shard, from any number of machines) into one report, as if one process had run the whole
-        fleet: counts add, latency histograms merge bucket by bucket (percentiles are exact, not
-        averaged), time series add interval by interval. The run's thresholds are judged on the
-        whole. Every shard 1..N must be there exactly once.
-
-        Options:
-          --out DIR           Write the merged report into DIR (default Reports/<scenario>-merged-…).
-          --threshold EXPR    A condition the whole run must meet, besides the run's own; repeat
-                              for several. Any failing: exit 99.
-          --junit FILE        Write one JUnit test case per threshold to FILE.
-          --quiet             Print only the path of the merged summary.
-          -h, --help          Show this help.
-        """
-
-    static func main(_ words: [String]) -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--out", "--threshold", "--junit"], switches: ["--quiet"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
         guard !arguments.positionals.isEmpty else {
             PushSwarmCommand.printError("merge takes the report directories of a sharded run\n\n\(usage)")
             return .badInput

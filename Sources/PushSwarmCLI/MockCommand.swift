@@ -5,35 +5,30 @@ import PushSwarmNet
 import PushSwarmPlatforms
 import PushSwarmSystem
 
-enum MockCommand {
-    static let usage = """
-        Usage: pushswarm mock [FILE] [--listen ADDRESS:PORT] [--seed N]
+enum MockCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm mock [FILE] [--listen ADDRESS:PORT] [--seed N]",
+        about: """
+            Serves every built-in mock service on real sockets until Ctrl-C: the same services that
+            answer in simulated time, validating requests against each platform's spec, rate-limiting,
+            injecting the configured faults, and keeping a ledger of what they accepted. With FILE, the
+            mocks are configured as that scenario configures them; without, with each platform's
+            defaults.
 
-        Serves every built-in mock service on real sockets until Ctrl-C: the same services that
-        answer in simulated time, validating requests against each platform's spec, rate-limiting,
-        injecting the configured faults, and keeping a ledger of what they accepted. With FILE, the
-        mocks are configured as that scenario configures them; without, with each platform's
-        defaults.
+            Paths: each platform's own endpoints (POST /events, …), or any of them under
+            /<platform>/ when several platforms are served. Also:
+              GET /metrics          Prometheus text: requests by operation and status, ledger counts,
+                                    connections.
+              GET /ledger           JSON: what each mock accepted (?keys=1 lists the items' keys).
+              /_pushswarm/echo      WebSocket echo, for checking a client or a proxy.
+            """,
+        options: [
+            OptionDeclaration("--listen", "ADDRESS:PORT", "Where to listen (default 127.0.0.1:8080; [::1]:8080 for IPv6)."),
+            SharedOptions.seed.help("Seed of the mocks' randomness (latency, faults)."),
+        ]
+    )
 
-        Paths: each platform's own endpoints (POST /events, …), or any of them under
-        /<platform>/ when several platforms are served. Also:
-          GET /metrics          Prometheus text: requests by operation and status, ledger counts,
-                                connections.
-          GET /ledger           JSON: what each mock accepted (?keys=1 lists the items' keys).
-          /_pushswarm/echo      WebSocket echo, for checking a client or a proxy.
-
-        Options:
-          --listen ADDRESS:PORT Where to listen (default 127.0.0.1:8080; [::1]:8080 for IPv6).
-          --seed N              Seed of the mocks' randomness (latency, faults).
-          -h, --help            Show this help.
-        """
-
-    static func main(_ words: [String]) async -> PushSwarmCommand.ExitCode {
-        let arguments: Arguments
-        switch PushSwarmCommand.parse(words, valued: ["--listen", "--seed"], switches: ["--help"], usage: usage) {
-        case .success(let parsed): arguments = parsed
-        case .failure(let code): return code
-        }
+    static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard arguments.positionals.count <= 1 else {
             PushSwarmCommand.printError("mock takes at most one scenario file\n\n\(usage)")
             return .badInput

@@ -1,0 +1,125 @@
+import Foundation
+@testable import PushSwarmCLI
+import PushSwarmMetrics
+import Testing
+
+/// The commands called in-process, as the executable's one line calls them: option declarations
+/// (parsing, help and checks from one place), then runs, thresholds, JUnit and merges without a
+/// child process.
+@Suite struct InProcessCommandTests {
+    static let declarations: [(String, CommandDeclaration)] = [
+        ("run", RunCommand.declaration), ("capacity", CapacityCommand.declaration), ("mock", MockCommand.declaration),
+        ("bench", BenchCommand.declaration), ("validate", ValidateCommand.declaration), ("compare", CompareCommand.declaration),
+        ("merge", MergeCommand.declaration),
+    ]
+
+    private func path(_ relative: String) -> String {
+        CommandLineTests.root.appendingPathComponent(relative).path
+    }
+
+    private func temporaryDirectory() -> String {
+        NSTemporaryDirectory() + "pushswarm-in-process-\(UUID().uuidString)"
+    }
+
+    /// Each declared option is in its command's help, and is read as declared: a value after it or
+    /// after `=`, a switch alone. An option no command declares is an error naming it.
+    @Test(arguments: declarations.map(\.0))
+    func eachDeclaredOptionIsInTheHelpAndParsesAsDeclared(command: String) throws {
+        let declaration = try #require(Self.declarations.first { $0.0 == command }?.1)
+        let usage = declaration.usage
+        #expect(usage.contains("-h, --help"))
+        for option in declaration.options {
+            #expect(usage.contains("  " + option.name + (option.value.map { " " + $0 } ?? "")), "\(command) \(option.name) is not in the help")
+            if option.value != nil {
+                let sample = Self.goodValue(for: option.name)
+                let spaced = try #require(try declaration.arguments(["FILE", option.name, sample]))
+                let joined = try #require(try declaration.arguments(["FILE", "\(option.name)=\(sample)"]))
+                #expect(spaced.value(option.name) == sample && joined.value(option.name) == sample, "\(command) \(option.name)")
+                #expect(spaced.positionals == ["FILE"])
+            } else {
+                let parsed = try #require(try declaration.arguments([option.name, "FILE"]))
+                #expect(parsed.flags.contains(option.name) && parsed.positionals == ["FILE"], "\(command) \(option.name)")
+            }
+        }
+        #expect(try declaration.arguments(["--help"]) == nil)
+        #expect(try declaration.arguments(["-h"]) == nil)
+        do {
+            _ = try declaration.arguments(["--no-such-option"])
+            Issue.record("\(command) accepted an undeclared option")
+        } catch {
+            #expect(error.message == "unknown option --no-such-option")
+        }
+    }
+
+    /// A value that passes every declared check.
+    private static func goodValue(for option: String) -> String {
+        switch option {
+        case "--shard": "1/2"
+        case "--clock": "wall"
+        default: "7"
+        }
+    }
+
+    /// The checks come with the declaration: a bad value is an error naming the option and
+    /// saying what it expected, before anything runs.
+    @Test func aBadValueIsRefusedNamingItsOption() {
+        let cases: [(CommandDeclaration, [String], String)] = [
+            (RunCommand.declaration, ["--workers", "0"], "--workers: expected a whole number from 1 to 64, found \"0\""),
+            (RunCommand.declaration, ["--partitions", "many"], "--partitions: expected a whole number from 1 to 256"),
+            (RunCommand.declaration, ["--shard", "3/2"], "--shard: expected I/N with 1 <= I <= N"),
+            (RunCommand.declaration, ["--clock", "sometimes"], "--clock: expected simulated or wall, found \"sometimes\""),
+            (RunCommand.declaration, ["--seed", "-1"], "--seed: expected a whole number from 0"),
+            (CapacityCommand.declaration, ["--devices", "0"], "--devices: expected a whole number from 1 to 10000000"),
+            (BenchCommand.declaration, ["--connections", "0"], "--connections: expected a whole number from 1"),
+            (CompareCommand.declaration, ["--min-samples", "x"], "--min-samples: expected a whole number from 1"),
+        ]
+        for (declaration, words, message) in cases {
+            do {
+                _ = try declaration.arguments(["FILE"] + words)
+                Issue.record("\(words) was accepted")
+            } catch {
+                #expect(error.message.hasPrefix(message), "\(words): \(error.message)")
+            }
+        }
+    }
+
+    /// A whole run in-process: the summary written, a failing threshold exit 99 with its JUnit
+    /// case failed, bad input exit 2.
+    @Test func aRunInProcessWritesItsReportAndJudgesItsThresholds() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let junit = directory + "/junit.xml"
+        let code = await PushSwarmCommand.main([
+            "run", path("Scenarios/quickstart.json"), "--devices", "200", "--duration", "30m", "--seed", "3",
+            "--threshold", "rate(errors) < 100%", "--threshold", "p99(smartapppush.events) < 0.001ms", "--junit", junit,
+            "--out", directory + "/run", "--quiet",
+        ])
+        #expect(code == .thresholdsFailed)
+        let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/run/summary.json"))))
+        let sent = try #require(summary["requests"]?["sent"]?.numberValue)
+        #expect(sent > 0)
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(xml.contains("tests=\"2\"") && xml.contains("failures=\"1\""), "\(xml)")
+        #expect(await PushSwarmCommand.main(["run", path("Scenarios/quickstart.json"), "--workers", "0"]) == .badInput)
+        #expect(await PushSwarmCommand.main(["validate", path("Scenarios/quickstart.json")]) == .success)
+        #expect(await PushSwarmCommand.main(["no-such-command"]) == .badInput)
+    }
+
+    /// Two shards run in-process and merged in-process add up to the whole run.
+    @Test func shardsRunAndMergedInProcessAddUpToTheWholeRun() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let common = [path("Scenarios/quickstart.json"), "--devices", "300", "--duration", "20m", "--seed", "5", "--quiet"]
+        #expect(await PushSwarmCommand.main(["run"] + common + ["--out", directory + "/whole"]) == .success)
+        #expect(await PushSwarmCommand.main(["run"] + common + ["--shard", "1/2", "--out", directory + "/one"]) == .success)
+        #expect(await PushSwarmCommand.main(["run"] + common + ["--shard", "2/2", "--out", directory + "/two"]) == .success)
+        #expect(await PushSwarmCommand.main(["merge", directory + "/one", directory + "/two", "--out", directory + "/merged", "--quiet"]) == .success)
+        func sent(_ name: String) throws -> Double? {
+            try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name)/summary.json"))))["requests"]?["sent"]?.numberValue
+        }
+        let whole = try #require(try sent("whole"))
+        #expect(whole > 0)
+        #expect(try sent("merged") == whole)
+        #expect(try sent("one")! + sent("two")! == whole)
+    }
+}
