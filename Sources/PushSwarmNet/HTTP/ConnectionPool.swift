@@ -2,26 +2,23 @@ import PushSwarmCore
 import PushSwarmMetrics
 import Synchronization
 
-/// The connections to one origin from one source address, on one loop.
+/// The connections to one origin from one source address, on one loop: `PoolState`'s decisions
+/// carried out with sockets, timers and the process's connection budget.
 final class ConnectionPool: @unchecked Sendable {
     let key: PoolKey
     let loop: EventLoop
     let client: HTTPClient
-    /// Idle connections, longest idle first (a request takes the last: the warmest).
-    private var idle: [HTTPConnection] = []
+    private var state: PoolState<HTTPConnection, Exchange>
     /// One timer for the pool's idle connections, due when the longest idle one expires: a timer
     /// armed and cancelled for every idle spell was two allocations and a heap entry a request
     /// at rates the pool keeps up with.
     private var idleSweep: LoopTimer?
-    /// Requests waiting for a connection; one whose time runs out leaves at once.
-    private var waiting = WaitQueue<Exchange>()
-    private var open = 0
-    private var connecting = 0
 
     init(key: PoolKey, loop: EventLoop, client: HTTPClient) {
         self.key = key
         self.loop = loop
         self.client = client
+        state = PoolState(maxConnections: client.configuration.maxConnectionsPerPool, idleTimeout: client.configuration.idleTimeoutNanoseconds)
     }
 
     func submit(_ exchange: Exchange, atFront: Bool = false) {
@@ -33,14 +30,14 @@ final class ConnectionPool: @unchecked Sendable {
             }
         }
         exchange.enqueuedAt = now
-        while let connection = idle.popLast() {
+        while let connection = state.takeIdle() {
             if connection.isUsable {
                 connection.send(exchange, now: now)
                 return
             }
             connectionGone(connection)
         }
-        exchange.waitTicket = waiting.push(exchange, atFront: atFront)
+        exchange.waitTicket = state.wait(exchange, atFront: atFront)
         openIfNeeded()
     }
 
@@ -53,46 +50,41 @@ final class ConnectionPool: @unchecked Sendable {
             connection.close()
             connectionGone(connection)
         } else {
-            connection.idleSince = loop.now
-            idle.append(connection)
+            state.becameIdle(connection, at: loop.now)
             armIdleSweep()
         }
     }
 
     /// Arms the sweep for the longest idle connection, unless it is armed.
     private func armIdleSweep() {
-        guard idleSweep == nil, let oldest = idle.first else { return }
+        guard idleSweep == nil, let due = state.nextExpiry else { return }
         // A strong capture: the timer is the pool's, and lets it go when it fires.
-        idleSweep = loop.schedule(at: oldest.idleSince &+ client.configuration.idleTimeoutNanoseconds) { [self] in
+        idleSweep = loop.schedule(at: due) { [self] in
             idleSweep = nil
-            closeExpiredIdle(now: loop.now)
+            for connection in state.expired(at: loop.now) {
+                connection.close()
+                released()
+            }
             armIdleSweep()
         }
     }
 
-    /// Closes the connections unused for the idle timeout: a prefix of `idle`, which is in the
-    /// order they became idle.
-    private func closeExpiredIdle(now: UInt64) {
-        let timeout = client.configuration.idleTimeoutNanoseconds
-        let expired = idle.prefix { now &- $0.idleSince >= timeout }
-        for connection in expired {
-            connection.close()
-            connectionGone(connection)
-        }
-    }
-
-    /// A connection closed; its exchange, if any, was already dealt with.
-    func connectionGone(_ connection: HTTPConnection) {
-        idle.removeAll { $0 === connection }
-        open -= 1
+    /// A connection left the pool's count: the budget gets it back, and a waiting request may
+    /// get a connection.
+    private func released() {
         client.releaseConnection()
         openIfNeeded()
     }
 
+    /// A connection closed; its exchange, if any, was already dealt with.
+    func connectionGone(_ connection: HTTPConnection) {
+        state.closed(connection)
+        released()
+    }
+
     /// A connection could not be opened: the request that asked for it fails with the reason.
     func connectFailed(_ connection: HTTPConnection, error: NetError) {
-        connecting -= 1
-        open -= 1
+        state.openFailed()
         client.releaseConnection()
         if let exchange = takeWaiting() {
             exchange.finish(now: loop.now) { .failure(error, $0) }
@@ -102,7 +94,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// The process-wide budget has room again.
     func budgetAvailable() {
-        if waiting.count == 0 {
+        if state.waitingCount == 0 {
             client.passBudgetTurn()
         } else {
             openIfNeeded()
@@ -110,15 +102,13 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func connectSucceeded(_ connection: HTTPConnection) {
-        connecting -= 1
+        state.opened()
     }
 
     /// Closes the longest-idle connection; false when none is idle.
     func closeOneIdle() -> Bool {
-        guard !idle.isEmpty else { return false }
-        let connection = idle.removeFirst()
+        guard let connection = state.takeOldestIdle() else { return false }
         connection.close()
-        open -= 1
         client.releaseConnection()
         return true
     }
@@ -126,17 +116,14 @@ final class ConnectionPool: @unchecked Sendable {
     func closeIdle() {
         idleSweep?.cancel()
         idleSweep = nil
-        let closing = idle
-        idle.removeAll()
-        for connection in closing {
+        for connection in state.takeAllIdle() {
             connection.close()
-            open -= 1
             client.releaseConnection()
         }
     }
 
     private func takeWaiting() -> Exchange? {
-        while let exchange = waiting.pop() {
+        while let exchange = state.nextWaiting() {
             exchange.waitTicket = nil
             if exchange.isFinished { continue }
             exchange.timings.queued += loop.now - exchange.enqueuedAt
@@ -146,18 +133,18 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     var waitQueue: (waiting: Int, held: Int) {
-        (waiting.count, waiting.held)
+        (state.waitingCount, state.waitingHeld)
     }
 
     /// A waiting request whose time ran out leaves the queue now, not when its turn comes.
     private func leaveQueue(_ exchange: Exchange) {
         guard let ticket = exchange.waitTicket else { return }
         exchange.waitTicket = nil
-        waiting.remove(exchange, ticket: ticket)
+        state.leave(exchange, ticket: ticket)
     }
 
     private func openIfNeeded() {
-        while connecting < waiting.count && open < client.configuration.maxConnectionsPerPool {
+        while state.wantsConnection {
             let address: SocketAddress
             switch client.address(of: key.origin) {
             case .success(let value): address = value
@@ -166,8 +153,7 @@ final class ConnectionPool: @unchecked Sendable {
                 continue
             }
             guard client.reserveConnection(for: self) else { return }
-            open += 1
-            connecting += 1
+            state.opening()
             let connection = HTTPConnection(pool: self, limits: client.configuration.limits)
             connection.connect(to: address, tls: key.origin.isTLS ? (client.configuration.tls ?? DefaultTLS.context) : nil)
         }

@@ -58,9 +58,6 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connection?.write { exchange.serialize(into: &$0) }
     }
 
-    /// When it last became idle in its pool (nanoseconds on its loop's clock).
-    var idleSince: UInt64 = 0
-
     /// Gives up the current exchange (timed out): the connection is closed, not reused.
     func abandon() {
         current = nil

@@ -164,8 +164,11 @@ public final class HTTPServer: Sendable {
             }
         }
 
+        /// Sequentially consistent, as the two gauges' decrements are: two loops that each take
+        /// one gauge to zero and then read the other must not both read it stale (and both miss
+        /// that they left none open).
         private var isIdle: Bool {
-            connectionsOpen.load(ordering: .acquiring) == 0 && webSocketsOpen.load(ordering: .acquiring) == 0
+            connectionsOpen.load(ordering: .sequentiallyConsistent) == 0 && webSocketsOpen.load(ordering: .sequentiallyConsistent) == 0
         }
 
         /// A connection or WebSocket ended (its gauge is down already): wakes the drain's waiters
@@ -349,7 +352,7 @@ private final class Listener: Selectable, @unchecked Sendable {
 
     func forget(_ connection: ServerConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
-            server.statistics.connectionsOpen.subtract(1, ordering: .releasing)
+            server.statistics.connectionsOpen.subtract(1, ordering: .sequentiallyConsistent)
             server.statistics.ended()
         }
     }
@@ -493,7 +496,7 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
     private func webSocketEnded() {
         guard webSocket != nil else { return }
         webSocket = nil
-        listener.server.statistics.webSocketsOpen.subtract(1, ordering: .releasing)
+        listener.server.statistics.webSocketsOpen.subtract(1, ordering: .sequentiallyConsistent)
         timer?.cancel()
         connection = nil
         listener.forget(self)
