@@ -116,25 +116,38 @@ func url(_ server: HTTPServer, _ path: String = "/") -> TargetURL {
     TargetURL("http://127.0.0.1:\(server.port)\(path)")!
 }
 
-/// Raw bytes over a blocking socket, for input no well-behaved client would send.
-func rawExchange(port: UInt16, send chunks: [[UInt8]], pause: TimeInterval = 0, readTimeout: TimeInterval = 3) -> [UInt8] {
+/// Raw bytes over a blocking socket, for input no well-behaved client would send. With
+/// `answeredInTurn`, each chunk but the last waits for the head of an answer to the one before
+/// (a WebSocket handshake's 101, say) before it goes: the server then reads it on its own.
+func rawExchange(port: UInt16, send chunks: [[UInt8]], answeredInTurn: Bool = false, readTimeout: TimeInterval = 3) -> [UInt8] {
     guard let fd = connectLoopback(port: port) else { return [] }
     defer { close(fd) }
-    var timeout = timeval(tv_sec: Int(readTimeout), tv_usec: 0)
+    var timeout = timeval(tv_sec: Int(max(readTimeout, 3)), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    for chunk in chunks {
-        _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if pause > 0 { Thread.sleep(forTimeInterval: pause) }
-    }
-    guard readTimeout > 0 else { return [] }
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
+    for (index, chunk) in chunks.enumerated() {
+        _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard answeredInTurn, index < chunks.count - 1 else { continue }
+        while headEnds(in: received) <= index {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return received }
+            received.append(contentsOf: buffer[0..<count])
+        }
+    }
+    guard readTimeout > 0 else { return [] }
     while true {
         let count = read(fd, &buffer, buffer.count)
         if count <= 0 { break }
         received.append(contentsOf: buffer[0..<count])
     }
     return received
+}
+
+/// How many heads (ends of a header block, CRLF CRLF) `bytes` holds.
+private func headEnds(in bytes: [UInt8]) -> Int {
+    guard bytes.count >= 4 else { return 0 }
+    return (0...(bytes.count - 4)).count { bytes[$0] == 13 && bytes[$0 + 1] == 10 && bytes[$0 + 2] == 13 && bytes[$0 + 3] == 10 }
 }
 
 

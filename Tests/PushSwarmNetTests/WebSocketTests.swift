@@ -84,7 +84,7 @@ import Testing
         let key = Data((0..<16).map { UInt8($0) }).base64EncodedString()
         let handshake = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
         let unmasked: [UInt8] = [0x81, 0x02, 0x68, 0x69]
-        let reply = rawExchange(port: server.port, send: [Array(handshake.utf8), unmasked], pause: 0.1)
+        let reply = rawExchange(port: server.port, send: [Array(handshake.utf8), unmasked], answeredInTurn: true)
         let text = String(decoding: reply, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 101"))
         #expect(text.contains("Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))"))
@@ -136,7 +136,7 @@ import Testing
         let handshake = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
         // FIN + text, masked, 8-byte length 16 MiB, the mask, then 4 bytes of the payload.
         let header: [UInt8] = [0x81, 0xFF, 0, 0, 0, 0, 0x01, 0, 0, 0] + [1, 2, 3, 4] + [0x61, 0x62, 0x63, 0x64]
-        let reply = rawExchange(port: server.port, send: [Array(handshake.utf8), header], pause: 0.1)
+        let reply = rawExchange(port: server.port, send: [Array(handshake.utf8), header], answeredInTurn: true)
         let close = try #require(reply.firstRange(of: [0x88]), "a close frame: \(reply.suffix(16))")
         #expect(reply.count >= close.lowerBound + 4 && UInt16(reply[close.lowerBound + 2]) << 8 | UInt16(reply[close.lowerBound + 3]) == 1009)
         #expect(NetworkSettings.defaultMaxWebSocketMessageBytes == 64 << 10)
