@@ -111,7 +111,7 @@ struct CommandDeclaration: Sendable {
 }
 
 /// A subcommand: its words as declared, and what it does with them once parsed and checked.
-protocol Command {
+protocol Command: SendableMetatype {
     static var declaration: CommandDeclaration { get }
     static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode
 }

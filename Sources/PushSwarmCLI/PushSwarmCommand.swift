@@ -19,58 +19,51 @@ public enum PushSwarmCommand {
         case thresholdsFailed = 99
     }
 
-    static let usage = """
-        pushswarm \(version): simulate fleets of app installs talking to push platforms.
+    /// The commands: a name, what it is, and a line for the overview.
+    static let commands: [(name: String, command: any Command.Type, summary: String)] = [
+        ("run", RunCommand.self, "Run a scenario and write its report (`--shard I/N`, `--workers N`: sharded)."),
+        ("capacity", CapacityCommand.self, "Step an open load up until an objective breaks: the highest rate that held."),
+        ("mock", MockCommand.self, "Serve the built-in mock services on real sockets until Ctrl-C."),
+        ("bench", BenchCommand.self, "Closed-loop HTTP load like wrk, with each device's own requests."),
+        ("merge", MergeCommand.self, "Add the reports of a sharded run into one (exact histograms)."),
+        ("compare", CompareCommand.self, "Compare two runs' reports: exit 1 when the current is worse (nightly runs)."),
+        ("validate", ValidateCommand.self, "Check a scenario file without running it."),
+    ]
 
-        Usage:
-          pushswarm run FILE [--seed N] [--devices N] [--duration D] [--clock simulated|wall] [--target URL] [--out DIR]
-                             [--threshold EXPR ...] [--junit FILE]
-          pushswarm capacity FILE --slo 'p99<200ms,errors<1%' [--threshold EXPR ...] [--from RATE] [--clock wall]
-          pushswarm mock [FILE] [--listen ADDRESS:PORT]
-          pushswarm bench URL [--connections N] [--duration D]
-          pushswarm run FILE --shard I/N | --workers N
-          pushswarm merge DIR... [--out DIR] [--threshold EXPR ...]
-          pushswarm compare BASELINE CURRENT [--tolerance 10%] [--json FILE]
-          pushswarm validate FILE
-          pushswarm help | --help | --version
+    /// The overview: each command's synopsis and summary from its declaration.
+    static var usage: String {
+        let synopses = commands.map { "  " + $0.command.declaration.synopsis } + ["  pushswarm help | --help | --version"]
+        let summaries = commands.map { "  " + $0.name.padding(toLength: 11, withPad: " ", startingAt: 0) + $0.summary }
+        return """
+            pushswarm \(version): simulate fleets of app installs talking to push platforms.
 
-        Commands:
-          run        Run a scenario and write its report (see `pushswarm run --help`).
-          capacity   Step an open load up until an objective breaks: the highest rate that held.
-          mock       Serve the built-in mock services on real sockets until Ctrl-C.
-          bench      Closed-loop HTTP load like wrk, with each device's own requests.
-          merge      Add the reports of a sharded run into one (exact histograms).
-          compare    Compare two runs' reports: exit 1 when the current is worse (nightly runs).
-          validate   Check a scenario file without running it.
+            Usage:
+            \(synopses.joined(separator: "\n"))
 
-        Exit codes: 0 success, 1 run failed (compare: the current run is worse), 2 bad input
-        (scenario file, flag or command), 99 a threshold failed (the report is still written).
-        """
+            Commands (`pushswarm COMMAND --help` for each one's options):
+            \(summaries.joined(separator: "\n"))
+
+            Exit codes: 0 success, 1 run failed (compare: the current run is worse), 2 bad input
+            (scenario file, flag or command), 99 a threshold failed (the report is still written).
+            """
+    }
 
     /// Runs the command `words` name (the words after the program's name) and says how it ended.
     public static func main(_ words: [String]) async -> ExitCode {
         var words = words
-        let command = words.isEmpty ? "help" : words.removeFirst()
-        let code: ExitCode
-        switch command {
-        case "run": code = await RunCommand.main(words)
-        case "capacity": code = await CapacityCommand.main(words)
-        case "mock": code = await MockCommand.main(words)
-        case "bench": code = await BenchCommand.main(words)
-        case "validate": code = await ValidateCommand.main(words)
-        case "compare": code = await CompareCommand.main(words)
-        case "merge": code = await MergeCommand.main(words)
+        let name = words.isEmpty ? "help" : words.removeFirst()
+        if let entry = commands.first(where: { $0.name == name }) { return await entry.command.main(words) }
+        switch name {
         case "help", "--help", "-h":
             print(usage)
-            code = .success
+            return .success
         case "--version", "version":
             print("pushswarm \(version)")
-            code = .success
+            return .success
         default:
-            printError("unknown command \"\(command)\"\n\n\(usage)")
-            code = .badInput
+            printError("unknown command \"\(name)\"\n\n\(usage)")
+            return .badInput
         }
-        return code
     }
 
     static func printError(_ message: String) {

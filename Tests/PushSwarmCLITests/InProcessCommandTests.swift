@@ -7,11 +7,18 @@ import Testing
 /// (parsing, help and checks from one place), then runs, thresholds, JUnit and merges without a
 /// child process.
 @Suite struct InProcessCommandTests {
-    static let declarations: [(String, CommandDeclaration)] = [
-        ("run", RunCommand.declaration), ("capacity", CapacityCommand.declaration), ("mock", MockCommand.declaration),
-        ("bench", BenchCommand.declaration), ("validate", ValidateCommand.declaration), ("compare", CompareCommand.declaration),
-        ("merge", MergeCommand.declaration),
-    ]
+    static let declarations: [(String, CommandDeclaration)] = PushSwarmCommand.commands.map { ($0.name, $0.command.declaration) }
+
+    /// The overview shows each command's synopsis from its declaration, and each name reaches its
+    /// command (`--help` is answered by the command's own parser).
+    @Test func theOverviewListsEveryCommandAndEachNameReachesIt() async {
+        #expect(PushSwarmCommand.commands.count == 7)
+        for (name, declaration) in Self.declarations {
+            #expect(PushSwarmCommand.usage.contains("  " + declaration.synopsis), "\(name)")
+            #expect(await PushSwarmCommand.main([name, "--help"]) == .success, "\(name)")
+            #expect(await PushSwarmCommand.main([name, "--no-such-option"]) == .badInput, "\(name)")
+        }
+    }
 
     private func path(_ relative: String) -> String {
         CommandLineTests.root.appendingPathComponent(relative).path
