@@ -15,8 +15,11 @@ enum BenchCommand: Command {
             """,
         options: [
             OptionDeclaration("--scenario", "FILE", "Where the requests come from (default Scenarios/quickstart.json)."),
-            OptionDeclaration("--connections", "N", "Connections (default 64).", check: OptionDeclaration.wholeNumber(1...100_000)),
-            SharedOptions.duration.help("How long (default 10s)."),
+            OptionDeclaration("--connections", "N", "Connections (default 64).", check: OptionDeclaration.wholeNumber(1...10_000)),
+            OptionDeclaration(
+                "--duration", "D", "How long (default 10s).",
+                check: { SharedOptions.duration($0, atMost: .hours(1)) == nil ? "expected a duration above zero and at most 1h, such as 10s" : nil }
+            ),
             OptionDeclaration("--loops", "N", "Event loops (threads; default one per core).", check: OptionDeclaration.wholeNumber(1...1_024)),
             OptionDeclaration("--json", nil, "Print one JSON line instead of text."),
         ]
@@ -29,15 +32,9 @@ enum BenchCommand: Command {
             PushSwarmCommand.printError("bench takes one http:// URL on loopback, such as http://127.0.0.1:8080\n\n\(usage)")
             return .badInput
         }
-        let connections = Int(arguments.value("--connections") ?? "64") ?? 0
-        guard connections >= 1 && connections <= 10_000 else {
-            PushSwarmCommand.printError("--connections: expected 1 to 10000")
-            return .badInput
-        }
-        guard let duration = TimeSpan(parsing: arguments.value("--duration") ?? "10s"), duration > .zero, duration <= .hours(1) else {
-            PushSwarmCommand.printError("--duration: expected a duration above zero and at most 1h, such as 10s")
-            return .badInput
-        }
+        // Checked as the words were parsed (BenchCommand.declaration).
+        let connections = arguments.value("--connections").flatMap { Int($0) } ?? 64
+        let duration = arguments.value("--duration").flatMap { SharedOptions.duration($0, atMost: .hours(1)) } ?? .seconds(10)
         guard let scenario = PushSwarmCommand.loadScenario(arguments.value("--scenario") ?? "Scenarios/quickstart.json") else { return .badInput }
         let requests = await RequestSampler.sample(scenario, count: 20_000)
         guard !requests.isEmpty else {

@@ -54,7 +54,7 @@ enum CapacityCommand: Command {
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "capacity", usage: usage) else { return .badInput }
         var search: CapacitySearch
         do {
-            try RunCommand.applyOverrides(arguments, to: &scenario)
+            RunCommand.applyOverrides(arguments, to: &scenario)
             let thresholds = try PushSwarmCommand.thresholdArguments(arguments)
             var objective = ServiceLevelObjective(latencyQuantile: 0.99)
             if let sloText = arguments.value("--slo") {

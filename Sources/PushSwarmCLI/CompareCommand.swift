@@ -12,12 +12,21 @@ enum CompareCommand: Command {
             The nightly recipe is in docs/nightly.md.
             """,
         options: [
-            OptionDeclaration("--tolerance", "P", "A relative change beyond P counts (default 10%)."),
-            OptionDeclaration("--latency-floor", "D", "Latency changes smaller than D never count (default 1ms)."),
-            OptionDeclaration("--rate-floor", "P", "Error and 429 rate changes smaller than P (percentage points)\nnever count (default 0.1%)."),
+            OptionDeclaration(
+                "--tolerance", "P", "A relative change beyond P counts (default 10%).",
+                check: OptionDeclaration.parsed("a share such as 10% or 0.1", by: share)
+            ),
+            OptionDeclaration(
+                "--latency-floor", "D", "Latency changes smaller than D never count (default 1ms).",
+                check: OptionDeclaration.parsed("a duration such as 1ms or 0.5ms", by: milliseconds)
+            ),
+            OptionDeclaration(
+                "--rate-floor", "P", "Error and 429 rate changes smaller than P (percentage points)\nnever count (default 0.1%).",
+                check: OptionDeclaration.parsed("a share such as 0.1% or 0.001", by: share)
+            ),
             OptionDeclaration(
                 "--min-samples", "N", "Judge percentiles and rates only with at least N samples in\nboth runs (default 100).",
-                check: OptionDeclaration.wholeNumber(1...Int.max)
+                check: OptionDeclaration.parsed("a whole number from 0", by: { UInt64($0) })
             ),
             OptionDeclaration("--all", nil, "Show every row, not only the headline ones and the changes."),
             OptionDeclaration("--json", "FILE", "Also write the comparison as JSON for a CI job."),
@@ -26,28 +35,27 @@ enum CompareCommand: Command {
         footer: "Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input."
     )
 
+    /// A share (`10%`, `0.1`) of zero or more.
+    private static func share(_ text: String) -> Double? {
+        Quantity.share(text).flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    /// Milliseconds (`1ms`, `0.5ms`), zero or more.
+    private static func milliseconds(_ text: String) -> Double? {
+        Quantity.milliseconds(text).flatMap { $0 >= 0 ? $0 : nil }
+    }
+
     static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
         guard arguments.positionals.count == 2 else {
             PushSwarmCommand.printError("compare takes two runs, BASELINE and CURRENT\n\n\(usage)")
             return .badInput
         }
+        // Checked as the words were parsed (CompareCommand.declaration).
         var options = Comparison.Options()
-        /// Reads option `name` with `parse` into `options`; false (the problem printed) when it does not read.
-        func read<Value>(_ name: String, _ expected: String, _ parse: (String) -> Value?, into keyPath: WritableKeyPath<Comparison.Options, Value>) -> Bool {
-            guard let text = arguments.value(name) else { return true }
-            guard let value = parse(text) else {
-                PushSwarmCommand.printError("\(name): expected \(expected), found \"\(text)\"")
-                return false
-            }
-            options[keyPath: keyPath] = value
-            return true
-        }
-        let nonNegativeShare = { (text: String) in Quantity.share(text).flatMap { $0 >= 0 ? $0 : nil } }
-        guard read("--tolerance", "a share such as 10% or 0.1", nonNegativeShare, into: \.tolerance),
-              read("--rate-floor", "a share such as 0.1% or 0.001", nonNegativeShare, into: \.rateFloor),
-              read("--latency-floor", "a duration such as 1ms or 0.5ms", { Quantity.milliseconds($0).flatMap { $0 >= 0 ? $0 : nil } }, into: \.latencyFloorMilliseconds),
-              read("--min-samples", "a whole number from 0", { UInt64($0) }, into: \.minimumSamples)
-        else { return .badInput }
+        if let tolerance = arguments.value("--tolerance").flatMap(share) { options.tolerance = tolerance }
+        if let floor = arguments.value("--rate-floor").flatMap(share) { options.rateFloor = floor }
+        if let floor = arguments.value("--latency-floor").flatMap(milliseconds) { options.latencyFloorMilliseconds = floor }
+        if let samples = arguments.value("--min-samples").flatMap({ UInt64($0) }) { options.minimumSamples = samples }
         let baseline: Summary
         let current: Summary
         do {

@@ -35,6 +35,11 @@ struct OptionDeclaration: Sendable {
         }
     }
 
+    /// A check: a value `parse` reads; otherwise described as `expected`.
+    static func parsed<Value>(_ expected: String, by parse: @escaping @Sendable (String) -> Value?) -> @Sendable (String) -> String? {
+        { text in parse(text) == nil ? "expected \(expected), found \"\(text)\"" : nil }
+    }
+
     /// A check: one of `choices`.
     static func oneOf(_ choices: [String]) -> @Sendable (String) -> String? {
         { text in

@@ -49,7 +49,8 @@ enum RunCommand: Command {
                 """
                 Wait until TIME (RFC 3339 or Unix seconds) before starting:
                 shards started one by one put their load on together.
-                """
+                """,
+                check: SharedOptions.instantCheck
             ),
             OptionDeclaration(
                 "--start", "TIME",
@@ -58,7 +59,8 @@ enum RunCommand: Command {
                 (RFC 3339 or Unix seconds), overriding the scenario's "start".
                 Wall runs otherwise use the real time; simulated runs the
                 scenario's start.
-                """
+                """,
+                check: SharedOptions.instantCheck
             ),
             OptionDeclaration(
                 "--metrics-listen", "A",
@@ -97,19 +99,16 @@ enum RunCommand: Command {
         var shard: Shard?
         var workers: Int?
         var partitions: Int?
-        var startAt: Date?
+        // Checked as the words were parsed (RunCommand.declaration).
+        applyOverrides(arguments, to: &scenario)
+        let startAt = arguments.value("--start-at").flatMap(SharedOptions.instantSeconds).map { Date(timeIntervalSince1970: Double($0)) }
         do {
-            try applyOverrides(arguments, to: &scenario)
             scenario.thresholds += try PushSwarmCommand.thresholdArguments(arguments)
-            // Checked as the words were parsed (RunCommand.declaration).
             shard = arguments.value("--shard").flatMap(Shard.init(parsing:))
             workers = arguments.value("--workers").flatMap { Int($0) }
             partitions = arguments.value("--partitions").flatMap { Int($0) }
             if workers != nil && shard != nil {
                 throw ScenarioError(path: "--workers", message: "runs the shards itself; it does not go with --shard")
-            }
-            if let text = arguments.value("--start-at") {
-                startAt = Date(timeIntervalSince1970: Double(try instant(text, option: "--start-at")))
             }
         } catch {
             PushSwarmCommand.printError("\(error)")
@@ -321,29 +320,18 @@ enum RunCommand: Command {
         return result
     }
 
-    static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) throws(ScenarioError) {
-        // --seed, --devices, --clock and --max-waiting were checked as the words were parsed.
+    /// The options that override the scenario, read; their values were checked as the words were
+    /// parsed (the declarations of `run` and `capacity`).
+    static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) {
         if let seed = arguments.value("--seed").flatMap({ UInt64($0) }) { scenario.seed = seed }
         if let devices = arguments.value("--devices").flatMap({ Int($0) }) { scenario.devices = devices }
-        if let text = arguments.value("--duration") {
-            guard let duration = TimeSpan(parsing: text), duration > .zero, duration <= .days(366) else {
-                throw ScenarioError(path: "--duration", message: "expected a duration above zero and at most 366 days, such as 3600, 90s, 30m or 24h; found \"\(text)\"")
-            }
-            scenario.duration = duration
-        }
+        if let duration = arguments.value("--duration").flatMap({ SharedOptions.duration($0, atMost: .days(366)) }) { scenario.duration = duration }
         if let clock = arguments.value("--clock").flatMap(Scenario.ClockKind.init(rawValue:)) { scenario.clock = clock }
-        if let text = arguments.value("--start") {
-            scenario.startUnixSeconds = try instant(text, option: "--start")
+        if let seconds = arguments.value("--start").flatMap(SharedOptions.instantSeconds) {
+            scenario.startUnixSeconds = seconds
             scenario.startIsExplicit = true
         }
         if let count = arguments.value("--max-waiting").flatMap({ Int($0) }) { scenario.maximumWaiting = count }
-    }
-
-    /// An instant given as RFC 3339 (`2026-11-22T02:00:00Z`) or Unix seconds, in whole seconds.
-    static func instant(_ text: String, option: String) throws(ScenarioError) -> Int64 {
-        if let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e12 { return Int64(seconds.rounded(.down)) }
-        if let microseconds = RFC3339.parse(text) { return microseconds / 1_000_000 }
-        throw ScenarioError(path: option, message: "expected an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds, found \"\(text)\"")
     }
 
     /// `20261121-140502`: now, in UTC, for run ids.

@@ -1,3 +1,5 @@
+import PushSwarmCore
+
 /// Options more than one command takes, declared once.
 enum SharedOptions {
     static let seed = OptionDeclaration(
@@ -7,7 +9,28 @@ enum SharedOptions {
     static let devices = OptionDeclaration(
         "--devices", "N", "Number of devices, overriding the scenario.", check: OptionDeclaration.wholeNumber(1...10_000_000)
     )
-    static let duration = OptionDeclaration("--duration", "D", "Run length: seconds, or with units (90s, 30m, 24h).")
+    static let duration = OptionDeclaration(
+        "--duration", "D", "Run length: seconds, or with units (90s, 30m, 24h).",
+        check: { text in
+            duration(text, atMost: .days(366)) == nil
+                ? "expected a duration above zero and at most 366 days, such as 3600, 90s, 30m or 24h; found \"\(text)\"" : nil
+        }
+    )
+
+    /// A duration above zero and at most `limit`, as `--duration` takes it.
+    static func duration(_ text: String, atMost limit: TimeSpan) -> TimeSpan? {
+        guard let duration = TimeSpan(parsing: text), duration > .zero, duration <= limit else { return nil }
+        return duration
+    }
+
+    /// An instant given as RFC 3339 (`2026-11-22T02:00:00Z`) or Unix seconds, in whole seconds.
+    static func instantSeconds(_ text: String) -> Int64? {
+        if let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e12 { return Int64(seconds.rounded(.down)) }
+        return RFC3339.parse(text).map { $0 / 1_000_000 }
+    }
+
+    /// The check of `--start` and `--start-at`.
+    static let instantCheck = OptionDeclaration.parsed("an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds", by: instantSeconds)
     static let clock = OptionDeclaration(
         "--clock", "KIND", "simulated (default): discrete-event time, no waiting.\nwall: real time over real sockets.",
         check: OptionDeclaration.oneOf(["simulated", "wall"])

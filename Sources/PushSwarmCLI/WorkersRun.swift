@@ -22,7 +22,7 @@ enum WorkersRun {
             // One calendar for every worker: today's, as this process reads it (from when they
             // all start, with --start-at).
             let now = Int64(Date().timeIntervalSince1970)
-            let calendarStart = arguments.value("--start-at").flatMap { try? RunCommand.instant($0, option: "--start-at") } ?? now
+            let calendarStart = arguments.value("--start-at").flatMap(SharedOptions.instantSeconds) ?? now
             forwarded += ["--start", String(max(now, calendarStart))]
         }
         for option in ["--target", "--threshold"] {

@@ -63,6 +63,7 @@ import Testing
         switch option {
         case "--shard": "1/2"
         case "--clock": "wall"
+        case "--latency-floor": "7ms"
         default: "7"
         }
     }
@@ -78,8 +79,21 @@ import Testing
             (RunCommand.declaration, ["--seed", "-1"], "--seed: expected a whole number from 0"),
             (CapacityCommand.declaration, ["--devices", "0"], "--devices: expected a whole number from 1 to 10000000"),
             (BenchCommand.declaration, ["--connections", "0"], "--connections: expected a whole number from 1"),
-            (CompareCommand.declaration, ["--min-samples", "x"], "--min-samples: expected a whole number from 1"),
+            (CompareCommand.declaration, ["--min-samples", "x"], "--min-samples: expected a whole number from 0"),
+            (CompareCommand.declaration, ["--tolerance", "-5%"], "--tolerance: expected a share such as 10% or 0.1"),
+            (BenchCommand.declaration, ["--connections", "10001"], "--connections: expected a whole number from 1 to 10000"),
+            (BenchCommand.declaration, ["--duration", "2h"], "--duration: expected a duration above zero and at most 1h"),
+            (RunCommand.declaration, ["--duration", "400d"], "--duration: expected a duration above zero and at most 366 days"),
+            (RunCommand.declaration, ["--start-at", "tomorrow"], "--start-at: expected an instant as RFC 3339"),
         ]
+        // Values at the edges of what each check takes.
+        for (declaration, words) in [
+            (CompareCommand.declaration, ["--min-samples", "0"]), (BenchCommand.declaration, ["--connections", "10000"]),
+            (BenchCommand.declaration, ["--duration", "1h"]), (RunCommand.declaration, ["--duration", "366d"]),
+            (RunCommand.declaration, ["--start", "2026-11-22T02:00:00Z"]),
+        ] {
+            #expect(throws: Never.self, "\(words)") { _ = try declaration.arguments(["FILE"] + words) }
+        }
         for (declaration, words, message) in cases {
             do {
                 _ = try declaration.arguments(["FILE"] + words)
