@@ -77,7 +77,6 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     private let epoll: Int32
     private let wakeFD: Int32
     private let inbox = Mutex<[ExecutorWork]>([])
-    private var thread: Thread?
     private var threadID: pthread_t?
     private let stopped = Atomic<Bool>(false)
     private var registrations: [(any Selectable)?] = []
@@ -128,17 +127,7 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     }
 
     func start(name: String) {
-        let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            threadID = pthread_self()
-            ready.signal()
-            run()
-        }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        self.thread = thread
-        thread.start()
-        ready.wait()
+        startExecutorThread(name: name, started: { [self] in threadID = $0 }, body: { [self] in run() })
     }
 
     /// True on this loop's own thread.

@@ -1,4 +1,5 @@
 import Foundation
+public import Glibc
 
 /// The thread a partition runs on, as a Swift `SerialExecutor` (SE-0392): the executor of every
 /// device actor in the partition. Code already on that thread reaches a device with
@@ -57,6 +58,23 @@ public struct ActorExecutor: Sendable {
 }
 
 
+/// Starts the thread an executor runs on: named `name`, with a 1 MiB stack (a partition's run and
+/// an event loop are one deep loop, not recursion: the default 8 MiB is plenty, 1 MiB too). The
+/// thread calls `started` with its own id, then `body`; this returns once `started` has, so the
+/// executor knows its thread before any job can reach it.
+public func startExecutorThread(name: String, started: @escaping @Sendable (pthread_t) -> Void, body: @escaping @Sendable () -> Void) {
+    let ready = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        started(pthread_self())
+        ready.signal()
+        body()
+    }
+    thread.name = name
+    thread.stackSize = 1 << 20
+    thread.start()
+    ready.wait()
+}
+
 /// A thread with a queue of jobs and closures, and nothing else: a simulated partition's executor.
 /// It runs the partition's whole run as one closure; jobs enqueued meanwhile (none in a run) wait
 /// until it returns.
@@ -69,17 +87,7 @@ public final class PartitionThread: PartitionExecutor, @unchecked Sendable {
     nonisolated(unsafe) private var ownThread: pthread_t?
 
     public init(name: String) {
-        let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            ownThread = pthread_self()
-            started.signal()
-            loop()
-        }
-        thread.name = name
-        // A partition's run is one deep loop, not recursion: the default 8 MiB is plenty; 1 MiB too.
-        thread.stackSize = 1 << 20
-        thread.start()
-        started.wait()
+        startExecutorThread(name: name, started: { [self] in ownThread = $0 }, body: { [self] in loop() })
     }
 
     /// True on this executor's thread.
