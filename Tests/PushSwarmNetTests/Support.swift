@@ -82,8 +82,12 @@ final class Watched<State: Sendable>: Sendable {
         let (state, ready) = guarded.withLock { guarded -> (State, [Waiter]) in
             change(&guarded.state)
             let state = guarded.state
-            let ready = guarded.waiters.filter { $0.condition(state) }
-            guarded.waiters.removeAll { $0.condition(state) }
+            var ready: [Waiter] = []
+            guarded.waiters.removeAll { waiter in
+                guard waiter.condition(state) else { return false }
+                ready.append(waiter)
+                return true
+            }
             return (state, ready)
         }
         for waiter in ready { waiter.continuation.resume(returning: state) }
