@@ -141,6 +141,16 @@ import Testing
             #expect(throws: JSONParser.SyntaxError.self) { _ = try JSONFields.parse(Array(repeated.utf8)) }
         }
         #expect(fields["abcdefghijklmnopqrstu"] == nil && fields["b"] == nil && fields["abZ"] == nil)
+        // A name written with an escape is the same name (RFC 8259 §8.3 compares them unescaped):
+        // a repeat however it is written, and found by its text.
+        for repeated in [#"{"ab": 1, "a\u0062": 2}"#, #"{"a\u0062": 1, "ab": 2}"#, #"{"abcdefghijklmnopq": 1, "abcdefgh\u0069jklmnopq": 2}"#] {
+            #expect(throws: JSONParser.SyntaxError.self, "\(repeated)") { _ = try JSONFields.parse(Array(repeated.utf8)) }
+        }
+        let escaped = try #require(try JSONFields.parse(Array(#"{"x": 0, "abcdefgh\u0069jklmnopq": 1}"#.utf8)))
+        guard case .number(1)? = escaped["abcdefghijklmnopq"] else {
+            Issue.record("a name written with an escape is found by its text")
+            return
+        }
     }
 
     /// `JSONFields` reads an object's members without a tree; what it finds must be what the parser

@@ -34,19 +34,52 @@ public struct JSONFields: Sendable {
         public var isCanonical: Bool
     }
 
+    /// A name's UTF-8 as two words and a length: its first eight bytes and its last eight
+    /// (zeros past a short name's end). For names of up to 16 bytes, most of those requests carry,
+    /// these are the whole name: two such names are equal exactly when their signatures are, and
+    /// a lookup reads no name's bytes. Longer names compare their middle bytes as well.
+    fileprivate struct Signature: Sendable, Equatable {
+        var head: UInt64
+        var tail: UInt64
+        var count: Int
+
+        @inline(__always)
+        init(_ name: Span<UInt8>) {
+            count = name.count
+            if count >= 8 {
+                head = name.littleEndianWord(at: 0)
+                tail = name.littleEndianWord(at: count - 8)
+            } else {
+                head = name.shortLittleEndianWord()
+                tail = 0
+            }
+        }
+
+        /// One of 64 bits, for the parse's look for repeated names.
+        var bit: UInt64 {
+            let mixed = (head &* 0x9E37_79B9_7F4A_7C15) ^ (tail &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(truncatingIfNeeded: count)
+            return 1 << (mixed >> 58)
+        }
+
+        /// Whether the signature is the whole name: then equal signatures are equal names.
+        var isWhole: Bool { count <= 16 }
+    }
+
     fileprivate struct Member: Sendable {
         var name: Range<Int>
         var isPlainName: Bool
-        /// `nameKey` of the name, or 0 for a name with escapes (compared in full). A lookup
-        /// compares these words and reads a name only where its key matches: a mock looks up a
-        /// dozen names in a dozen members for every request, and checks each new name against
-        /// those before it.
-        var key: UInt64
+        /// The name's signature (of its text once unescaped). A lookup compares these and reads
+        /// a name's bytes only past 16 bytes: a mock looks up a dozen names in a dozen members
+        /// for every request, and checks each new name against those before it.
+        var signature: Signature
         var value: Value
     }
 
     public private(set) var bytes: [UInt8]
     private var members: [Member] = []
+    /// The `Signature.bit`s of the members' names: a name whose bit is clear is not there, found
+    /// so without a look at any member (a mock asks for optional members that most bodies lack).
+    private var nameBits: UInt64 = 0
 
     /// No members, no bytes: a value to `parse` into.
     public init() { bytes = [] }
@@ -64,6 +97,7 @@ public struct JSONFields: Sendable {
     public mutating func parse(_ bytes: [UInt8]) throws(JSONParser.SyntaxError) -> Bool {
         self.bytes = bytes
         members.removeAll(keepingCapacity: true)
+        nameBits = 0
         var cursor = JSONParser.Cursor(bytes: bytes)
         cursor.skipWhitespace()
         guard cursor.index < bytes.count, bytes[cursor.index] == UInt8(ascii: "{") else {
@@ -72,22 +106,16 @@ public struct JSONFields: Sendable {
         }
         if try cursor.beginObject(depth: 1) {
             members.reserveCapacity(16)
-            // One bit for each plain name read, chosen by its key: a name whose bit is clear is
-            // not a repeat and needs no search. After a name with escapes (key 0, no bit), every
-            // name is searched for.
-            var seenKeys: UInt64 = 0
-            var hasEscapedName = false
+            // One bit for each name read, chosen by its signature: a name whose bit is clear is
+            // not a repeat and needs no search.
             repeat {
                 let (name, isPlain) = try cursor.memberName()
-                let key = isPlain ? Self.nameKey(bytes.span.extracting(name)) : 0
-                // The key's top six bits: its low bits are a product's low bits, which depend
-                // only on the name's first and last bytes, and names share those more often.
-                let bit: UInt64 = isPlain ? 1 << (key >> 58) : 0
-                if hasEscapedName || !isPlain || seenKeys & bit != 0, hasMember(named: name, isPlain: isPlain, key: key) {
+                let signature = isPlain ? Signature(bytes.span.extracting(name)) : try Self.signature(ofEscaped: name, cursor)
+                let bit = signature.bit
+                if nameBits & bit != 0, hasMember(named: name, isPlain: isPlain, signature: signature) {
                     throw cursor.duplicateName(cursor.text(name, isPlain: isPlain), at: name)
                 }
-                seenKeys |= bit
-                hasEscapedName = hasEscapedName || !isPlain
+                nameBits |= bit
                 let value: Value
                 if bytes[cursor.index] == UInt8(ascii: "\"") {
                     let (content, isPlainValue) = try cursor.scanString()
@@ -111,7 +139,7 @@ public struct JSONFields: Sendable {
                     case .string, .array, .object: throw cursor.error("unexpected value")  // not reached: handled above
                     }
                 }
-                members.append(Member(name: name, isPlainName: isPlain, key: key, value: value))
+                members.append(Member(name: name, isPlainName: isPlain, signature: signature, value: value))
             } while try cursor.nextMember()
         }
         cursor.skipWhitespace()
@@ -119,32 +147,31 @@ public struct JSONFields: Sendable {
         return true
     }
 
-    /// Whether a member already read has the name at `content` (names repeated in one object are
-    /// refused: `JSONParser.DuplicateNames`). Names of other lengths are passed over unread.
-    /// `key` is a plain name's `nameKey`, already made by the parse.
-    private func hasMember(named content: Range<Int>, isPlain: Bool, key: UInt64) -> Bool {
-        if isPlain {
-            return firstMember(named: bytes.span.extracting(content), key: key) != nil
-        }
-        return firstMember(named: unescaped(content).span) != nil
+    /// The signature of a name with escapes, made of its text with them resolved (rare).
+    private static func signature(ofEscaped name: Range<Int>, _ cursor: JSONParser.Cursor) throws(JSONParser.SyntaxError) -> Signature {
+        let text = try cursor.unescape(name)
+        return Signature(text.span)
     }
 
-    /// The place of the member whose name's UTF-8 is `wanted`, looked for from `start` on and
-    /// then around from the first (names are unique: a repeated one fails the parse, so the one
-    /// found is the first of that name). `key` is `nameKey(wanted)` when the caller has it.
-    private func firstMember(named wanted: Span<UInt8>, key: UInt64? = nil, from start: Int = 0) -> Int? {
-        let key = key ?? Self.nameKey(wanted)
-        // Through spans: a lookup reads one member's key and name in the common case.
+    /// Whether a member already read has the name at `content` (names repeated in one object are
+    /// refused: `JSONParser.DuplicateNames`), whose signature the parse has made.
+    private func hasMember(named content: Range<Int>, isPlain: Bool, signature: Signature) -> Bool {
+        if isPlain {
+            return firstMember(named: bytes.span.extracting(content), signature: signature) != nil
+        }
+        return firstMember(named: unescaped(content).span, signature: signature) != nil
+    }
+
+    /// The place of the member whose name's UTF-8 is `wanted` (its signature `signature`), looked
+    /// for from `start` on and then around from the first (names are unique: a repeated one
+    /// fails the parse, so the one found is the first of that name).
+    private func firstMember(named wanted: Span<UInt8>, signature: Signature, from start: Int = 0) -> Int? {
+        guard nameBits & signature.bit != 0 else { return nil }
         let members = self.members.span
-        let bytes = self.bytes.span
         let count = members.count
         var place = start < count ? start : 0
         for _ in 0..<count {
-            let name = members[place].name
-            let memberKey = members[place].key
-            if memberKey == key {
-                if bytes.extracting(name).bytesEqual(wanted) { return place }
-            } else if memberKey == 0, unescaped(name).span.bytesEqual(wanted) {
+            if members[place].signature == signature, signature.isWhole || hasName(wanted, at: place) {
                 return place
             }
             place = place + 1 == count ? 0 : place + 1
@@ -152,25 +179,17 @@ public struct JSONFields: Sendable {
         return nil
     }
 
-    /// A name's first and last eight bytes and its length, mixed into a word that is never 0: equal
-    /// names have equal keys, and two names of a request almost never share one.
-    private static func nameKey(_ name: Span<UInt8>) -> UInt64 {
-        let count = name.count
-        var head: UInt64 = 0
-        var tail: UInt64 = 0
-        if count >= 8 {
-            head = name.littleEndianWord(at: 0)
-            tail = name.littleEndianWord(at: count - 8)
-        } else {
-            head = name.shortLittleEndianWord()
-        }
-        let key = (head &* 0x9E37_79B9_7F4A_7C15) ^ (tail &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(count)
-        return key == 0 ? 1 : key
+    /// Whether the member at `place` is named `wanted`, byte for byte, escapes resolved (read
+    /// only for names longer than 16 bytes).
+    private func hasName(_ wanted: Span<UInt8>, at place: Int) -> Bool {
+        let member = members[place]
+        if member.isPlainName { return bytes.span.extracting(member.name).bytesEqual(wanted) }
+        return unescaped(member.name).span.bytesEqual(wanted)
     }
 
     /// The value of the first member named `name`, or nil when there is none.
     public subscript(name: String) -> Value? {
-        return name.withUTF8Span { firstMember(named: $0) }.map { members[$0].value }
+        return name.withUTF8Span { firstMember(named: $0, signature: Signature($0)) }.map { members[$0].value }
     }
 
     /// The value of the member named `name`, looked for first at `next` and then around: a
@@ -178,10 +197,10 @@ public struct JSONFields: Sendable {
     /// first look. `next` becomes the place after the member found. (Names are unique: a
     /// repeated one fails the parse.)
     public func value(named name: String, next: inout Int) -> Value? {
-        name.withUTF8Span { value(named: $0, key: Self.nameKey($0), next: &next) }
+        name.withUTF8Span { value(named: $0, signature: Signature($0), next: &next) }
     }
 
-    /// A member name a caller looks up in every body it parses, with its key made once (a mock
+    /// A member name a caller looks up in every body it parses, with its signature made once (a mock
     /// looks a dozen names up in every request).
     public struct Name: Sendable {
         public let text: StaticString
@@ -191,7 +210,7 @@ public struct JSONFields: Sendable {
         /// fit `capacity` bytes.
         private var utf8 = InlineArray<40, UInt8>(repeating: 0)
         private let count: Int
-        fileprivate let key: UInt64
+        fileprivate let signature: Signature
 
         public static let capacity = 40
 
@@ -200,7 +219,7 @@ public struct JSONFields: Sendable {
             precondition(bytes.count <= Self.capacity, "JSONFields.Name holds \(Self.capacity) bytes; \(text) has \(bytes.count)")
             self.text = text
             count = bytes.count
-            key = JSONFields.nameKey(bytes.span)
+            signature = Signature(bytes.span)
             for (index, byte) in bytes.enumerated() { utf8[index] = byte }
         }
 
@@ -215,15 +234,15 @@ public struct JSONFields: Sendable {
 
     /// `value(named:next:)` for a `Name`.
     public func value(named name: Name, next: inout Int) -> Value? {
-        let key = name.key
-        let found = name.withUTF8 { firstMember(named: $0, key: key, from: next) }
+        let signature = name.signature
+        let found = name.withUTF8 { firstMember(named: $0, signature: signature, from: next) }
         guard let place = found else { return nil }
         next = place + 1
         return members[place].value
     }
 
-    private func value(named wanted: Span<UInt8>, key: UInt64, next: inout Int) -> Value? {
-        guard let place = firstMember(named: wanted, key: key, from: next) else { return nil }
+    private func value(named wanted: Span<UInt8>, signature: Signature, next: inout Int) -> Value? {
+        guard let place = firstMember(named: wanted, signature: signature, from: next) else { return nil }
         next = place + 1
         return members[place].value
     }
