@@ -54,6 +54,7 @@ public actor VirtualDevice {
         fileprivate mutating func clear() {
             while actions.popLast() != nil {}
             while outputs.popLast() != nil {}
+            pendingChange = 0
         }
     }
 
@@ -131,16 +132,20 @@ public actor VirtualDevice {
     /// Handles one event; what it makes the device do is `work.actions` afterwards.
     public func handle(_ event: Event, now: Instant, into work: inout Work) {
         work.clear()
-        let pendingBefore = pendingRequests
-        defer { work.pendingChange = pendingRequests - pendingBefore }
         switch event {
         case .lifecycle(let lifecycleEvent):
+            // The client's count is read only when the client is asked (`apply`): most lifecycle
+            // events ask it nothing, and reading it touched memory the event did not otherwise.
             lifecycle.handle(lifecycleEvent, now: now, random: &random, into: &work.outputs)
             apply(now: now, into: &work)
         case .clientTimer(let token):
+            let pendingBefore = pendingRequests
             client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.actions)
+            work.pendingChange = pendingRequests - pendingBefore
         case .socket(let socketEvent):
+            let pendingBefore = pendingRequests
             client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.actions)
+            work.pendingChange = pendingRequests - pendingBefore
         }
     }
 
@@ -195,6 +200,8 @@ public actor VirtualDevice {
             for output in work.outputs { Self.appendPlain(output, to: &work.actions) }
             return
         }
+        let pendingBefore = pendingRequests
+        defer { work.pendingChange = pendingRequests - pendingBefore }
         let device = snapshot()
         for output in work.outputs {
             guard case .intent(let intent) = output else {
