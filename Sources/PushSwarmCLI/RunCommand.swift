@@ -67,6 +67,7 @@ enum RunCommand: Command {
                 """
                 Wall clock: serve the run's measurements so far in Prometheus's
                 text format at http://A/metrics (A such as 127.0.0.1:9464).
+                With --workers, the whole run's, added up from the shards.
                 """
             ),
             OptionDeclaration(
@@ -75,7 +76,8 @@ enum RunCommand: Command {
                 Wall clock: serve a live page at http://A/ (A such as
                 127.0.0.1:8089) with the report's charts, requests by status,
                 429s, retries, latency, devices, sockets and generator lag,
-                refreshed each second while the run goes.
+                refreshed each second while the run goes (with --workers, the
+                whole run's).
                 """
             ),
             OptionDeclaration(
@@ -86,6 +88,15 @@ enum RunCommand: Command {
                 staging service sending there reaches the device whose token it
                 names (404 UNREGISTERED for none), which shows, taps and reports
                 it with its own data. See docs/push-listen.md.
+                """
+            ),
+            OptionDeclaration(
+                "--progress-json", nil,
+                """
+                Write the run's progress to standard output once a second, for a
+                program to read: a JSON header line, then the measurements so far
+                as metrics.json writes them (one line). --workers reads its shards
+                this way.
                 """
             ),
             SharedOptions.warmUp, SharedOptions.noWarmUp,
@@ -120,7 +131,8 @@ enum RunCommand: Command {
             PushSwarmCommand.printError(refusal)
             return .badInput
         }
-        // Listeners of one process: real time only, and one port cannot serve several workers.
+        // Listeners: real time only. With --workers this process serves the whole run's metrics
+        // and dashboard (its shards stream it their progress); pushes reach one process's devices.
         for (option, why) in [
             ("--push-listen", "a service sends pushes in real time"), ("--metrics-listen", "a simulated run is over before anything could scrape it"),
             ("--dashboard", "a simulated run is over before a page could show it; open its report.html"),
@@ -130,8 +142,8 @@ enum RunCommand: Command {
                 PushSwarmCommand.printError("\(option) needs --clock wall (\(why))")
                 return .badInput
             }
-            guard workers == nil else {
-                PushSwarmCommand.printError("\(option) does not go with --workers; give each --shard process its own port instead")
+            guard workers == nil || option != "--push-listen" else {
+                PushSwarmCommand.printError("\(option) does not go with --workers: a push reaches one process's devices; give each --shard process its own port instead")
                 return .badInput
             }
         }
@@ -162,8 +174,20 @@ enum RunCommand: Command {
         }
         let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
+        let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
+        var onProgress: (@Sendable (RunProgress) -> Void)?
+        let stream = arguments.flags.contains("--progress-json") ? LiveShards.Writer(scenario: scenario.name) : nil
+        if line != nil || !listeners.isEmpty || stream != nil {
+            let live = listeners
+            onProgress = { @Sendable progress in
+                line?.update(progress)
+                for listener in live { listener.publish(progress) }
+                stream?.write(progress)
+            }
+        }
         if let workers {
-            return await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments)
+            let outcome = await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments, onProgress: onProgress) { line?.finish() }
+            return outcome
         }
         if let startAt, startAt > Date() {
             // Shards started one by one (by hand, by a scheduler) put their load on together.
@@ -172,15 +196,6 @@ enum RunCommand: Command {
         }
         if let partitions, let note = Run.partitionCount(for: scenario, requested: partitions, usesBuiltInMocks: targetWords.isEmpty).note {
             PushSwarmCommand.printError("note: --partitions \(partitions): \(note)")
-        }
-        let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
-        var onProgress: (@Sendable (RunProgress) -> Void)?
-        if line != nil || !listeners.isEmpty {
-            let live = listeners
-            onProgress = { @Sendable progress in
-                line?.update(progress)
-                for listener in live { listener.publish(progress) }
-            }
         }
         let result: RunResult
         if scenario.clock == .wall {

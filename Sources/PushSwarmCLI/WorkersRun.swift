@@ -12,7 +12,13 @@ import Synchronization
 /// machine's cores. The shards are exactly those of `--shard i/N`, so the merged report is the
 /// one `pushswarm merge` would make of them.
 enum WorkersRun {
-    static func main(_ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments) async -> PushSwarmCommand.ExitCode {
+    /// `onProgress` (the parent's progress line, `--metrics-listen`, `--dashboard`) gets the whole
+    /// run's progress, made of what the shards stream (`LiveShards`), as each shard reports;
+    /// `finishProgress` runs once the shards are done, before the report.
+    static func main(
+        _ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments,
+        onProgress: (@Sendable (RunProgress) -> Void)?, finishProgress: () -> Void
+    ) async -> PushSwarmCommand.ExitCode {
         guard let file = arguments.positionals.first else { return .badInput }
         var forwarded: [String] = []
         for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at", "--start", "--partitions"] {
@@ -45,13 +51,33 @@ enum WorkersRun {
         })
         // The binary itself, by its path (ps shows it as pushswarm, not /proc/self/exe).
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let board = LiveShards.Board()
+        // One progress at a time reaches the listeners, in the order the board made them.
+        let publishing = Mutex(())
         var processes: [(shard: Int, process: Process, directory: String)] = []
         for index in 1...workers {
             let shardDirectory = (directory as NSString).appendingPathComponent("shard-\(index)")
             let process = Process()
             process.executableURL = executable
             process.arguments = ["run", file, "--shard", "\(index)/\(workers)", "--out", shardDirectory, "--quiet"] + forwarded
-            process.standardOutput = FileHandle.nullDevice
+            if let onProgress {
+                process.arguments?.append("--progress-json")
+                let output = Pipe()
+                let reader = Mutex(LiveShards.Reader())
+                output.fileHandleForReading.readabilityHandler = { handle in
+                    let bytes = handle.availableData
+                    guard !bytes.isEmpty else {
+                        handle.readabilityHandler = nil
+                        return
+                    }
+                    for record in reader.withLock({ $0.feed(bytes) }) {
+                        publishing.withLock { _ in onProgress(board.update(shard: index, with: record)) }
+                    }
+                }
+                process.standardOutput = output
+            } else {
+                process.standardOutput = FileHandle.nullDevice
+            }
             do {
                 try process.run()
             } catch {
@@ -76,6 +102,7 @@ enum WorkersRun {
                 failed.append("shard \(index)/\(workers) exited with \(process.terminationReason == .uncaughtSignal ? "signal " : "status ")\(status)")
             }
         }
+        finishProgress()
         guard failed.isEmpty else {
             PushSwarmCommand.printError(failed.joined(separator: "; ") + "; no merged report (the shards that finished left theirs in \(directory))")
             return .failure

@@ -84,7 +84,7 @@ import Testing
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-listen", "localhost"], "--metrics-listen: expected ADDRESS:PORT"),
         (["run", "Scenarios/quickstart.json", "--dashboard", "127.0.0.1:8089"], "--dashboard needs --clock wall"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "localhost"], "--dashboard: expected ADDRESS:PORT"),
-        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "127.0.0.1:8089", "--workers", "2"], "--dashboard does not go with --workers"),
+        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--push-listen", "127.0.0.1:8089", "--workers", "2"], "--push-listen does not go with --workers"),
     ])
     func badReportArgumentsExitTwoWithAMessage(arguments: [String], expected: String) throws {
         let outcome = try cli.run(arguments)

@@ -944,34 +944,12 @@ import Testing
     func ctrlCStopsAWallRunThatStillWritesItsReport(extra: [String]) throws {
         let directory = NSTemporaryDirectory() + "pushswarm-interrupt-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let port = freePort()
-        let process = Process()
-        process.executableURL = CommandLineTests.binary
-        // One process says when it has sent requests, on its metrics endpoint: the signal to
-        // interrupt it. `--metrics-listen` does not go with `--workers` (each shard would need
-        // its own port), so the workers' run is interrupted 4 s in.
-        let readiness = extra.isEmpty ? ["--metrics-listen", "127.0.0.1:\(port)"] : []
-        process.arguments = ["run", "Tests/Fixtures/wall-vs-simulated.json", "--clock", "wall", "--duration", "10m", "--out", directory, "--quiet"] + readiness + extra
-        process.currentDirectoryURL = CommandLineTests.root
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
+        // The run says when it has sent requests, on its metrics endpoint: the signal to interrupt
+        // it. With workers the parent serves it, adding up what its shards stream.
+        let (process, port, exited) = try startMeasuredWallRun(duration: "10m", out: directory, extra: extra)
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        if extra.isEmpty {
-            let deadline = Date().addingTimeInterval(60)
-            var sent = 0.0
-            while sent == 0 && process.isRunning && Date() < deadline {
-                if waitForPort(port, timeout: 1), let text = try? cli.shell("curl", ["-s", "http://127.0.0.1:\(port)/metrics"]) {
-                    sent = text.split(separator: "\n").filter { $0.hasPrefix("pushswarm_requests_sent_total{") }
-                        .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
-                }
-            }
-            try #require(sent > 0, "the run reported no request sent on its metrics endpoint")
-        } else {
-            Thread.sleep(forTimeInterval: 4)
-        }
+        let sent = try sentOnMetricsEndpoint(port: port, of: process) { $0 > 0 }
+        try #require(sent > 0, "the run reported no request sent on its metrics endpoint")
         kill(process.processIdentifier, SIGINT)
         #expect(exited.wait(timeout: .now() + 30) == .success, "a wall run must stop after Ctrl-C")
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
@@ -983,8 +961,66 @@ import Testing
         // It ran seconds of its 10 minutes, and says so.
         let seconds = try #require(report["simulatedSeconds"]?.numberValue, "summary.json has simulatedSeconds")
         #expect(seconds < 60)
+        let reported = try #require(report["requests"]?["sent"]?.numberValue, "summary.json has requests.sent")
+        #expect(reported >= sent)
+    }
+
+    /// Starts a quiet wall run of the wall-vs-simulated fixture into `out` that serves its metrics
+    /// on a free port; `exited` is signalled when the process ends.
+    private func startMeasuredWallRun(duration: String, out: String, extra: [String]) throws -> (process: Process, port: UInt16, exited: DispatchSemaphore) {
+        let port = freePort()
+        let process = Process()
+        process.executableURL = CommandLineTests.binary
+        process.arguments = [
+            "run", "Tests/Fixtures/wall-vs-simulated.json", "--clock", "wall", "--duration", duration, "--out", out, "--quiet",
+            "--metrics-listen", "127.0.0.1:\(port)",
+        ] + extra
+        process.currentDirectoryURL = CommandLineTests.root
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+        return (process, port, exited)
+    }
+
+    /// The run's requests sent so far, read from its metrics endpoint until `until` holds of them
+    /// (or the process ends, or a minute passes): the sum of `pushswarm_requests_sent_total`.
+    private func sentOnMetricsEndpoint(port: UInt16, of process: Process, until: (Double) -> Bool) throws -> Double {
+        try gaugesOnMetricsEndpoint(port: port, of: process) { until($0.sent) }.sent
+    }
+
+    /// `pushswarm_requests_sent_total` summed and `pushswarm_devices`, read from a run's metrics
+    /// endpoint until `until` holds of them (or the process ends, or a minute passes).
+    private func gaugesOnMetricsEndpoint(port: UInt16, of process: Process, until: ((sent: Double, devices: Double)) -> Bool) throws -> (sent: Double, devices: Double) {
+        let deadline = Date().addingTimeInterval(60)
+        var read = (sent: 0.0, devices: 0.0)
+        while !until(read) && process.isRunning && Date() < deadline {
+            guard waitForPort(port, timeout: 1), let text = try? cli.shell("curl", ["-s", "http://127.0.0.1:\(port)/metrics"]) else { continue }
+            let lines = text.split(separator: "\n")
+            func value(_ line: Substring) -> Double? { line.split(separator: " ").last.flatMap { Double($0) } }
+            read.sent = lines.filter { $0.hasPrefix("pushswarm_requests_sent_total{") }.compactMap(value).reduce(0, +)
+            read.devices = lines.first { $0.hasPrefix("pushswarm_devices{") }.flatMap(value) ?? 0
+        }
+        return read
+    }
+
+    /// `--workers N` with `--metrics-listen`: the parent serves the whole run, adding up what each
+    /// shard streams it. Its device count is the scenario's, where any one shard holds half, and
+    /// what it served while the run went is within what the merged report counts at the end.
+    @Test func workersServeTheWholeRunsMetrics() throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-live-workers-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (process, port, _) = try startMeasuredWallRun(duration: "6s", out: directory, extra: ["--workers", "2"])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let live = try gaugesOnMetricsEndpoint(port: port, of: process) { $0.devices == 2_000 && $0.sent > 0 }
+        #expect(live.devices == 2_000, "both shards' devices (1,000 each) on the parent's endpoint")
+        #expect(live.sent > 0)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let report = try summary(directory)
         let sent = try #require(report["requests"]?["sent"]?.numberValue, "summary.json has requests.sent")
-        #expect(sent > 0)
+        #expect(live.sent <= sent, "served while the run went: \(live.sent); the merged report: \(sent)")
     }
 
     @Test(.enabled(if: which("curl") != nil && pythonHasWebsockets(), "needs curl and Python's websockets"))

@@ -1,0 +1,151 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import Synchronization
+
+/// A shard's live progress as it streams it to the process that started it (`run --workers N`
+/// starts each shard with `--progress-json`), and the whole run's progress made of the shards'
+/// latest: what the parent's progress line, `--metrics-listen` and `--dashboard` show.
+///
+/// The stream is text, two lines a record, once a second: a header
+/// (`{"elapsedMicroseconds":…,"durationMicroseconds":…,"devices":…,"openConnections":…,"fromInterval":K}`)
+/// and the shard's measurements so far as `metrics.json` writes them (`SummaryArchive`, one
+/// line), their timeline holding the intervals from K on: those before K were sent before and no
+/// longer change, so a record stays small however long the run. Other lines (the path a shard
+/// prints at its end) are passed over.
+enum LiveShards {
+    /// A shard's side: writes each progress snapshot to standard output.
+    final class Writer: Sendable {
+        private let scenario: String
+        /// Intervals already sent whole (the last one sent may still have been filling).
+        private let sentWhole = Mutex(0)
+
+        init(scenario: String) { self.scenario = scenario }
+
+        func write(_ progress: RunProgress) {
+            FileHandle.standardOutput.write(Data(record(progress)))
+        }
+
+        /// One record's text: the header line and the archive line.
+        func record(_ progress: RunProgress) -> [UInt8] {
+            var metrics = progress.metrics
+            let intervals = metrics.timeline.intervals
+            let whole = Int(max(0, progress.elapsed.microseconds) / max(1, metrics.timeline.intervalMicroseconds))
+            let from = sentWhole.withLock { sent in
+                let from = min(sent, intervals.count)
+                sent = max(sent, min(whole, intervals.count))
+                return from
+            }
+            metrics.timeline.restore(Array(intervals[from...]))
+            // Ticks (a fine series the report draws after the run) are not streamed.
+            metrics.timeline.restoreTicks(microseconds: metrics.timeline.tickMicroseconds, [])
+            let archive = Summary(
+                scenario: scenario, seed: 0, clock: "wall", devices: progress.devices, simulatedSeconds: progress.elapsed.seconds,
+                wallSeconds: 0, runID: "", version: "", metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0)
+            var header = JSONWriter()
+            header.beginObject()
+            header.key("elapsedMicroseconds"); header.integer(Int(progress.elapsed.microseconds))
+            header.key("durationMicroseconds"); header.integer(Int(progress.duration.microseconds))
+            header.key("devices"); header.integer(progress.devices)
+            if let open = progress.openConnections { header.key("openConnections"); header.integer(open) }
+            header.key("fromInterval"); header.integer(from)
+            header.endObject()
+            header.newlineAtEnd()
+            return header.takeBytes() + Array(SummaryArchive.text(of: archive).utf8)
+        }
+    }
+
+    /// A record read back: the shard's progress, its timeline holding the intervals from
+    /// `fromInterval` on.
+    struct Record {
+        var progress: RunProgress
+        var fromInterval: Int
+    }
+
+    /// Reads records out of a shard's standard output, line by line.
+    struct Reader {
+        private var pending: [UInt8] = []
+        private var header: JSONObject?
+
+        /// The records that `bytes` completes. A line that is not part of a record is skipped;
+        /// a record that does not read is dropped whole (the next one replaces it).
+        mutating func feed(_ bytes: some Sequence<UInt8>) -> [Record] {
+            pending.append(contentsOf: bytes)
+            var records: [Record] = []
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(pending[..<end])
+                pending.removeSubrange(...end)
+                if let header {
+                    self.header = nil
+                    if let record = Self.record(header: header, archive: line) { records.append(record) }
+                } else if case .object(let object)? = try? JSONParser.parse(line), object["fromInterval"] != nil {
+                    header = object
+                }
+            }
+            return records
+        }
+
+        private static func record(header: JSONObject, archive: [UInt8]) -> Record? {
+            guard let summary = try? SummaryArchive.read(String(decoding: archive, as: UTF8.self)),
+                let elapsed = whole(header["elapsedMicroseconds"]), let duration = whole(header["durationMicroseconds"]),
+                let devices = whole(header["devices"]), let from = whole(header["fromInterval"])
+            else { return nil }
+            var progress = RunProgress(elapsed: TimeSpan(microseconds: Int64(elapsed)), duration: TimeSpan(microseconds: Int64(duration)), metrics: summary.metrics, devices: devices)
+            progress.openConnections = whole(header["openConnections"])
+            return Record(progress: progress, fromInterval: from)
+        }
+
+        /// A count from a peer: whole, not negative, and within what a run can hold.
+        private static func whole(_ value: JSONValue?) -> Int? {
+            guard case .number(let number)? = value, number >= 0, number <= 1e15, number == number.rounded() else { return nil }
+            return Int(number)
+        }
+    }
+
+    /// The shards' latest progress, and the whole run's made of them.
+    final class Board: Sendable {
+        private struct Shard {
+            var progress: RunProgress
+            /// Every interval so far: the ones sent before and the latest record's.
+            var intervals: [Timeline.Interval]
+        }
+
+        private let shards = Mutex<[Int: Shard]>([:])
+
+        init() {}
+
+        /// Takes shard `index`'s record; returns the whole run's progress with it.
+        func update(shard index: Int, with record: Record) -> RunProgress {
+            shards.withLock { shards in
+                var intervals = shards[index]?.intervals ?? []
+                if intervals.count > record.fromInterval { intervals.removeSubrange(record.fromInterval...) }
+                if intervals.count < record.fromInterval { intervals += repeatElement(Timeline.Interval(), count: record.fromInterval - intervals.count) }
+                intervals += record.progress.metrics.timeline.intervals
+                shards[index] = Shard(progress: record.progress, intervals: intervals)
+                return Self.whole(shards.values)
+            }
+        }
+
+        /// The run so far: counts and histograms added up (exact, as `merge` adds them), the
+        /// timeline interval by interval, on the timeline of the shard furthest along.
+        private static func whole(_ shards: some Collection<Shard>) -> RunProgress {
+            var metrics = RunMetrics()
+            var elapsed = TimeSpan.zero
+            var duration = TimeSpan.zero
+            var devices = 0
+            var open: Int?
+            for shard in shards {
+                var shardMetrics = shard.progress.metrics
+                shardMetrics.timeline.restore(shard.intervals)
+                metrics.merge(shardMetrics)
+                elapsed = max(elapsed, shard.progress.elapsed)
+                duration = max(duration, shard.progress.duration)
+                devices += shard.progress.devices
+                if let shardOpen = shard.progress.openConnections { open = (open ?? 0) + shardOpen }
+            }
+            var progress = RunProgress(elapsed: elapsed, duration: duration, metrics: metrics, devices: devices)
+            progress.openConnections = open
+            return progress
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@testable import PushSwarmCLI
+import PushSwarmCore
+import PushSwarmMetrics
+
+/// What a shard streams to `--workers`' parent (`LiveShards`): read back as it was written, a
+/// record's timeline holding only what changed since the last, the whole run added up, and what a
+/// broken or hostile stream sends passed over.
+@Suite struct LiveShardsTests {
+    /// A shard's progress at `seconds` into the run: `perSecond` requests sent each second so far,
+    /// answered 200 after 5 ms, on a timeline of one-second intervals.
+    private func progress(seconds: Int, perSecond: Int, devices: Int) -> RunProgress {
+        var metrics = RunMetrics()
+        for second in 0..<seconds {
+            for _ in 0..<perSecond {
+                let at = Int64(second) * 1_000_000
+                metrics.recordSent(operation: "smartapppush.events", retryNumber: 0, at: at)
+                metrics.recordResponse(operation: "smartapppush.events", status: 200, latencyMicroseconds: 5_000, at: at + 5_000)
+            }
+        }
+        metrics.increment("pushes.delivered", by: UInt64(seconds))
+        var progress = RunProgress(elapsed: TimeSpan(microseconds: Int64(seconds) * 1_000_000 + 500_000), duration: TimeSpan(microseconds: 60_000_000), metrics: metrics, devices: devices)
+        progress.openConnections = 3
+        return progress
+    }
+
+    @Test func aRecordReadsBackAsItWasWritten() throws {
+        let writer = LiveShards.Writer(scenario: "s")
+        var reader = LiveShards.Reader()
+        let sent = progress(seconds: 3, perSecond: 10, devices: 500)
+        // Split anywhere: a pipe hands over what it has.
+        let bytes = writer.record(sent)
+        var records = reader.feed(bytes[..<7])
+        records += reader.feed(bytes[7...])
+        let record = try #require(records.first)
+        #expect(records.count == 1)
+        #expect(record.fromInterval == 0)
+        #expect(record.progress.elapsed == sent.elapsed && record.progress.duration == sent.duration)
+        #expect(record.progress.devices == 500 && record.progress.openConnections == 3)
+        #expect(record.progress.metrics.sent == 30)
+        #expect(record.progress.metrics.counters["pushes.delivered"] == 3)
+        #expect(record.progress.metrics.operations["smartapppush.events"]?.latency.totalCount == 30)
+        #expect(record.progress.metrics.timeline.intervals.map(\.sent) == [10, 10, 10])
+    }
+
+    /// Intervals sent whole are not sent again: a long run's record stays small. The parent puts
+    /// them back together, and the shards' together.
+    @Test func recordsCarryOnlyNewIntervalsAndTheBoardAddsTheShardsUp() throws {
+        let writer = LiveShards.Writer(scenario: "s")
+        var reader = LiveShards.Reader()
+        let first = try #require(reader.feed(writer.record(progress(seconds: 3, perSecond: 10, devices: 500))).first)
+        let second = try #require(reader.feed(writer.record(progress(seconds: 5, perSecond: 10, devices: 500))).first)
+        // The first record was 3.5 s in: intervals 0 to 2 were whole, and are not sent again.
+        #expect(second.fromInterval == 3)
+        #expect(second.progress.metrics.timeline.intervals.count == 2)
+
+        let board = LiveShards.Board()
+        _ = board.update(shard: 1, with: first)
+        var whole = board.update(shard: 1, with: second)
+        #expect(whole.metrics.timeline.intervals.map(\.sent) == [10, 10, 10, 10, 10])
+        var otherReader = LiveShards.Reader()
+        let other = try #require(otherReader.feed(LiveShards.Writer(scenario: "s").record(progress(seconds: 4, perSecond: 1, devices: 700))).first)
+        whole = board.update(shard: 2, with: other)
+        #expect(whole.devices == 1_200)
+        #expect(whole.openConnections == 6)
+        #expect(whole.metrics.sent == 54)
+        #expect(whole.metrics.operations["smartapppush.events"]?.latency.totalCount == 54)
+        #expect(whole.metrics.timeline.intervals.map(\.sent) == [11, 11, 11, 11, 10])
+        #expect(whole.elapsed == TimeSpan(microseconds: 5_500_000))
+    }
+
+    /// A line that is not a record, a header whose numbers are negative or not whole, an archive
+    /// that does not read: passed over, and the next good record is read.
+    @Test func whatIsNotARecordIsPassedOver() throws {
+        var reader = LiveShards.Reader()
+        let good = LiveShards.Writer(scenario: "s").record(progress(seconds: 1, perSecond: 2, devices: 10))
+        let noise: [String] = [
+            "/tmp/report/summary.json\n",
+            "{\"elapsedMicroseconds\":-5,\"durationMicroseconds\":1,\"devices\":1,\"fromInterval\":0}\n{}\n",
+            "{\"elapsedMicroseconds\":1.5,\"durationMicroseconds\":1,\"devices\":1,\"fromInterval\":0}\n{}\n",
+            "{\"elapsedMicroseconds\":1,\"durationMicroseconds\":1,\"devices\":1,\"fromInterval\":0}\nnot json\n",
+            "{\"elapsedMicroseconds\":1,\"durationMicroseconds\":1,\"devices\":1e300,\"fromInterval\":0}\n{}\n",
+        ]
+        var records: [LiveShards.Record] = []
+        for line in noise { records += reader.feed(Array(line.utf8)) }
+        #expect(records.isEmpty)
+        records += reader.feed(good)
+        #expect(records.count == 1)
+        #expect(records.first?.progress.metrics.sent == 2)
+    }
+}
+
