@@ -20,11 +20,11 @@ let package = Package(
         .target(name: "PushSwarmCore", dependencies: ["PushSwarmSystem", "PushSwarmMetrics"]),
         // One folder per platform: wire messages, device-side client, mock service.
         .target(name: "PushSwarmPlatforms", dependencies: ["PushSwarmCore", "PushSwarmMetrics", "PushSwarmSystem"]),
-        // epoll, accept4, eventfd, OpenSSL's libssl and libcrypto's SHA-1 and SHA-256, wrapped for Swift
-        // (C; no logic).
+        // epoll, accept4, eventfd, OpenSSL's libssl and libcrypto's SHA-1 and SHA-256, zlib's gzread,
+        // wrapped for Swift (C; no logic).
         .target(
             name: "CPushSwarmShim",
-            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("z")]
         ),
         // Sockets: event loops, HTTP/1.1 client and server, WebSocket, TLS, source-address pools,
         // the loopback mock server and the wall-clock transport.

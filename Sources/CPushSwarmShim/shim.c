@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <zlib.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -246,3 +247,27 @@ void ps_sha256(const void *data, size_t length, uint8_t out[32]) {
     SHA256_Update(&context, data, length);
     SHA256_Final(out, &context);
 }
+
+void *ps_gz_open(const char *path) {
+    gzFile file = gzopen(path, "rb");
+    if (file != NULL) gzbuffer(file, 1 << 17);
+    return file;
+}
+
+int ps_gz_read(void *file, void *buffer, unsigned length) {
+    return gzread((gzFile)file, buffer, length);
+}
+
+const char *ps_gz_error(void *file) {
+    int code = 0;
+    const char *message = gzerror((gzFile)file, &code);
+    return message != NULL ? message : "unknown error";
+}
+
+int ps_gz_truncated(void *file) {
+    int code = Z_OK;
+    gzerror((gzFile)file, &code);
+    return code == Z_BUF_ERROR;
+}
+
+void ps_gz_close(void *file) { gzclose((gzFile)file); }

@@ -27,6 +27,7 @@ public enum PushSwarmCommand {
         ("bench", BenchCommand.self, "Closed-loop HTTP load like wrk, with each device's own requests."),
         ("merge", MergeCommand.self, "Add the reports of a sharded run into one (exact histograms)."),
         ("compare", CompareCommand.self, "Compare two runs' reports: exit 1 when the current is worse (nightly runs)."),
+        ("fit", FitCommand.self, "Read a push platform's access logs: the load they recorded."),
         ("validate", ValidateCommand.self, "Check a scenario file without running it."),
     ]
 

@@ -26,6 +26,8 @@ struct FakePlatform: Platform {
         if let settings { try settings.object().finish() }
         return Configuration()
     }
+
+    func logOperation(method: String, path: String) -> String? { path == "/fake" ? "fake.call" : nil }
 }
 
 @Suite struct ScenarioDecoderTests {

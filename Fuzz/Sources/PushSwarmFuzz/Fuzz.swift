@@ -43,6 +43,7 @@ enum FuzzTarget: String, CaseIterable {
     case mockSocket = "mock-socket"
     case metricsArchive = "metrics-archive"
     case pushReceiver = "push-receiver"
+    case accessLog = "access-log"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -58,7 +59,29 @@ enum FuzzTarget: String, CaseIterable {
         case .mockSocket: Self.mockSocket(bytes)
         case .metricsArchive: Self.metricsArchive(bytes)
         case .pushReceiver: Self.pushReceiver(bytes)
+        case .accessLog: Self.accessLog(bytes)
         }
+    }
+
+    /// Lines of an access log in the format the first byte picks (combined, a custom nginx
+    /// format with $msec and $request_time, JSON lines, ALB): each a record within bounds, whose
+    /// operation is looked up, or an `AccessLogError`.
+    static let customFormat = try! NginxLogFormat(#"$remote_addr [$time_local] "$request" $status $request_time $msec"#)
+    static let logOperations = LogOperations(platforms: PlatformRegistry.all)
+
+    static func accessLog(_ bytes: [UInt8]) {
+        guard let first = bytes.first else { return }
+        let formats: [AccessLogFormat] = [.combined, .nginx(customFormat), .jsonLines(JSONLogFields()), .alb]
+        let format = formats[Int(first) % formats.count]
+        var profile = LogProfile()
+        for line in bytes.dropFirst().split(separator: UInt8(ascii: "\n")) {
+            guard let record = try? format.record(Array(line).span) else { continue }
+            precondition((100...999).contains(record.status), "status \(record.status)")
+            precondition(!record.address.isEmpty, "an empty address")
+            precondition(record.durationMicroseconds.map { $0 >= 0 } ?? true, "a negative duration")
+            profile.add(record, operation: logOperations.operation(method: record.method, path: record.path))
+        }
+        _ = (profile.peakSecond, profile.peakMinute, profile.storm)
     }
 
     /// Every message the bytes hold, fed in pieces whose size the first byte picks (a peer's

@@ -77,6 +77,19 @@ void ps_sha1(const void *data, size_t length, uint8_t out[20]);
 /// where the CPU has it): SmartAppPush's event fingerprints and the mocks' derived identifiers.
 void ps_sha256(const void *data, size_t length, uint8_t out[32]);
 
+/// A file read through zlib's gzread: gzip-compressed or plain, told apart by its first bytes
+/// (access logs rotated as .gz). NULL when it cannot be opened (errno set).
+void *ps_gz_open(const char *path);
+/// Up to `length` bytes of the file's (decompressed) content: the count, 0 at its end, -1 on an
+/// error (a corrupt or truncated gzip stream; `ps_gz_error` says which).
+int ps_gz_read(void *file, void *buffer, unsigned length);
+/// zlib's description of the last error on `file`.
+const char *ps_gz_error(void *file);
+/// 1 when the content ended before its compressed stream did (a truncated .gz file): zlib then
+/// returns what it had and reports end of file.
+int ps_gz_truncated(void *file);
+void ps_gz_close(void *file);
+
 /// Asks the CPU to bring the cache line at `p` in while other work goes on (a hint: no fault, no
 /// effect on what the program computes).
 static inline void ps_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }

@@ -8,6 +8,13 @@ public protocol Platform: Sendable {
 
     /// Reads the scenario's `platforms.<name>` object (nil when absent: defaults).
     func configure(_ settings: JSONReader?) throws -> any PlatformConfiguration
+
+    /// The operation a request is from its method and path alone, as an access log records it
+    /// (no body, no headers): the mock's own name where the path decides it
+    /// (`smartapppush.events`), the endpoint's where only the body would (`meiro.mobile`). Nil
+    /// when the path is not one of this platform's endpoints. `path` has no query and no
+    /// `/<platform>` prefix.
+    func logOperation(method: String, path: String) -> String?
 }
 
 /// A platform as one scenario configured it.

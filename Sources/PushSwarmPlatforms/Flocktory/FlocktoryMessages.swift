@@ -23,6 +23,23 @@ public enum FlocktoryMessages {
         public static let click = "/t/click/"
     }
 
+    /// The operation of a request for `path` (without its query), tracked links' redirects
+    /// included; nil: no such endpoint.
+    public static func operation(forPath path: String) -> String? {
+        switch path {
+        case Path.setup: return Operation.setup
+        case Path.track: return Operation.track
+        case Path.order: return Operation.order
+        case Path.attachPush: return Operation.attachPush
+        case Path.customEvent: return Operation.customEvent
+        case Path.profileMeta: return Operation.profileMeta
+        default: break
+        }
+        if path.hasPrefix(Path.show) || path.hasPrefix("/static/") { return Operation.show }
+        if path.hasPrefix(Path.click) || path.hasPrefix("/r/") || path.hasPrefix("/landing/") { return Operation.click }
+        return nil
+    }
+
     public enum Operation {
         public static let setup = "flocktory.setup"
         public static let track = "flocktory.track"

@@ -35,12 +35,7 @@ struct FlocktoryMock: MockService {
         self.settings = settings
     }
 
-    func serves(path: String) -> Bool {
-        [FlocktoryMessages.Path.setup, FlocktoryMessages.Path.track, FlocktoryMessages.Path.order, FlocktoryMessages.Path.attachPush,
-         FlocktoryMessages.Path.customEvent, FlocktoryMessages.Path.profileMeta].contains(path)
-            || path.hasPrefix(FlocktoryMessages.Path.show) || path.hasPrefix(FlocktoryMessages.Path.click)
-            || path.hasPrefix("/r/") || path.hasPrefix("/static/") || path.hasPrefix("/landing/")
-    }
+    func serves(path: String) -> Bool { FlocktoryMessages.operation(forPath: path) != nil }
 
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
         let path = request.pathWithoutQuery
@@ -50,15 +45,9 @@ struct FlocktoryMock: MockService {
             return MockReply(response: response, operation: FlocktoryMessages.Operation.unknown)
         }
         if let reply = trackedLink(path) { return reply }
-        let operation: String
-        switch path {
-        case FlocktoryMessages.Path.setup: operation = FlocktoryMessages.Operation.setup
-        case FlocktoryMessages.Path.track: operation = FlocktoryMessages.Operation.track
-        case FlocktoryMessages.Path.order: operation = FlocktoryMessages.Operation.order
-        case FlocktoryMessages.Path.attachPush: operation = FlocktoryMessages.Operation.attachPush
-        case FlocktoryMessages.Path.customEvent: operation = FlocktoryMessages.Operation.customEvent
-        case FlocktoryMessages.Path.profileMeta: operation = FlocktoryMessages.Operation.profileMeta
-        default: return MockReply(response: Self.plain(404, "not found: \(path)"), operation: FlocktoryMessages.Operation.unknown)
+        // Tracked links are answered above: what is left are the API's calls.
+        guard let operation = FlocktoryMessages.operation(forPath: path) else {
+            return MockReply(response: Self.plain(404, "not found: \(path)"), operation: FlocktoryMessages.Operation.unknown)
         }
         guard let query = URLQuery.parameters(ofTarget: request.path) else {
             return MockReply(response: Self.plain(400, "the query is not valid URL encoding"), operation: operation)

@@ -24,6 +24,10 @@ public struct FlocktoryPlatform: Platform {
         try object.finish()
         return FlocktoryConfiguration(settings: settings)
     }
+
+    public func logOperation(method: String, path: String) -> String? {
+        FlocktoryMessages.operation(forPath: path)
+    }
 }
 
 struct FlocktoryConfiguration: PlatformConfiguration {

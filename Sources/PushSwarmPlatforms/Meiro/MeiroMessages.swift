@@ -18,6 +18,8 @@ public enum MeiroMessages {
     public enum Operation {
         public static let registered = "meiro.token_registered"
         public static let refreshed = "meiro.token_refreshed"
+        /// Either, as a log without bodies sees them.
+        public static let endpoint = "meiro.mobile"
     }
 
     /// "version: "1.0.0", //required string, version of the event structure".

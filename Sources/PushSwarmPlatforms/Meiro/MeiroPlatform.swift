@@ -25,6 +25,11 @@ public struct MeiroPlatform: Platform {
         try object.finish()
         return MeiroConfiguration(settings: settings)
     }
+
+    /// Registrations and refreshes share the one endpoint; the body tells them apart.
+    public func logOperation(method: String, path: String) -> String? {
+        path == MeiroMessages.path ? MeiroMessages.Operation.endpoint : nil
+    }
 }
 
 struct MeiroConfiguration: PlatformConfiguration {

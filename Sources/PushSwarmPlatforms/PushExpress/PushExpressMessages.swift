@@ -17,6 +17,21 @@ public enum PushExpressMessages {
     }
 
     /// `POST /apps/{app_id}/instances`.
+    /// The method and operation of a request for `path` (without its query): `/apps/{app}/instances`
+    /// and what lies under an instance; nil: no such endpoint.
+    public static func route(forPath path: String) -> (method: String, operation: String)? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.count >= 3, parts[0] == "apps", parts[2] == "instances" else { return nil }
+        switch parts.count {
+        case 3: return ("POST", Operation.createInstance)
+        case 5 where parts[4] == "info": return ("PUT", Operation.updateInfo)
+        case 5 where parts[4] == "deactivate": return ("POST", Operation.deactivate)
+        case 6 where parts[4] == "events" && parts[5] == "lifecycle": return ("POST", Operation.lifecycleEvent)
+        case 6 where parts[4] == "events" && parts[5] == "notification": return ("POST", Operation.notificationEvent)
+        default: return nil
+        }
+    }
+
     public static func instancesPath(appID: String) -> String { "/apps/\(appID)/instances" }
     /// `PUT /apps/{app_id}/instances/{ic_id}/info`.
     public static func infoPath(appID: String, instanceID: String) -> String { "/apps/\(appID)/instances/\(instanceID)/info" }

@@ -37,20 +37,10 @@ struct PushExpressMock: MockService {
 
     mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
         let path = request.pathWithoutQuery
+        guard let route = PushExpressMessages.route(forPath: path) else {
+            return MockReply(response: Self.error(404, "not found: \(request.method) \(path)"), operation: PushExpressMessages.Operation.unknown)
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard parts.count >= 3, parts[0] == "apps", parts[2] == "instances" else {
-            return MockReply(response: Self.error(404, "not found: \(request.method) \(path)"), operation: PushExpressMessages.Operation.unknown)
-        }
-        let route: (method: String, operation: String)
-        switch parts.count {
-        case 3: route = ("POST", PushExpressMessages.Operation.createInstance)
-        case 5 where parts[4] == "info": route = ("PUT", PushExpressMessages.Operation.updateInfo)
-        case 5 where parts[4] == "deactivate": route = ("POST", PushExpressMessages.Operation.deactivate)
-        case 6 where parts[4] == "events" && parts[5] == "lifecycle": route = ("POST", PushExpressMessages.Operation.lifecycleEvent)
-        case 6 where parts[4] == "events" && parts[5] == "notification": route = ("POST", PushExpressMessages.Operation.notificationEvent)
-        default:
-            return MockReply(response: Self.error(404, "not found: \(request.method) \(path)"), operation: PushExpressMessages.Operation.unknown)
-        }
         let operation = route.operation
         guard request.method == route.method else {
             var response = Self.error(405, "\(path) takes \(route.method), not \(request.method)")

@@ -23,6 +23,10 @@ public struct PushExpressPlatform: Platform {
         try object.finish()
         return PushExpressConfiguration(settings: settings)
     }
+
+    public func logOperation(method: String, path: String) -> String? {
+        PushExpressMessages.route(forPath: path)?.operation
+    }
 }
 
 struct PushExpressConfiguration: PlatformConfiguration {

@@ -14,6 +14,16 @@ public enum SmartAppPushMessages {
         public static let refreshToken = "smartapppush.refresh_token"
     }
 
+    /// The operation of a request for `path` (without its query); nil: no such endpoint.
+    public static func operation(forPath path: String) -> String? {
+        switch path {
+        case Path.events: Operation.events
+        case Path.pushesOpened: Operation.pushesOpened
+        case Path.refreshToken: Operation.refreshToken
+        default: nil
+        }
+    }
+
     public enum Path {
         public static let events = "/events"
         public static let pushesOpened = "/pushes/opened"

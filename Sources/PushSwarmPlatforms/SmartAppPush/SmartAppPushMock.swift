@@ -68,12 +68,7 @@ public struct SmartAppPushMock: MockService {
 
     public mutating func handle(_ request: Request, from source: SourceAddress, at now: Instant) -> MockReply {
         let path = request.pathWithoutQuery
-        let operation: String
-        switch path {
-        case SmartAppPushMessages.Path.events: operation = SmartAppPushMessages.Operation.events
-        case SmartAppPushMessages.Path.pushesOpened: operation = SmartAppPushMessages.Operation.pushesOpened
-        case SmartAppPushMessages.Path.refreshToken: operation = SmartAppPushMessages.Operation.refreshToken
-        default:
+        guard let operation = SmartAppPushMessages.operation(forPath: path) else {
             return MockReply(response: Self.error(404, "no such endpoint: \(request.method) \(path)"), operation: "smartapppush.unknown")
         }
         guard request.method == "POST" else {

@@ -43,6 +43,10 @@ public struct SmartAppPushPlatform: Platform {
         try object.finish()
         return mock
     }
+
+    public func logOperation(method: String, path: String) -> String? {
+        SmartAppPushMessages.operation(forPath: path)
+    }
 }
 
 /// SmartAppPush as one scenario configured it.

@@ -46,6 +46,8 @@ public enum SmarticoMessages {
 
     public enum Operation {
         public static let connect = "smartico.connect"
+        /// A call of the public HTTP API, as a log without bodies sees it.
+        public static let publicAPI = "smartico.public_api"
         public static let initSession = "smartico.init_session"
         public static let identifyUser = "smartico.identify_user"
         public static let login = "smartico.login"

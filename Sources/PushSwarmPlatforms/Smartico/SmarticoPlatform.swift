@@ -53,6 +53,16 @@ public struct SmarticoPlatform: Platform {
         try object.finish()
         return mock
     }
+
+    /// The WebSocket's upgrade (a session's messages do not reach an access log), and the public
+    /// HTTP API, whose body says which call it is.
+    public func logOperation(method: String, path: String) -> String? {
+        switch path {
+        case SmarticoMessages.socketPath: SmarticoMessages.Operation.connect
+        case SmarticoMessages.publicPath: SmarticoMessages.Operation.publicAPI
+        default: nil
+        }
+    }
 }
 
 struct SmarticoConfiguration: PlatformConfiguration {

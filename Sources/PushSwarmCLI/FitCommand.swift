@@ -1,0 +1,145 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmPlatforms
+
+/// `pushswarm fit LOG...`: reads a push platform's access logs (issue 37's first step: reading,
+/// the five platforms' operations, the log's load; the fitted scenario comes next).
+enum FitCommand: Command {
+    static let declaration = CommandDeclaration(
+        synopsis: "pushswarm fit LOG... [--format combined|json|alb] [--nginx-format DEF] [--json-fields F=NAME,...]",
+        about: """
+            Reads access logs of a push platform's ingestion (gzip-compressed or plain) and prints the
+            load they recorded: requests by operation of the five platforms and by status, 429s, the
+            peak second and minute, the storm of 429s, requests per client address, and the paths no
+            platform serves. A line that does not read is counted and the first few are shown; when
+            most lines do not read, fit exits 2 naming the first. See docs/incident-replay.md.
+            """,
+        options: [
+            OptionDeclaration(
+                "--format", "F",
+                """
+                combined (nginx's default format; the default), json (JSON lines) or alb
+                (AWS Application Load Balancer).
+                """,
+                check: OptionDeclaration.oneOf(["combined", "json", "alb"])
+            ),
+            OptionDeclaration(
+                "--nginx-format", "DEF",
+                """
+                The log's nginx log_format definition, such as
+                '$remote_addr [$time_local] "$request" $status $request_time $msec'.
+                """,
+                check: { definition in
+                    do {
+                        _ = try NginxLogFormat(definition)
+                        return nil
+                    } catch { return "\(error)" }
+                }
+            ),
+            OptionDeclaration(
+                "--json-fields", "F=NAME,...",
+                """
+                JSON lines: the names of the fields time, address, request, method, path,
+                status and duration, where they are not the usual ones.
+                """,
+                check: { text in
+                    do {
+                        _ = try JSONLogFields(parsing: text)
+                        return nil
+                    } catch { return "\(error)" }
+                }
+            ),
+        ]
+    )
+
+    static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
+        let files = arguments.positionals
+        guard !files.isEmpty else {
+            PushSwarmCommand.printError("fit takes the access logs to read\n\(usage)")
+            return .badInput
+        }
+        let format: AccessLogFormat
+        do {
+            if let definition = arguments.value("--nginx-format") {
+                format = .nginx(try NginxLogFormat(definition))
+            } else if let fields = arguments.value("--json-fields") {
+                format = .jsonLines(try JSONLogFields(parsing: fields))
+            } else {
+                switch arguments.value("--format") ?? "combined" {
+                case "json": format = .jsonLines(JSONLogFields())
+                case "alb": format = .alb
+                default: format = .combined
+                }
+            }
+        } catch {
+            PushSwarmCommand.printError("\(error)")
+            return .badInput
+        }
+        let operations = LogOperations(platforms: PlatformRegistry.all)
+        var reader = AccessLogReader(format: format)
+        var profile = LogProfile()
+        for file in files {
+            do {
+                try reader.read(file) { record in
+                    profile.add(record, operation: operations.operation(method: record.method, path: record.path))
+                }
+            } catch {
+                PushSwarmCommand.printError("\(file): \(error)")
+                return .badInput
+            }
+        }
+        if reader.records == 0 || reader.unreadCount * 2 > reader.lines {
+            let first = reader.unread.first.map { "; the first: \($0)" } ?? ""
+            PushSwarmCommand.printError("\(reader.unreadCount) of \(reader.lines) lines are not access log records in this format\(first)")
+            return .badInput
+        }
+        print(Self.render(profile, reader: reader, files: files))
+        return .success
+    }
+
+    static func render(_ profile: LogProfile, reader: AccessLogReader, files: [String]) -> String {
+        var lines: [String] = []
+        let group = { (value: Int) in TerminalReport.group(UInt64(value)) }
+        lines.append("\(files.count == 1 ? files[0] : "\(files.count) files"): \(group(reader.lines)) lines, \(group(reader.records)) read, \(group(reader.unreadCount)) not")
+        for unread in reader.unread { lines.append("  not read: \(unread)") }
+        if let first = profile.first, let last = profile.last {
+            let span = Double(last - first) / 1_000_000
+            lines.append("from \(RFC3339.format(unixMicroseconds: first, offsetSeconds: 0, utcAsZ: true)) to \(RFC3339.format(unixMicroseconds: last, offsetSeconds: 0, utcAsZ: true)) (\(String(format: "%.0f", span)) s)")
+        }
+        lines.append("")
+        let heading: [String] = ["operation".padding(toLength: 32, withPad: " ", startingAt: 0), "requests".leftPadded(10), "2xx".leftPadded(10), "429".leftPadded(8), "other".leftPadded(8)]
+        lines.append(heading.joined())
+        for (name, operation) in profile.operations.sorted(by: { $0.key < $1.key }) {
+            let ok = operation.byStatus.filter { (200..<300).contains($0.key) }.values.reduce(0, +)
+            let other = operation.requests - ok - operation.rateLimited
+            let columns: [String] = [
+                name.padding(toLength: 32, withPad: " ", startingAt: 0), group(operation.requests).leftPadded(10), group(ok).leftPadded(10),
+                group(operation.rateLimited).leftPadded(8), group(other).leftPadded(8),
+            ]
+            lines.append(columns.joined())
+        }
+        lines.append("")
+        let share = profile.requests > 0 ? Double(profile.rateLimited) / Double(profile.requests) * 100 : 0
+        lines.append("requests \(group(profile.requests)) · 429s \(group(profile.rateLimited)) (\(String(format: "%.1f", share)) %)")
+        if let peak = profile.peakSecond { lines.append("peak second \(RFC3339.format(unixMicroseconds: peak.second * 1_000_000, offsetSeconds: 0, utcAsZ: true)): \(group(peak.requests)) requests") }
+        if let peak = profile.peakMinute { lines.append("peak minute \(RFC3339.format(unixMicroseconds: peak.minute * 1_000_000, offsetSeconds: 0, utcAsZ: true)): \(group(peak.requests)) requests") }
+        if let storm = profile.storm {
+            lines.append("storm of 429s from \(RFC3339.format(unixMicroseconds: storm.start * 1_000_000, offsetSeconds: 0, utcAsZ: true)), \(storm.end - storm.start + 1) s to its last 429")
+        }
+        let counts = profile.perAddress.values.sorted()
+        if let most = counts.last {
+            lines.append("client addresses \(group(counts.count)) · requests per address: median \(group(counts[counts.count / 2])), most \(group(most))")
+        }
+        if profile.unknownRequests > 0 {
+            let top = profile.unknownPaths.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }.prefix(5)
+            lines.append("paths no platform serves: \(group(profile.unknownRequests)) requests (" + top.map { "\($0.key) \(group($0.value))" }.joined(separator: ", ")
+                + (profile.unknownPaths.count > 5 || profile.otherUnknownPaths > 0 ? ", …" : "") + ")")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

@@ -1,0 +1,368 @@
+import PushSwarmMetrics
+import PushSwarmSystem
+
+/// One request as a service's access log recorded it: what `pushswarm fit` reads an incident from.
+public struct AccessLogRecord: Sendable, Equatable {
+    /// When the request arrived, in Unix microseconds: the logged time less the request's
+    /// duration where the format gives both (nginx writes its line when the request ends).
+    public var startMicroseconds: Int64
+    /// The client's address (a NAT address, for devices behind one), without a port.
+    public var address: String
+    public var method: String
+    /// The request's path without its query (the URL's path where the log holds a full URL).
+    public var path: String
+    /// The status the client got.
+    public var status: Int
+    /// How long the request took, when the format says.
+    public var durationMicroseconds: Int64?
+
+    public init(startMicroseconds: Int64, address: String, method: String, path: String, status: Int, durationMicroseconds: Int64? = nil) {
+        self.startMicroseconds = startMicroseconds
+        self.address = address
+        self.method = method
+        self.path = path
+        self.status = status
+        self.durationMicroseconds = durationMicroseconds
+    }
+}
+
+/// Why a line is not a record, or a format definition not a format.
+public struct AccessLogError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// The formats `fit` reads: nginx's `combined` (its default), any nginx `log_format` given by its
+/// definition, JSON lines with named fields, and AWS Application Load Balancer logs.
+public enum AccessLogFormat: Sendable {
+    case nginx(NginxLogFormat)
+    case jsonLines(JSONLogFields)
+    case alb
+
+    /// nginx's predefined `combined`.
+    public static let combined = AccessLogFormat.nginx(.combined)
+
+    /// The record one line holds (without its newline).
+    public func record(_ line: Span<UInt8>) throws(AccessLogError) -> AccessLogRecord {
+        switch self {
+        case .nginx(let format): try format.record(line)
+        case .jsonLines(let fields): try fields.record(line)
+        case .alb: try ALBLog.record(line)
+        }
+    }
+}
+
+/// A value read out of a line, and the parts of a request line (`GET /path?query HTTP/1.1`).
+enum LogValues {
+    /// `text` as a count from a log: digits only (no sign), within `maximum`.
+    static func whole(_ text: Span<UInt8>, maximum: Int = 1 << 53) -> Int? {
+        guard !text.isEmpty, text.count <= 16 else { return nil }
+        var value = 0
+        for index in 0..<text.count {
+            let byte = text[index]
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value <= maximum ? value : nil
+    }
+
+    /// Seconds with an optional fraction (`1764180000.123`, `0.005`) as microseconds; nil for
+    /// anything else (a sign, an exponent, `-`, more than 12 digits before the point).
+    static func seconds(_ text: Span<UInt8>) -> Int64? {
+        var point = text.count
+        for index in 0..<text.count where text[index] == UInt8(ascii: ".") {
+            point = index
+            break
+        }
+        guard point > 0, point <= 12, let whole = whole(text.extracting(..<point)) else { return nil }
+        var micros: Int64 = 0
+        var scale: Int64 = 100_000
+        if point < text.count {
+            let fraction = text.extracting((point + 1)...)
+            guard !fraction.isEmpty, fraction.count <= 9 else { return nil }
+            for index in 0..<fraction.count {
+                let byte = fraction[index]
+                guard byte >= 0x30, byte <= 0x39 else { return nil }
+                micros += Int64(byte - 0x30) * scale
+                scale /= 10
+            }
+        }
+        return Int64(whole) * 1_000_000 + micros
+    }
+
+    private static let months: [[UInt8]] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].map { Array($0.utf8) }
+
+    /// nginx's `$time_local` (`26/Nov/2026:18:00:00 +0300`) as Unix microseconds.
+    static func timeLocal(_ text: Span<UInt8>) -> Int64? {
+        guard text.count == 26, text[2] == UInt8(ascii: "/"), text[6] == UInt8(ascii: "/"), text[11] == UInt8(ascii: ":"),
+            text[14] == UInt8(ascii: ":"), text[17] == UInt8(ascii: ":"), text[20] == UInt8(ascii: " "),
+            let day = whole(text.extracting(0..<2)), let year = whole(text.extracting(7..<11)),
+            let hour = whole(text.extracting(12..<14)), let minute = whole(text.extracting(15..<17)), let second = whole(text.extracting(18..<20)),
+            let offsetHours = whole(text.extracting(22..<24)), let offsetMinutes = whole(text.extracting(24..<26)),
+            text[21] == UInt8(ascii: "+") || text[21] == UInt8(ascii: "-")
+        else { return nil }
+        let name = text.extracting(3..<6)
+        guard let month = months.firstIndex(where: { $0.span.bytesEqual(name) }).map({ $0 + 1 }),
+            day >= 1, day <= 31, hour < 24, minute < 60, second <= 60, offsetHours < 24, offsetMinutes < 60
+        else { return nil }
+        let offset = (offsetHours * 3_600 + offsetMinutes * 60) * (text[21] == UInt8(ascii: "-") ? -1 : 1)
+        let days = RFC3339.days(fromCivil: year, month, day)
+        let local = days * 86_400 + Int64(hour * 3_600 + minute * 60 + second)
+        return (local - Int64(offset)) * 1_000_000
+    }
+
+    /// A time as logs write it: Unix seconds with a fraction (`$msec`), RFC 3339 / ISO 8601
+    /// (`$time_iso8601`, ALB's), or `$time_local`.
+    static func anyTime(_ text: Span<UInt8>) -> Int64? {
+        if let microseconds = seconds(text) { return microseconds }
+        if let microseconds = RFC3339.parse(utf8: text) { return microseconds }
+        return timeLocal(text)
+    }
+
+    /// A request line's method and path (query and any scheme and host dropped); nil when it is
+    /// not `METHOD TARGET[ PROTOCOL]`.
+    static func request(_ text: Span<UInt8>) -> (method: String, path: String)? {
+        var space = -1
+        for index in 0..<text.count where text[index] == UInt8(ascii: " ") {
+            space = index
+            break
+        }
+        guard space > 0 else { return nil }
+        var end = text.count
+        for index in (space + 1)..<text.count where text[index] == UInt8(ascii: " ") {
+            end = index
+            break
+        }
+        guard end > space + 1 else { return nil }
+        let method = text.extracting(..<space)
+        for index in 0..<method.count where !(method[index] >= UInt8(ascii: "A") && method[index] <= UInt8(ascii: "Z")) { return nil }
+        return (String(decodingUTF8: method), path(ofTarget: text.extracting((space + 1)..<end)))
+    }
+
+    /// The path of a request target: `/a/b?c` → `/a/b`; `https://host:443/a?b` → `/a`.
+    static func path(ofTarget target: Span<UInt8>) -> String {
+        var start = 0
+        if target.count > 0, target[0] != UInt8(ascii: "/") {
+            // An absolute URL (a proxy's or a load balancer's log): its path starts at the first
+            // slash after "//".
+            var index = 0
+            while index + 1 < target.count, !(target[index] == UInt8(ascii: "/") && target[index + 1] == UInt8(ascii: "/")) { index += 1 }
+            index += 2
+            while index < target.count, target[index] != UInt8(ascii: "/") { index += 1 }
+            start = min(index, target.count)
+        }
+        var end = target.count
+        for index in start..<target.count where target[index] == UInt8(ascii: "?") || target[index] == UInt8(ascii: "#") {
+            end = index
+            break
+        }
+        return start < end ? String(decodingUTF8: target.extracting(start..<end)) : "/"
+    }
+
+    /// A client address as logs write it: `1.2.3.4`, `1.2.3.4:5678` (ALB), `[::1]:5678`, or an
+    /// `X-Forwarded-For` list (`1.2.3.4, 10.0.0.1`: the first is the client).
+    static func address(_ text: Span<UInt8>) -> String? {
+        var end = text.count
+        for index in 0..<text.count where text[index] == UInt8(ascii: ",") {
+            end = index
+            break
+        }
+        var value = text.extracting(..<end)
+        while !value.isEmpty, value[value.count - 1] == UInt8(ascii: " ") { value = value.extracting(..<(value.count - 1)) }
+        guard !value.isEmpty, !(value.count == 1 && value[0] == UInt8(ascii: "-")) else { return nil }
+        if value[0] == UInt8(ascii: "[") {
+            // [IPv6]:port
+            for index in 1..<value.count where value[index] == UInt8(ascii: "]") {
+                return String(decodingUTF8: value.extracting(1..<index))
+            }
+            return nil
+        }
+        var colons = 0
+        var lastColon = -1
+        for index in 0..<value.count where value[index] == UInt8(ascii: ":") {
+            colons += 1
+            lastColon = index
+        }
+        // One colon: IPv4 with a port. More: an IPv6 address as it stands.
+        if colons == 1 { value = value.extracting(..<lastColon) }
+        return String(decodingUTF8: value)
+    }
+}
+
+/// An nginx `log_format` definition, compiled: literal text and variables in order. A line is
+/// read by matching each literal in turn; a variable's value runs to where the next literal
+/// begins (nginx escapes a `"` inside a value as `\x22`, so a quoted value ends at its quote).
+///
+/// Variables read: `$remote_addr`, `$http_x_forwarded_for`, `$realip_remote_addr` (the client);
+/// `$msec`, `$time_iso8601`, `$time_local` (the time; the most precise one given is used);
+/// `$request`, or `$request_method` with `$request_uri` or `$uri`; `$status`; `$request_time`.
+/// Any other variable is passed over.
+public struct NginxLogFormat: Sendable {
+    enum Variable: Sendable, Equatable {
+        case remoteAddr, forwardedFor, timeLocal, timeISO8601, msec, request, method, requestURI, status, requestTime
+        case other
+    }
+
+    enum Token: Sendable {
+        case literal([UInt8])
+        case variable(Variable)
+    }
+
+    let tokens: [Token]
+    public let definition: String
+
+    /// nginx's predefined format.
+    public static let combined = try! NginxLogFormat(
+        #"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#)
+
+    /// Compiles `definition` (what follows the format's name in `log_format`, quotes removed and
+    /// its pieces joined). Throws when it lacks a time, a client address, the request or the
+    /// status, or when two variables touch (no text between them to tell where one ends).
+    public init(_ definition: String) throws(AccessLogError) {
+        self.definition = definition
+        var tokens: [Token] = []
+        var literal: [UInt8] = []
+        let bytes = Array(definition.utf8)
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "$") else {
+                literal.append(bytes[index])
+                index += 1
+                continue
+            }
+            var start = index + 1
+            var braced = false
+            if start < bytes.count, bytes[start] == UInt8(ascii: "{") {
+                braced = true
+                start += 1
+            }
+            var end = start
+            while end < bytes.count, Self.isNameByte(bytes[end]) { end += 1 }
+            guard end > start else { throw AccessLogError("the format has a \"$\" without a variable name at character \(index + 1)") }
+            if braced {
+                guard end < bytes.count, bytes[end] == UInt8(ascii: "}") else { throw AccessLogError("the format's \"${\" at character \(index + 1) is not closed") }
+            }
+            if !literal.isEmpty {
+                tokens.append(.literal(literal))
+                literal = []
+            } else if case .variable? = tokens.last {
+                throw AccessLogError("variables $\(String(decoding: bytes[start..<end], as: UTF8.self)) and the one before it touch: nothing tells where one ends")
+            }
+            tokens.append(.variable(Self.variable(String(decoding: bytes[start..<end], as: UTF8.self))))
+            index = braced ? end + 1 : end
+        }
+        if !literal.isEmpty { tokens.append(.literal(literal)) }
+        let variables = tokens.compactMap { token -> Variable? in if case .variable(let variable) = token { variable } else { nil } }
+        guard variables.contains(where: { [.msec, .timeISO8601, .timeLocal].contains($0) }) else {
+            throw AccessLogError("the format has no time: it needs $msec, $time_iso8601 or $time_local")
+        }
+        guard variables.contains(where: { [.remoteAddr, .forwardedFor].contains($0) }) else {
+            throw AccessLogError("the format has no client address: it needs $remote_addr, $realip_remote_addr or $http_x_forwarded_for")
+        }
+        guard variables.contains(.request) || (variables.contains(.method) && variables.contains(.requestURI)) else {
+            throw AccessLogError("the format has no request: it needs $request, or $request_method with $request_uri or $uri")
+        }
+        guard variables.contains(.status) else { throw AccessLogError("the format has no $status") }
+        self.tokens = tokens
+    }
+
+    private static func isNameByte(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_")
+    }
+
+    private static func variable(_ name: String) -> Variable {
+        switch name {
+        case "remote_addr", "realip_remote_addr": .remoteAddr
+        case "http_x_forwarded_for": .forwardedFor
+        case "time_local": .timeLocal
+        case "time_iso8601": .timeISO8601
+        case "msec": .msec
+        case "request": .request
+        case "request_method": .method
+        case "request_uri", "uri": .requestURI
+        case "status": .status
+        case "request_time": .requestTime
+        default: .other
+        }
+    }
+
+    func record(_ line: Span<UInt8>) throws(AccessLogError) -> AccessLogRecord {
+        var index = 0
+        var address: String?
+        var forwarded: String?
+        var time: Int64?
+        var timePrecision = 0
+        var request: (method: String, path: String)?
+        var method: String?
+        var uri: String?
+        var status: Int?
+        var duration: Int64?
+        for (place, token) in tokens.enumerated() {
+            switch token {
+            case .literal(let text):
+                guard index + text.count <= line.count, line.extracting(index..<(index + text.count)).bytesEqual(text.span) else {
+                    throw AccessLogError("expected \"\(String(decoding: text, as: UTF8.self))\" at column \(index + 1)")
+                }
+                index += text.count
+            case .variable(let variable):
+                var end = line.count
+                if place + 1 < tokens.count, case .literal(let next) = tokens[place + 1] {
+                    guard let found = Self.find(next, in: line, from: index) else {
+                        throw AccessLogError("expected \"\(String(decoding: next, as: UTF8.self))\" after column \(index + 1)")
+                    }
+                    end = found
+                }
+                let value = line.extracting(index..<end)
+                index = end
+                let isDash = value.count == 1 && value[0] == UInt8(ascii: "-")
+                switch variable {
+                case .remoteAddr: address = LogValues.address(value)
+                case .forwardedFor: forwarded = LogValues.address(value)
+                case .msec:
+                    guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$msec is not seconds: \"\(Self.text(value))\"") }
+                    time = seconds
+                    timePrecision = 3
+                case .timeISO8601:
+                    guard let parsed = RFC3339.parse(utf8: value) else { throw AccessLogError("$time_iso8601 is not a time: \"\(Self.text(value))\"") }
+                    if timePrecision < 2 { time = parsed; timePrecision = 2 }
+                case .timeLocal:
+                    guard let parsed = LogValues.timeLocal(value) else { throw AccessLogError("$time_local is not a time: \"\(Self.text(value))\"") }
+                    if timePrecision < 1 { time = parsed; timePrecision = 1 }
+                case .request: request = LogValues.request(value) ?? ("", isDash ? "" : Self.text(value))
+                case .method: method = isDash ? nil : String(decodingUTF8: value)
+                case .requestURI: uri = isDash ? nil : LogValues.path(ofTarget: value)
+                case .status:
+                    guard let code = LogValues.whole(value, maximum: 999), code >= 100 else { throw AccessLogError("$status is not a status: \"\(Self.text(value))\"") }
+                    status = code
+                case .requestTime:
+                    if !isDash {
+                        guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$request_time is not seconds: \"\(Self.text(value))\"") }
+                        duration = seconds
+                    }
+                case .other: break
+                }
+            }
+        }
+        guard index == line.count else { throw AccessLogError("unexpected text at column \(index + 1)") }
+        guard let time, let status else { throw AccessLogError("no time or status") }
+        guard let client = address ?? forwarded else { throw AccessLogError("no client address") }
+        let (requestMethod, path) = request ?? (method ?? "", uri ?? "")
+        return AccessLogRecord(startMicroseconds: time - (duration ?? 0), address: client, method: requestMethod, path: path, status: status, durationMicroseconds: duration)
+    }
+
+    private static func find(_ needle: [UInt8], in line: Span<UInt8>, from start: Int) -> Int? {
+        guard let first = needle.first, line.count >= needle.count else { return nil }
+        var index = start
+        while index + needle.count <= line.count {
+            if line[index] == first, line.extracting(index..<(index + needle.count)).bytesEqual(needle.span) { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    static func text(_ value: Span<UInt8>) -> String {
+        String(decodingUTF8: value.extracting(..<min(value.count, 80)))
+    }
+}

@@ -1,0 +1,76 @@
+/// What an access log shows of the load it recorded: requests per operation and status, per
+/// second and minute, per client address, and the paths no platform serves. The first step of a
+/// fit (`pushswarm fit`), and what `--check` holds a simulated run against.
+public struct LogProfile: Sendable {
+    public struct Operation: Sendable, Equatable {
+        public var requests = 0
+        public var byStatus: [Int: Int] = [:]
+        public var rateLimited: Int { byStatus[429] ?? 0 }
+    }
+
+    public private(set) var operations: [String: Operation] = [:]
+    /// Requests per second of the log (Unix seconds of their starts), all operations.
+    public private(set) var perSecond: [Int64: Int] = [:]
+    /// 429s per second of the log.
+    public private(set) var rateLimitedPerSecond: [Int64: Int] = [:]
+    /// Requests per client address.
+    public private(set) var perAddress: [String: Int] = [:]
+    /// Requests for paths no platform serves, by path: at most `distinctUnknownPaths` paths kept,
+    /// the rest counted in `otherUnknownPaths` (a scanner's log holds millions).
+    public private(set) var unknownPaths: [String: Int] = [:]
+    public private(set) var otherUnknownPaths = 0
+    public static let distinctUnknownPaths = 1_000
+    /// The first and last request starts, Unix microseconds.
+    public private(set) var first: Int64?
+    public private(set) var last: Int64?
+
+    public init() {}
+
+    public mutating func add(_ record: AccessLogRecord, operation: String?) {
+        first = min(first ?? record.startMicroseconds, record.startMicroseconds)
+        last = max(last ?? record.startMicroseconds, record.startMicroseconds)
+        guard let operation else {
+            if unknownPaths[record.path] != nil || unknownPaths.count < Self.distinctUnknownPaths {
+                unknownPaths[record.path, default: 0] += 1
+            } else {
+                otherUnknownPaths += 1
+            }
+            return
+        }
+        operations[operation, default: Operation()].requests += 1
+        operations[operation, default: Operation()].byStatus[record.status, default: 0] += 1
+        let second = Self.second(record.startMicroseconds)
+        perSecond[second, default: 0] += 1
+        if record.status == 429 { rateLimitedPerSecond[second, default: 0] += 1 }
+        perAddress[record.address, default: 0] += 1
+    }
+
+    /// The Unix second a microsecond instant lies in (floor, before 1970 too).
+    static func second(_ microseconds: Int64) -> Int64 {
+        microseconds >= 0 ? microseconds / 1_000_000 : -((-microseconds + 999_999) / 1_000_000)
+    }
+
+    /// Requests of known operations.
+    public var requests: Int { operations.values.reduce(0) { $0 + $1.requests } }
+    public var rateLimited: Int { operations.values.reduce(0) { $0 + $1.rateLimited } }
+    public var unknownRequests: Int { unknownPaths.values.reduce(otherUnknownPaths, +) }
+
+    /// The busiest second: its start (Unix seconds) and requests.
+    public var peakSecond: (second: Int64, requests: Int)? {
+        perSecond.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }.map { ($0.key, $0.value) }
+    }
+
+    /// The busiest calendar minute: its start (Unix seconds) and requests.
+    public var peakMinute: (minute: Int64, requests: Int)? {
+        var minutes: [Int64: Int] = [:]
+        for (second, count) in perSecond { minutes[second - ((second % 60) + 60) % 60, default: 0] += count }
+        return minutes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }.map { ($0.key, $0.value) }
+    }
+
+    /// The storm: from the first second with a 429 to the last, and how long after it the last
+    /// request came (nil when nothing was answered 429).
+    public var storm: (start: Int64, end: Int64)? {
+        guard let start = rateLimitedPerSecond.keys.min(), let end = rateLimitedPerSecond.keys.max() else { return nil }
+        return (start, end)
+    }
+}

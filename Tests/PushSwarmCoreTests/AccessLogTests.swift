@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+
+@testable import PushSwarmCore
+
+/// Access logs as `fit` reads them: the same eight requests written by nginx's `combined`, by a
+/// custom `log_format` with `$msec` and `$request_time`, as JSON lines and by an AWS ALB
+/// (Tests/Fixtures/logs), each with one line that is not a record.
+@Suite struct AccessLogTests {
+    static let logs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/logs").path
+    /// 2026-11-26T18:00:00Z.
+    static let base: Int64 = 1_795_716_000 * 1_000_000
+
+    /// The fixtures' requests: start (µs after `base`), address, method, path, status.
+    static let expected: [(start: Int64, address: String, method: String, path: String, status: Int)] = [
+        (120_000, "203.0.113.7", "POST", "/events", 200),
+        (480_000, "203.0.113.7", "POST", "/events", 429),
+        (1_250_000, "203.0.113.8", "POST", "/smartapppush/pushes/opened", 200),
+        (1_900_000, "198.51.100.2", "GET", "/favicon.ico", 404),
+        (2_010_000, "198.51.100.3", "PUT", "/apps/demo/instances/abc/info", 200),
+        (2_500_000, "198.51.100.3", "POST", "/meiro_mobile", 200),
+        (3_000_000, "2001:db8::1", "GET", "/u_shaman/setup-api.js", 200),
+        (3_700_000, "203.0.113.7", "POST", "/events", 200),
+    ]
+
+    static let custom = #"$remote_addr [$time_local] "$request" $status $request_time $msec"#
+
+    private func read(_ file: String, _ format: AccessLogFormat) throws -> (records: [AccessLogRecord], reader: AccessLogReader) {
+        var reader = AccessLogReader(format: format)
+        var records: [AccessLogRecord] = []
+        try reader.read(Self.logs + "/" + file) { records.append($0) }
+        return (records, reader)
+    }
+
+    @Test(arguments: [
+        ("combined.log", "combined", 5),
+        ("custom.log", "custom", 7),
+        ("lines.jsonl", "json", 2),
+        ("alb.log", "alb", 8),
+    ])
+    func eachFormatReadsTheFixturesRequests(file: String, format name: String, badLine: Int) throws {
+        let format: AccessLogFormat =
+            switch name {
+            case "custom": .nginx(try NginxLogFormat(Self.custom))
+            case "json": .jsonLines(JSONLogFields())
+            case "alb": .alb
+            default: .combined
+            }
+        let (records, reader) = try read(file, format)
+        #expect(reader.lines == 9 && reader.records == 8 && reader.unreadCount == 1)
+        #expect(reader.unread.first?.line == badLine, "\(reader.unread)")
+        try #require(records.count == Self.expected.count)
+        for (record, expected) in zip(records, Self.expected) {
+            #expect(record.address == expected.address && record.method == expected.method && record.path == expected.path && record.status == expected.status, "\(record)")
+            // combined's $time_local is whole seconds, of the request's end: the start to the second.
+            if name == "combined" {
+                #expect(record.startMicroseconds / 1_000_000 == (Self.base + expected.start) / 1_000_000, "\(record)")
+                #expect(record.durationMicroseconds == nil)
+            } else {
+                #expect(record.startMicroseconds == Self.base + expected.start, "\(record)")
+                #expect(record.durationMicroseconds != nil)
+            }
+        }
+    }
+
+    /// gzip read directly; a truncated stream is an error, not a short log.
+    @Test func gzipIsReadDirectlyAndATruncatedStreamIsAnError() throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-logs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        gzip.arguments = ["-c", Self.logs + "/alb.log"]
+        let output = Pipe()
+        gzip.standardOutput = output
+        try gzip.run()
+        let compressed = output.fileHandleForReading.readDataToEndOfFile()
+        gzip.waitUntilExit()
+        #expect(compressed.prefix(2) == Data([0x1F, 0x8B]))
+        try compressed.write(to: URL(fileURLWithPath: directory + "/alb.log.gz"))
+        var reader = AccessLogReader(format: .alb)
+        var records: [AccessLogRecord] = []
+        try reader.read(directory + "/alb.log.gz") { records.append($0) }
+        #expect(records.count == 8 && reader.unreadCount == 1)
+        #expect(records.last?.startMicroseconds == Self.base + 3_700_000)
+
+        try compressed.prefix(compressed.count / 2).write(to: URL(fileURLWithPath: directory + "/cut.log.gz"))
+        var cut = AccessLogReader(format: .alb)
+        #expect(throws: (any Error).self) { try cut.read(directory + "/cut.log.gz") { _ in } }
+        var missing = AccessLogReader(format: .alb)
+        #expect(throws: (any Error).self) { try missing.read(directory + "/no-such.log") { _ in } }
+    }
+
+    @Test func nginxDefinitionsThatCannotBeReadAreRefusedWithTheReason() throws {
+        let refused: [(String, String)] = [
+            (#"$remote_addr "$request" $status"#, "no time"),
+            (#"[$time_local] "$request" $status"#, "no client address"),
+            (#"$remote_addr [$time_local] $status"#, "no request"),
+            (#"$remote_addr [$time_local] "$request""#, "no $status"),
+            (#"$remote_addr$status [$time_local] "$request""#, "touch"),
+            (#"$remote_addr [$time_local] "$request" ${status"#, "not closed"),
+            (#"$ [$time_local]"#, "without a variable name"),
+        ]
+        for (definition, reason) in refused {
+            #expect(throws: AccessLogError.self, "\(definition)") { _ = try NginxLogFormat(definition) }
+            do {
+                _ = try NginxLogFormat(definition)
+            } catch {
+                #expect(error.reason.contains(reason), "\(definition): \(error.reason)")
+            }
+        }
+        // Braces, and $request_method with $uri in place of $request.
+        let braced = try NginxLogFormat(#"${remote_addr}|${msec}|${request_method}|${uri}|${status}"#)
+        let record = try braced.record(Array("10.0.0.1|1795716000.500|POST|/events?x=1|201".utf8).span)
+        #expect(record == AccessLogRecord(startMicroseconds: Self.base + 500_000, address: "10.0.0.1", method: "POST", path: "/events", status: 201))
+    }
+
+    /// What a hostile or broken log holds: numbers out of range or signed, a time that is not
+    /// one, a line longer than any record. Each is a line not read, never a crash, and a long
+    /// line is not held whole.
+    @Test func hostileLinesAreCountedNotRead() throws {
+        let format = try NginxLogFormat(Self.custom)
+        let lines = [
+            #"1.2.3.4 [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/1.1" -200 0.001 1795716000.000"#,
+            #"1.2.3.4 [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/1.1" 99999999999999999999 0.001 1795716000.000"#,
+            #"1.2.3.4 [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/1.1" 200 -0.5 1795716000.000"#,
+            #"1.2.3.4 [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/1.1" 200 0.001 1e400"#,
+            #"1.2.3.4 [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/1.1" 200 0.001 99999999999999999.0"#,
+            #"1.2.3.4 [31/Foo/2026:18:00:00 +0000] "POST /events HTTP/1.1" 200 0.001 1795716000.000"#,
+        ]
+        for line in lines {
+            #expect(throws: AccessLogError.self, "\(line)") { _ = try format.record(Array(line.utf8).span) }
+        }
+        let directory = NSTemporaryDirectory() + "pushswarm-long-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let good = #"1.2.3.4 [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/1.1" 200 0.001 1795716000.001"#
+        let long = "1.2.3.4 [" + String(repeating: "x", count: 3 * AccessLogReader.maximumLineBytes)
+        try Data((good + "\n" + long + "\n" + good).utf8).write(to: URL(fileURLWithPath: directory + "/long.log"))
+        var reader = AccessLogReader(format: .nginx(format))
+        var records = 0
+        try reader.read(directory + "/long.log") { _ in records += 1 }
+        #expect(records == 2 && reader.lines == 3 && reader.unreadCount == 1)
+        #expect(reader.unread.first?.line == 2 && reader.unread.first?.reason.contains("longer than") == true)
+        #expect((reader.unread.first?.text.count ?? .max) <= 80)
+    }
+
+    @Test func timeLocalOffsetsAndJSONTimesAgree() throws {
+        let utc = LogValues.timeLocal(Array("26/Nov/2026:18:00:00 +0000".utf8).span)
+        let east = LogValues.timeLocal(Array("26/Nov/2026:21:00:00 +0300".utf8).span)
+        let west = LogValues.timeLocal(Array("26/Nov/2026:13:30:00 -0430".utf8).span)
+        #expect(utc == Self.base && east == Self.base && west == Self.base)
+        #expect(JSONLogFields.microseconds(unixTime: 1_795_716_000.5) == Self.base + 500_000)
+        #expect(JSONLogFields.microseconds(unixTime: 1_795_716_000_500) == Self.base + 500_000)
+        #expect(JSONLogFields.microseconds(unixTime: 1_795_716_000_500_000) == Self.base + 500_000)
+        #expect(JSONLogFields.microseconds(unixTime: -1) == nil && JSONLogFields.microseconds(unixTime: .infinity) == nil)
+    }
+}
