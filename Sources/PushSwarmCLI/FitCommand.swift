@@ -127,6 +127,16 @@ enum FitCommand: Command {
         if let storm = profile.storm {
             lines.append("storm of 429s from \(RFC3339.format(unixMicroseconds: storm.start * 1_000_000, offsetSeconds: 0, utcAsZ: true)), \(storm.end - storm.start + 1) s to its last 429")
         }
+        let fitted = profile.fitLimiter()
+        if let limit = fitted, limit.refusals < LimiterFit.fewestRefusals {
+            lines.append("per-address limit: too few 429s to fit one (\(limit.refusals))")
+        } else if let limit = fitted {
+            let mode = limit.nodelay.map { $0 ? ", nodelay" : ", delaying the excess (no nodelay)" } ?? ""
+            let agreement = String(format: "%.1f", limit.agreement * 100)
+            lines.append("per-address limit: \(Self.rate(limit.perSecond)), burst \(limit.burst)\(mode) (nginx limit_req; it tells \(agreement) % of \(group(limit.requests)) requests of the \(limit.addresses) addresses refused most)")
+        } else if profile.rateLimited == 0 {
+            lines.append("per-address limit: none reached (no 429)")
+        }
         let counts = profile.perAddress.values.sorted()
         if let most = counts.last {
             lines.append("client addresses \(group(counts.count)) · requests per address: median \(group(counts[counts.count / 2])), most \(group(most))")
@@ -137,6 +147,16 @@ enum FitCommand: Command {
                 + (profile.unknownPaths.count > 5 || profile.otherUnknownPaths > 0 ? ", …" : "") + ")")
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension FitCommand {
+    /// A rate as nginx would take it: r/s, or r/m when that is whole and r/s is not.
+    static func rate(_ perSecond: Double) -> String {
+        let perMinute = perSecond * 60
+        if perSecond == perSecond.rounded() { return "\(Int(perSecond)) r/s" }
+        if abs(perMinute - perMinute.rounded()) < 1e-9 { return "\(Int(perMinute.rounded())) r/m" }
+        return String(format: "%.3g r/s", perSecond)
     }
 }
 

@@ -121,14 +121,12 @@ public struct RateLimiter: Sendable {
                 states[key] = .leaky(excess: 0, lastMilliseconds: nowMilliseconds)
                 return .admit(delay: .zero)
             }
-            var elapsed = nowMilliseconds - last
-            if elapsed < -60_000 { elapsed = 1 } else if elapsed < 0 { elapsed = 0 }
-            let excess = max(0, stored - perSecond * elapsed / 1_000 + 1_000)
-            guard excess <= limit else {
-                return .refuse(retryAfter: .milliseconds(Double((excess - limit) * 1_000 / max(perSecond, 1))))
+            let step = Self.leakyStep(excess: stored, lastMilliseconds: last, nowMilliseconds: nowMilliseconds, perSecond: perSecond, limit: limit)
+            guard step.admitted else {
+                return .refuse(retryAfter: .milliseconds(Double((step.excess - limit) * 1_000 / max(perSecond, 1))))
             }
-            states[key] = .leaky(excess: excess, lastMilliseconds: elapsed != 0 ? nowMilliseconds : last)
-            return .admit(delay: nodelay ? .zero : .milliseconds(Double(excess * 1_000 / max(perSecond, 1))))
+            states[key] = .leaky(excess: step.excess, lastMilliseconds: step.lastMilliseconds)
+            return .admit(delay: nodelay ? .zero : .milliseconds(Double(step.excess * 1_000 / max(perSecond, 1))))
 
         case .fixedWindow(let limit, let window):
             let index = now.microseconds >= 0 ? now.microseconds / window.microseconds : (now.microseconds + 1) / window.microseconds - 1
@@ -150,6 +148,24 @@ public struct RateLimiter: Sendable {
 
     /// The answer to a refused request: the rule's status, a JSON reason, and `Retry-After` in
     /// whole seconds (rounded up, at least 1) when the rule sends it.
+    /// One request for a key with state through `ngx_http_limit_req_module`'s arithmetic (rate
+    /// and excess in thousandths of a request, time in milliseconds): the excess it makes and
+    /// whether that is within `limit` (burst × 1,000); an admitted request's excess and time are
+    /// the key's new state, a refused one leaves the state as it was. `fit` replays logs through
+    /// the same steps.
+    @inline(__always)
+    public static func leakyStep(excess stored: Int64, lastMilliseconds last: Int64, nowMilliseconds now: Int64, perSecond: Int64, limit: Int64)
+        -> (admitted: Bool, excess: Int64, lastMilliseconds: Int64)
+    {
+        var elapsed = now - last
+        if elapsed < -60_000 { elapsed = 1 } else if elapsed < 0 { elapsed = 0 }
+        // Times from a log may lie years apart: a product past Int64 has drained any bucket.
+        let (product, overflow) = perSecond.multipliedReportingOverflow(by: elapsed)
+        let drained = overflow ? Int64.max / 2 : product / 1_000
+        let excess = max(0, stored - drained + 1_000)
+        return (excess <= limit, excess, elapsed != 0 ? now : last)
+    }
+
     public func refusal(retryAfter: TimeSpan) -> Response {
         var headers = [Header("Content-Type", "application/json")]
         if rule.sendsRetryAfter {

@@ -15,6 +15,8 @@ public struct LogProfile: Sendable {
     public private(set) var rateLimitedPerSecond: [Int64: Int] = [:]
     /// Requests per client address.
     public private(set) var perAddress: [String: Int] = [:]
+    /// Each address's 2xx (admitted) and 429 (refused) requests: what the limiter is fitted to.
+    public private(set) var limiterOutcomes: [String: [LimiterFit.Request]] = [:]
     /// Requests for paths no platform serves, by path: at most `distinctUnknownPaths` paths kept,
     /// the rest counted in `otherUnknownPaths` (a scanner's log holds millions).
     public private(set) var unknownPaths: [String: Int] = [:]
@@ -43,6 +45,15 @@ public struct LogProfile: Sendable {
         perSecond[second, default: 0] += 1
         if record.status == 429 { rateLimitedPerSecond[second, default: 0] += 1 }
         perAddress[record.address, default: 0] += 1
+        if (200..<300).contains(record.status) || record.status == 429 {
+            limiterOutcomes[record.address, default: []].append(
+                LimiterFit.Request(microseconds: record.startMicroseconds, admitted: record.status != 429, durationMicroseconds: record.durationMicroseconds))
+        }
+    }
+
+    /// The per-address limit the 429s show (`LimiterFit`); nil when nothing was refused.
+    public func fitLimiter() -> LimiterFit? {
+        LimiterFit.fit(limiterOutcomes.values.map { $0.sorted { $0.microseconds < $1.microseconds } })
     }
 
     /// The Unix second a microsecond instant lies in (floor, before 1970 too).

@@ -1,0 +1,220 @@
+/// The per-address limit a log's 429s show: the rate and burst of an nginx `limit_req` (a leaky
+/// bucket to the millisecond, keyed by client address) that best tells, request by request, which
+/// of the refused addresses' requests were admitted and which refused; and whether admitted ones
+/// were delayed (nginx's default) or not (`nodelay`).
+///
+/// The estimators: the rate starts from the admitted requests a second inside each address's span
+/// of refusals (the median over addresses: while refused, an address gets exactly the rate); rate
+/// and burst are then searched together, every candidate replayed through the limiter's own
+/// arithmetic (`RateLimiter.leakyStep`) over the addresses that were refused, scoring the share of
+/// requests whose outcome it gets right. The delay mode needs durations: admitted requests that
+/// the fitted limiter would delay by 100 ms or more took that long (delay) or not (nodelay).
+public struct LimiterFit: Sendable, Equatable {
+    public var perSecond: Double
+    public var burst: Int
+    /// nil when the log has no durations to tell.
+    public var nodelay: Bool?
+    /// The share of the refused addresses' requests whose outcome the fitted limiter predicts.
+    public var agreement: Double
+    /// The addresses and requests it rests on.
+    public var addresses: Int
+    public var requests: Int
+    /// The refusals among them: below `fewestRefusals` the fit says little.
+    public var refusals: Int
+    public static let fewestRefusals = 10
+
+    /// One request of an address, as the limiter saw it.
+    public struct Request: Sendable {
+        public var microseconds: Int64
+        public var admitted: Bool
+        public var durationMicroseconds: Int64?
+
+        public init(microseconds: Int64, admitted: Bool, durationMicroseconds: Int64? = nil) {
+            self.microseconds = microseconds
+            self.admitted = admitted
+            self.durationMicroseconds = durationMicroseconds
+        }
+    }
+
+    /// At most this many refused addresses are replayed (those refused most): the fit of a large
+    /// log stays within seconds.
+    public static let addressLimit = 64
+    /// And once they hold this many requests, no more addresses are added.
+    public static let requestLimit = 20_000
+
+    /// The fit over each address's requests in time order (2xx as admitted, the limiter's status
+    /// as refused; others left out by the caller). Nil when no address was refused.
+    public static func fit(_ addresses: [[Request]]) -> LimiterFit? {
+        var refused: [[Request]] = []
+        var taken = 0
+        for address in addresses.filter({ $0.contains { !$0.admitted } }).sorted(by: { $0.count(where: { !$0.admitted }) > $1.count(where: { !$0.admitted }) }) {
+            guard refused.count < addressLimit, taken < requestLimit || refused.isEmpty else { break }
+            refused.append(address)
+            taken += address.count
+        }
+        guard !refused.isEmpty else { return nil }
+        let requests = refused.reduce(0) { $0 + $1.count }
+
+        // The rate: while an address is refused its bucket stays full, so between its first and
+        // its last refusal it is admitted the rate a second (less where the bucket ran empty in
+        // between): the admissions over the spans, summed over addresses, are a rate from below.
+        // And a bound from above: a request refused at t, after the address's last admission at
+        // t0, found the bucket short of a request's worth of room, which a bucket of any burst
+        // has again 1/rate after an admission: rate < 1 / (t - t0).
+        var admittedInSpans = 0
+        var spanSeconds = 0.0
+        var mostInASecond = 1
+        var ceiling = Double.infinity
+        for address in refused {
+            var lastAdmitted: Int64?
+            for request in address {
+                if request.admitted {
+                    lastAdmitted = request.microseconds
+                } else if let last = lastAdmitted, request.microseconds - last >= 1_000 {
+                    ceiling = min(ceiling, 1_000_000 / Double(request.microseconds - last))
+                }
+            }
+            var start = 0
+            for end in address.indices {
+                while address[end].microseconds - address[start].microseconds >= 1_000_000 { start += 1 }
+                mostInASecond = max(mostInASecond, address[start...end].count { $0.admitted })
+            }
+            guard let first = address.firstIndex(where: { !$0.admitted }), let last = address.lastIndex(where: { !$0.admitted }), last > first else { continue }
+            admittedInSpans += address[first...last].count { $0.admitted }
+            spanSeconds += Double(address[last].microseconds - address[first].microseconds) / 1_000_000
+        }
+        let seed = spanSeconds >= 1 ? max(Double(admittedInSpans) / spanSeconds, 0.01) : Double(mostInASecond)
+
+        func score(_ rate: Double, _ burst: Int) -> Int {
+            let perSecond = Int64((rate * 1_000).rounded())
+            let limit = Int64(burst) * 1_000
+            var right = 0
+            for address in refused {
+                var state: (excess: Int64, last: Int64)?
+                for request in address {
+                    let now = request.microseconds / 1_000
+                    let admitted: Bool
+                    if let stored = state {
+                        let step = RateLimiter.leakyStep(excess: stored.excess, lastMilliseconds: stored.last, nowMilliseconds: now, perSecond: perSecond, limit: limit)
+                        admitted = step.admitted
+                        if admitted { state = (step.excess, step.lastMilliseconds) }
+                    } else {
+                        admitted = true
+                        state = (0, now)
+                    }
+                    if admitted == request.admitted { right += 1 }
+                }
+            }
+            return right
+        }
+        // The best burst for a rate: scores over bursts rise to a plateau and fall; a coarse pass
+        // over powers of two, then every burst between the best one's neighbours.
+        let burstCeiling = min(mostInASecond * 4, 10_000)
+        func bestBurst(_ rate: Double) -> (burst: Int, score: Int) {
+            var candidates = [0]
+            var value = 1
+            while value <= burstCeiling {
+                candidates.append(value)
+                value *= 2
+            }
+            var best = (burst: 0, score: -1)
+            for candidate in candidates {
+                let found = score(rate, candidate)
+                if found > best.score { best = (candidate, found) }
+            }
+            let low = max(0, best.burst / 2), high = min(burstCeiling, max(1, best.burst * 2))
+            for candidate in low...high where candidate != best.burst {
+                let found = score(rate, candidate)
+                if found > best.score || (found == best.score && candidate < best.burst) { best = (candidate, found) }
+            }
+            return best
+        }
+        // The score is sharp in the rate (where the bucket is full for long, a rate 1 % off
+        // mispredicts one request in eight), and the seed is low where buckets ran empty between
+        // refusals. So: a first pass from 0.8 times the seed to the bound from above (1 % past it,
+        // for the milliseconds nginx counts in), 1 % apart and every whole
+        // number a second; then 0.1 % apart around the five best, with every whole number a
+        // minute there (nginx takes r/s and r/m). A whole number wins a tie: what a person set.
+        let low = min(seed * 0.8, ceiling * 0.5)
+        let high = ceiling.isFinite ? max(ceiling * 1.01, low * 1.05) : max(seed * 1.6, Double(mostInASecond) * 1.1)
+        var first: [(rate: Double, configured: Bool)] = []
+        var rate = low
+        while rate <= high {
+            first.append((rate, false))
+            rate *= 1.01
+        }
+        for perSecond in max(1, Int(low.rounded(.up)))...max(1, Int(high.rounded(.down))) { first.append((Double(perSecond), true)) }
+        var scored = first.map { candidate in (candidate: candidate, found: bestBurst(candidate.rate)) }
+        scored.sort { $0.found.score > $1.found.score }
+        var second: [(rate: Double, configured: Bool)] = []
+        for top in scored.prefix(5) {
+            let center = top.candidate.rate
+            rate = center / 1.015
+            while rate <= center * 1.015 {
+                second.append((rate, false))
+                rate *= 1.001
+            }
+            for count in max(1, Int((center / 1.015 * 60).rounded(.up)))...max(1, Int((center * 1.015 * 60).rounded(.down))) {
+                second.append((Double(count) / 60, true))
+            }
+        }
+        var best = (rate: seed, burst: 0, score: -1, configured: false)
+        for (candidate, found) in scored.prefix(5) where found.score > best.score || (found.score == best.score && candidate.configured && !best.configured) {
+            best = (candidate.rate, found.burst, found.score, candidate.configured)
+        }
+        for candidate in second {
+            let found = bestBurst(candidate.rate)
+            if found.score > best.score || (found.score == best.score && candidate.configured && !best.configured) {
+                best = (candidate.rate, found.burst, found.score, candidate.configured)
+            }
+        }
+        let chosen = best
+        return LimiterFit(
+            perSecond: chosen.rate, burst: chosen.burst, nodelay: delayMode(refused, rate: chosen.rate, burst: chosen.burst),
+            agreement: Double(chosen.score) / Double(max(1, requests)), addresses: refused.count, requests: requests,
+            refusals: refused.reduce(0) { $0 + $1.count { !$0.admitted } })
+    }
+
+    /// A rate as a person would have configured it: three significant digits.
+    static func rounded(_ rate: Double) -> Double {
+        guard rate > 0, rate.isFinite else { return rate }
+        var value = rate
+        var scale = 1.0
+        while value >= 1_000 {
+            value /= 10
+            scale /= 10
+        }
+        while value < 100 {
+            value *= 10
+            scale *= 10
+        }
+        return value.rounded() / scale
+    }
+
+    /// Whether admitted requests the limiter would have held back 100 ms or more took that long:
+    /// nginx's default delays them (false: not `nodelay`); nil without durations.
+    private static func delayMode(_ addresses: some Collection<[Request]>, rate: Double, burst: Int) -> Bool? {
+        let perSecond = Int64((rate * 1_000).rounded())
+        let limit = Int64(burst) * 1_000
+        var delayed = 0, tookIt = 0
+        for address in addresses {
+            var state: (excess: Int64, last: Int64)?
+            for request in address {
+                let now = request.microseconds / 1_000
+                guard let stored = state else {
+                    state = (0, now)
+                    continue
+                }
+                let step = RateLimiter.leakyStep(excess: stored.excess, lastMilliseconds: stored.last, nowMilliseconds: now, perSecond: perSecond, limit: limit)
+                guard step.admitted else { continue }
+                state = (step.excess, step.lastMilliseconds)
+                let wait = step.excess * 1_000 / max(perSecond, 1)
+                guard request.admitted, wait >= 100, let duration = request.durationMicroseconds else { continue }
+                delayed += 1
+                if duration / 1_000 >= wait / 2 { tookIt += 1 }
+            }
+        }
+        guard delayed >= 10 else { return nil }
+        return tookIt * 2 < delayed
+    }
+}
