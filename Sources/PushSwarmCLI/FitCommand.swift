@@ -130,6 +130,9 @@ enum FitCommand: Command {
         let fitted = profile.fitLimiter()
         if let limit = fitted, limit.refusals < LimiterFit.fewestRefusals {
             lines.append("per-address limit: too few 429s to fit one (\(limit.refusals))")
+        } else if let limit = fitted, limit.agreement < LimiterFit.convincingAgreement {
+            let agreement = String(format: "%.1f", limit.agreement * 100)
+            lines.append("per-address limit: the 429s do not follow one per-address leaky bucket (the best, \(Self.rate(limit.perSecond)) burst \(limit.burst), tells \(agreement) % of \(group(limit.requests)) requests)")
         } else if let limit = fitted {
             let mode = limit.nodelay.map { $0 ? ", nodelay" : ", delaying the excess (no nodelay)" } ?? ""
             let agreement = String(format: "%.1f", limit.agreement * 100)

@@ -12,7 +12,7 @@ import Testing
     /// The overview shows each command's synopsis from its declaration, and each name reaches its
     /// command (`--help` is answered by the command's own parser).
     @Test func theOverviewListsEveryCommandAndEachNameReachesIt() async {
-        #expect(PushSwarmCommand.commands.count == 7)
+        #expect(PushSwarmCommand.commands.count == 8)
         for (name, declaration) in Self.declarations {
             #expect(PushSwarmCommand.usage.contains("  " + declaration.synopsis), "\(name)")
             #expect(await PushSwarmCommand.main([name, "--help"]) == .success, "\(name)")
@@ -64,6 +64,9 @@ import Testing
         case "--shard": "1/2"
         case "--clock": "wall"
         case "--latency-floor": "7ms"
+        case "--format": "json"
+        case "--nginx-format": #"$remote_addr [$time_local] "$request" $status"#
+        case "--json-fields": "time=ts"
         default: "7"
         }
     }

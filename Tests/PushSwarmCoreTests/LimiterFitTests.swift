@@ -47,6 +47,24 @@ import Testing
         #expect(fit.addresses == 12 || fit.requests >= LimiterFit.requestLimit)
     }
 
+    /// 429s that no leaky bucket made (a tenth of the requests, at random, some a microsecond
+    /// after an admission, times years apart): a fit that says it agrees poorly, never a trap.
+    @Test func refusalsNoBucketMadeFitPoorly() throws {
+        var random = SeededRandom(seed: 3, stream: .network)
+        var time: Int64 = 1_795_716_000_000_000
+        let log = (0..<8).map { _ in
+            (0..<500).map { index -> LimiterFit.Request in
+                time += index % 50 == 0 ? 3 * 365 * 86_400_000_000 : Int64(random.nextIndex(below: 2_000_000)) + 1
+                return LimiterFit.Request(microseconds: time, admitted: random.nextUnit() > 0.1)
+            }
+        }
+        let fit = try #require(LimiterFit.fit(log))
+        #expect(fit.agreement < LimiterFit.convincingAgreement, "\(fit)")
+        #expect(LimiterFit.wholeNumbers(from: 3.2, to: 3.9).isEmpty && LimiterFit.wholeNumbers(from: 2.5, to: 4.5) == [3, 4])
+        #expect(LimiterFit.wholeNumbers(from: .nan, to: 5).isEmpty && LimiterFit.wholeNumbers(from: 1, to: .infinity).isEmpty)
+        #expect(LimiterFit.wholeNumbers(from: 0, to: 1e300).count == LimiterFit.wholeNumberLimit)
+    }
+
     @Test func noRefusalsMeanNoLimitToFit() {
         let calm = traffic(rate: 100, burst: 10, nodelay: true, load: 1, addresses: 3, seconds: 10, seed: 5)
         #expect(LimiterFit.fit(calm) == nil)

@@ -81,7 +81,7 @@ enum FuzzTarget: String, CaseIterable {
             precondition(record.durationMicroseconds.map { $0 >= 0 } ?? true, "a negative duration")
             profile.add(record, operation: logOperations.operation(method: record.method, path: record.path))
         }
-        _ = (profile.peakSecond, profile.peakMinute, profile.storm)
+        _ = (profile.peakSecond, profile.peakMinute, profile.storm, profile.fitLimiter())
     }
 
     /// Every message the bytes hold, fed in pieces whose size the first byte picks (a peer's

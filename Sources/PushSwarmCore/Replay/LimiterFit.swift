@@ -22,6 +22,9 @@ public struct LimiterFit: Sendable, Equatable {
     /// The refusals among them: below `fewestRefusals` the fit says little.
     public var refusals: Int
     public static let fewestRefusals = 10
+    /// Below this agreement the 429s are not one per-address leaky bucket's (another key, another
+    /// algorithm, the service's own refusals): `fit` says so rather than write the limit.
+    public static let convincingAgreement = 0.9
 
     /// One request of an address, as the limiter saw it.
     public struct Request: Sendable {
@@ -143,7 +146,7 @@ public struct LimiterFit: Sendable, Equatable {
             first.append((rate, false))
             rate *= 1.01
         }
-        for perSecond in max(1, Int(low.rounded(.up)))...max(1, Int(high.rounded(.down))) { first.append((Double(perSecond), true)) }
+        for perSecond in Self.wholeNumbers(from: low, to: high) { first.append((Double(perSecond), true)) }
         var scored = first.map { candidate in (candidate: candidate, found: bestBurst(candidate.rate)) }
         scored.sort { $0.found.score > $1.found.score }
         var second: [(rate: Double, configured: Bool)] = []
@@ -154,9 +157,7 @@ public struct LimiterFit: Sendable, Equatable {
                 second.append((rate, false))
                 rate *= 1.001
             }
-            for count in max(1, Int((center / 1.015 * 60).rounded(.up)))...max(1, Int((center * 1.015 * 60).rounded(.down))) {
-                second.append((Double(count) / 60, true))
-            }
+            for count in Self.wholeNumbers(from: center / 1.015 * 60, to: center * 1.015 * 60) { second.append((Double(count) / 60, true)) }
         }
         var best = (rate: seed, burst: 0, score: -1, configured: false)
         for (candidate, found) in scored.prefix(5) where found.score > best.score || (found.score == best.score && candidate.configured && !best.configured) {
@@ -174,6 +175,18 @@ public struct LimiterFit: Sendable, Equatable {
             agreement: Double(chosen.score) / Double(max(1, requests)), addresses: refused.count, requests: requests,
             refusals: refused.reduce(0) { $0 + $1.count { !$0.admitted } })
     }
+
+    /// The whole numbers from `low` to `high`, at least 1, at most `wholeNumberLimit` of them (the
+    /// lowest): none when there is none between them.
+    static func wholeNumbers(from low: Double, to high: Double) -> [Int] {
+        guard low.isFinite, high.isFinite, high >= 1, low <= high else { return [] }
+        let first = max(1, Int(min(low, 1e12).rounded(.up)))
+        let last = Int(min(high, 1e12).rounded(.down))
+        guard first <= last else { return [] }
+        return Array(first...min(last, first + wholeNumberLimit - 1))
+    }
+
+    static let wholeNumberLimit = 2_000
 
     /// A rate as a person would have configured it: three significant digits.
     static func rounded(_ rate: Double) -> Double {
