@@ -145,6 +145,15 @@ import Testing
         #expect((reader.unread.first?.text.count ?? .max) <= 80)
     }
 
+    /// Addresses as logs write them, and what is not one.
+    @Test func addressesLoseTheirPortsAndEmptyOnesAreNone() {
+        func address(_ text: String) -> String? { LogValues.address(Array(text.utf8).span) }
+        #expect(address("203.0.113.7") == "203.0.113.7" && address("203.0.113.7:46532") == "203.0.113.7")
+        #expect(address("[2001:db8::1]:443") == "2001:db8::1" && address("2001:db8::1") == "2001:db8::1")
+        #expect(address("203.0.113.7, 10.0.0.1") == "203.0.113.7")
+        for empty in ["", "-", "[]:80", ":80", "[", " ,1.2.3.4"] { #expect(address(empty) == nil, "\(empty)") }
+    }
+
     @Test func timeLocalOffsetsAndJSONTimesAgree() throws {
         let utc = LogValues.timeLocal(Array("26/Nov/2026:18:00:00 +0000".utf8).span)
         let east = LogValues.timeLocal(Array("26/Nov/2026:21:00:00 +0300".utf8).span)

@@ -174,7 +174,7 @@ enum LogValues {
         if value[0] == UInt8(ascii: "[") {
             // [IPv6]:port
             for index in 1..<value.count where value[index] == UInt8(ascii: "]") {
-                return String(decodingUTF8: value.extracting(1..<index))
+                return index > 1 ? String(decodingUTF8: value.extracting(1..<index)) : nil
             }
             return nil
         }
@@ -186,7 +186,7 @@ enum LogValues {
         }
         // One colon: IPv4 with a port. More: an IPv6 address as it stands.
         if colons == 1 { value = value.extracting(..<lastColon) }
-        return String(decodingUTF8: value)
+        return value.isEmpty ? nil : String(decodingUTF8: value)
     }
 }
 
