@@ -47,6 +47,24 @@ import Testing
         #expect(fit.addresses == 12 || fit.requests >= LimiterFit.requestLimit)
     }
 
+    /// A log's times: the logged end (to the millisecond) less the logged duration (to the
+    /// millisecond), which can put a refusal a millisecond before the admission ahead of it. The
+    /// limit is still found (red when the bound from above took such a refusal at its word).
+    @Test func timesAMillisecondOffAsLogsWriteThemStillFit() throws {
+        var random = SeededRandom(seed: 11, stream: .network)
+        let exact = traffic(rate: 8, burst: 12, nodelay: true, load: 25, addresses: 10, seconds: 30, seed: 81)
+        let logged = exact.map { address in
+            address.map { request -> LimiterFit.Request in
+                let duration = Int64(random.nextIndex(below: 5_000)) + 500
+                let end = (request.microseconds + duration + 500) / 1_000 * 1_000
+                return LimiterFit.Request(microseconds: end - (duration + 500) / 1_000 * 1_000, admitted: request.admitted)
+            }.sorted { $0.microseconds < $1.microseconds }
+        }
+        let fit = try #require(LimiterFit.fit(logged))
+        #expect(fit.perSecond == 8 && fit.burst == 12, "\(fit)")
+        #expect(fit.agreement >= 0.97, "\(fit)")
+    }
+
     /// 429s that no leaky bucket made (a tenth of the requests, at random, some a microsecond
     /// after an admission, times years apart): a fit that says it agrees poorly, never a trap.
     @Test func refusalsNoBucketMadeFitPoorly() throws {

@@ -44,6 +44,8 @@ public struct LimiterFit: Sendable, Equatable {
     public static let addressLimit = 64
     /// And once they hold this many requests, no more addresses are added.
     public static let requestLimit = 20_000
+    /// How far apart in microseconds two requests may be logged out of their order.
+    static let orderTolerance: Int64 = 2_000
 
     /// The fit over each address's requests in time order (2xx as admitted, the limiter's status
     /// as refused; others left out by the caller). Nil when no address was refused.
@@ -68,14 +70,28 @@ public struct LimiterFit: Sendable, Equatable {
         var spanSeconds = 0.0
         var mostInASecond = 1
         var ceiling = Double.infinity
+        // A log's times are to the millisecond at best, and one taken as the logged end less
+        // the duration can put a refusal a millisecond before the admission that came just
+        // ahead of it: an admission up to `orderTolerance` after a refusal counts as before it
+        // (no bound from that refusal).
         for address in refused {
             var lastAdmitted: Int64?
-            for request in address {
+            for (index, request) in address.enumerated() {
                 if request.admitted {
                     lastAdmitted = request.microseconds
-                } else if let last = lastAdmitted, request.microseconds - last >= 1_000 {
-                    ceiling = min(ceiling, 1_000_000 / Double(request.microseconds - last))
+                    continue
                 }
+                guard let last = lastAdmitted, request.microseconds - last >= 1_000 else { continue }
+                var next = index + 1
+                var admittedJustAfter = false
+                while next < address.count, address[next].microseconds - request.microseconds <= Self.orderTolerance {
+                    if address[next].admitted {
+                        admittedJustAfter = true
+                        break
+                    }
+                    next += 1
+                }
+                if !admittedJustAfter { ceiling = min(ceiling, 1_000_000 / Double(request.microseconds - last)) }
             }
             var start = 0
             for end in address.indices {
