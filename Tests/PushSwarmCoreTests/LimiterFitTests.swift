@@ -95,8 +95,4 @@ import Testing
         }
         #expect(try #require(LimiterFit.fit(log)).nodelay == nil)
     }
-
-    @Test func ratesAreRoundedAsAPersonWouldSetThem() {
-        #expect(LimiterFit.rounded(7.01234) == 7.01 && LimiterFit.rounded(1_234.5) == 1_230 && LimiterFit.rounded(0.04567) == 0.0457)
-    }
 }

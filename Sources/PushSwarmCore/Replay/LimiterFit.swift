@@ -3,9 +3,9 @@
 /// of the refused addresses' requests were admitted and which refused; and whether admitted ones
 /// were delayed (nginx's default) or not (`nodelay`).
 ///
-/// The estimators: the rate starts from the admitted requests a second inside each address's span
-/// of refusals (the median over addresses: while refused, an address gets exactly the rate); rate
-/// and burst are then searched together, every candidate replayed through the limiter's own
+/// The estimators: a rate from below (admissions within the addresses' spans of refusals) and one
+/// from above (each refusal's distance to the admission before it) bound the search; rate and
+/// burst are then searched together, every candidate replayed through the limiter's own
 /// arithmetic (`RateLimiter.leakyStep`) over the addresses that were refused, scoring the share of
 /// requests whose outcome it gets right. The delay mode needs durations: admitted requests that
 /// the fitted limiter would delay by 100 ms or more took that long (delay) or not (nodelay).
@@ -94,9 +94,14 @@ public struct LimiterFit: Sendable, Equatable {
                 if !admittedJustAfter { ceiling = min(ceiling, 1_000_000 / Double(request.microseconds - last)) }
             }
             var start = 0
+            var admittedInWindow = 0
             for end in address.indices {
-                while address[end].microseconds - address[start].microseconds >= 1_000_000 { start += 1 }
-                mostInASecond = max(mostInASecond, address[start...end].count { $0.admitted })
+                if address[end].admitted { admittedInWindow += 1 }
+                while address[end].microseconds - address[start].microseconds >= 1_000_000 {
+                    if address[start].admitted { admittedInWindow -= 1 }
+                    start += 1
+                }
+                mostInASecond = max(mostInASecond, admittedInWindow)
             }
             guard let first = address.firstIndex(where: { !$0.admitted }), let last = address.lastIndex(where: { !$0.admitted }), last > first else { continue }
             admittedInSpans += address[first...last].count { $0.admitted }
@@ -105,24 +110,9 @@ public struct LimiterFit: Sendable, Equatable {
         let seed = spanSeconds >= 1 ? max(Double(admittedInSpans) / spanSeconds, 0.01) : Double(mostInASecond)
 
         func score(_ rate: Double, _ burst: Int) -> Int {
-            let perSecond = Int64((rate * 1_000).rounded())
-            let limit = Int64(burst) * 1_000
             var right = 0
-            for address in refused {
-                var state: (excess: Int64, last: Int64)?
-                for request in address {
-                    let now = request.microseconds / 1_000
-                    let admitted: Bool
-                    if let stored = state {
-                        let step = RateLimiter.leakyStep(excess: stored.excess, lastMilliseconds: stored.last, nowMilliseconds: now, perSecond: perSecond, limit: limit)
-                        admitted = step.admitted
-                        if admitted { state = (step.excess, step.lastMilliseconds) }
-                    } else {
-                        admitted = true
-                        state = (0, now)
-                    }
-                    if admitted == request.admitted { right += 1 }
-                }
+            replay(refused, rate: rate, burst: burst) { request, admitted, _ in
+                if admitted == request.admitted { right += 1 }
             }
             return right
         }
@@ -175,17 +165,11 @@ public struct LimiterFit: Sendable, Equatable {
             }
             for count in Self.wholeNumbers(from: center / 1.015 * 60, to: center * 1.015 * 60) { second.append((Double(count) / 60, true)) }
         }
-        var best = (rate: seed, burst: 0, score: -1, configured: false)
-        for (candidate, found) in scored.prefix(5) where found.score > best.score || (found.score == best.score && candidate.configured && !best.configured) {
-            best = (candidate.rate, found.burst, found.score, candidate.configured)
+        var chosen = (rate: seed, burst: 0, score: -1, configured: false)
+        for (candidate, found) in Array(scored.prefix(5)) + second.map({ ($0, bestBurst($0.rate)) })
+        where found.score > chosen.score || (found.score == chosen.score && candidate.configured && !chosen.configured) {
+            chosen = (candidate.rate, found.burst, found.score, candidate.configured)
         }
-        for candidate in second {
-            let found = bestBurst(candidate.rate)
-            if found.score > best.score || (found.score == best.score && candidate.configured && !best.configured) {
-                best = (candidate.rate, found.burst, found.score, candidate.configured)
-            }
-        }
-        let chosen = best
         return LimiterFit(
             perSecond: chosen.rate, burst: chosen.burst, nodelay: delayMode(refused, rate: chosen.rate, burst: chosen.burst),
             agreement: Double(chosen.score) / Double(max(1, requests)), addresses: refused.count, requests: requests,
@@ -204,44 +188,38 @@ public struct LimiterFit: Sendable, Equatable {
 
     static let wholeNumberLimit = 2_000
 
-    /// A rate as a person would have configured it: three significant digits.
-    static func rounded(_ rate: Double) -> Double {
-        guard rate > 0, rate.isFinite else { return rate }
-        var value = rate
-        var scale = 1.0
-        while value >= 1_000 {
-            value /= 10
-            scale /= 10
-        }
-        while value < 100 {
-            value *= 10
-            scale *= 10
-        }
-        return value.rounded() / scale
-    }
-
-    /// Whether admitted requests the limiter would have held back 100 ms or more took that long:
-    /// nginx's default delays them (false: not `nodelay`); nil without durations.
-    private static func delayMode(_ addresses: some Collection<[Request]>, rate: Double, burst: Int) -> Bool? {
+    /// Puts each address's requests through a leaky bucket of `rate` and `burst`, as the mock's
+    /// limiter would (a key's first request admitted with nothing in the bucket), handing `each`
+    /// the request, whether the bucket admits it, and the excess it leaves when it does.
+    private static func replay(_ addresses: some Collection<[Request]>, rate: Double, burst: Int, _ each: (Request, Bool, Int64) -> Void) {
         let perSecond = Int64((rate * 1_000).rounded())
         let limit = Int64(burst) * 1_000
-        var delayed = 0, tookIt = 0
         for address in addresses {
             var state: (excess: Int64, last: Int64)?
             for request in address {
                 let now = request.microseconds / 1_000
                 guard let stored = state else {
                     state = (0, now)
+                    each(request, true, 0)
                     continue
                 }
                 let step = RateLimiter.leakyStep(excess: stored.excess, lastMilliseconds: stored.last, nowMilliseconds: now, perSecond: perSecond, limit: limit)
-                guard step.admitted else { continue }
-                state = (step.excess, step.lastMilliseconds)
-                let wait = step.excess * 1_000 / max(perSecond, 1)
-                guard request.admitted, wait >= 100, let duration = request.durationMicroseconds else { continue }
-                delayed += 1
-                if duration / 1_000 >= wait / 2 { tookIt += 1 }
+                if step.admitted { state = (step.excess, step.lastMilliseconds) }
+                each(request, step.admitted, step.excess)
             }
+        }
+    }
+
+    /// Whether admitted requests the limiter would have held back 100 ms or more took that long:
+    /// nginx's default delays them (false: not `nodelay`); nil without durations.
+    private static func delayMode(_ addresses: some Collection<[Request]>, rate: Double, burst: Int) -> Bool? {
+        let perSecond = max(Int64((rate * 1_000).rounded()), 1)
+        var delayed = 0, tookIt = 0
+        replay(addresses, rate: rate, burst: burst) { request, admitted, excess in
+            let wait = excess * 1_000 / perSecond
+            guard admitted, request.admitted, wait >= 100, let duration = request.durationMicroseconds else { return }
+            delayed += 1
+            if duration / 1_000 >= wait / 2 { tookIt += 1 }
         }
         guard delayed >= 10 else { return nil }
         return tookIt * 2 < delayed
