@@ -55,6 +55,11 @@ public enum AccessLogFormat: Sendable {
 
 /// A value read out of a line, and the parts of a request line (`GET /path?query HTTP/1.1`).
 enum LogValues {
+    /// The start of a line or a value as a message quotes it: at most 80 bytes.
+    static func excerpt(_ text: Span<UInt8>) -> String {
+        String(decodingUTF8: text.extracting(..<min(text.count, 80)))
+    }
+
     /// `text` as a count from a log: digits only (no sign), within `maximum`.
     static func whole(_ text: Span<UInt8>, maximum: Int = 1 << 53) -> Int? {
         guard !text.isEmpty, text.count <= 16 else { return nil }
@@ -321,24 +326,24 @@ public struct NginxLogFormat: Sendable {
                 case .remoteAddr: address = LogValues.address(value)
                 case .forwardedFor: forwarded = LogValues.address(value)
                 case .msec:
-                    guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$msec is not seconds: \"\(Self.text(value))\"") }
+                    guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$msec is not seconds: \"\(LogValues.excerpt(value))\"") }
                     time = seconds
                     timePrecision = 3
                 case .timeISO8601:
-                    guard let parsed = RFC3339.parse(utf8: value) else { throw AccessLogError("$time_iso8601 is not a time: \"\(Self.text(value))\"") }
+                    guard let parsed = RFC3339.parse(utf8: value) else { throw AccessLogError("$time_iso8601 is not a time: \"\(LogValues.excerpt(value))\"") }
                     if timePrecision < 2 { time = parsed; timePrecision = 2 }
                 case .timeLocal:
-                    guard let parsed = LogValues.timeLocal(value) else { throw AccessLogError("$time_local is not a time: \"\(Self.text(value))\"") }
+                    guard let parsed = LogValues.timeLocal(value) else { throw AccessLogError("$time_local is not a time: \"\(LogValues.excerpt(value))\"") }
                     if timePrecision < 1 { time = parsed; timePrecision = 1 }
-                case .request: request = LogValues.request(value) ?? ("", isDash ? "" : Self.text(value))
+                case .request: request = LogValues.request(value) ?? ("", isDash ? "" : LogValues.excerpt(value))
                 case .method: method = isDash ? nil : String(decodingUTF8: value)
                 case .requestURI: uri = isDash ? nil : LogValues.path(ofTarget: value)
                 case .status:
-                    guard let code = LogValues.whole(value, maximum: 999), code >= 100 else { throw AccessLogError("$status is not a status: \"\(Self.text(value))\"") }
+                    guard let code = LogValues.whole(value, maximum: 999), code >= 100 else { throw AccessLogError("$status is not a status: \"\(LogValues.excerpt(value))\"") }
                     status = code
                 case .requestTime:
                     if !isDash {
-                        guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$request_time is not seconds: \"\(Self.text(value))\"") }
+                        guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$request_time is not seconds: \"\(LogValues.excerpt(value))\"") }
                         duration = seconds
                     }
                 case .other: break
@@ -360,9 +365,5 @@ public struct NginxLogFormat: Sendable {
             index += 1
         }
         return nil
-    }
-
-    static func text(_ value: Span<UInt8>) -> String {
-        String(decodingUTF8: value.extracting(..<min(value.count, 80)))
     }
 }

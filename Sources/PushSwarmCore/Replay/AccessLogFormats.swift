@@ -36,15 +36,13 @@ public struct JSONLogFields: Sendable {
     }
 
     func record(_ line: Span<UInt8>) throws(AccessLogError) -> AccessLogRecord {
-        let fields: JSONFields
+        let parsed: JSONFields?
         do {
-            guard let object = try JSONFields.parse(Array(decodingSpan: line)) else { throw AccessLogError("not a JSON object") }
-            fields = object
-        } catch let error as AccessLogError {
-            throw error
+            parsed = try JSONFields.parse(Array(decodingSpan: line))
         } catch {
             throw AccessLogError("not JSON: \(error)")
         }
+        guard let fields = parsed else { throw AccessLogError("not a JSON object") }
         func first(_ field: Field) -> JSONFields.Value? {
             for name in names[field] ?? [] {
                 if let value = fields[name], !Self.isEmpty(value, in: fields) { return value }

@@ -53,6 +53,9 @@ public struct AccessLogReader {
     /// be opened or its compressed stream is corrupt.
     public mutating func read(_ path: String, _ consume: (AccessLogRecord) -> Void) throws(CompressedFile.Failure) {
         let file = try CompressedFile(path: path)
+        let longLine = "longer than \(Self.maximumLineBytes) bytes"
+        // The start of a line that has not ended in the chunks read so far; once it passes the
+        // maximum, only its first bytes are kept (`tooLong`), for the message.
         var pending: [UInt8] = []
         var tooLong = false
         var lineNumber = 0
@@ -63,15 +66,26 @@ public struct AccessLogReader {
             if line.isEmpty { return }
             lines += 1
             guard line.count <= Self.maximumLineBytes else {
-                noteUnread(path, lineNumber, "longer than \(Self.maximumLineBytes) bytes", NginxLogFormat.text(line))
+                noteUnread(path, lineNumber, longLine, LogValues.excerpt(line))
                 return
             }
             do {
                 consume(try format.record(line))
                 records += 1
             } catch {
-                noteUnread(path, lineNumber, error.reason, NginxLogFormat.text(line))
+                noteUnread(path, lineNumber, error.reason, LogValues.excerpt(line))
             }
+        }
+        func finishPending() {
+            if tooLong {
+                lineNumber += 1
+                lines += 1
+                noteUnread(path, lineNumber, longLine, LogValues.excerpt(pending.span))
+            } else {
+                take(pending.span)
+            }
+            pending.removeAll(keepingCapacity: true)
+            tooLong = false
         }
         while try file.next({ chunk in
             var start = 0
@@ -80,16 +94,8 @@ public struct AccessLogReader {
                 if pending.isEmpty && !tooLong {
                     take(piece)
                 } else {
-                    if tooLong {
-                        lineNumber += 1
-                        lines += 1
-                        noteUnread(path, lineNumber, "longer than \(Self.maximumLineBytes) bytes", String(decodingUTF8: pending.span.extracting(..<min(pending.count, 80))))
-                    } else {
-                        pending.append(piece)
-                        take(pending.span)
-                    }
-                    pending.removeAll(keepingCapacity: true)
-                    tooLong = false
+                    if !tooLong { pending.append(piece) }
+                    finishPending()
                 }
                 start = index + 1
             }
@@ -101,13 +107,7 @@ public struct AccessLogReader {
                 }
             }
         }) {}
-        if tooLong {
-            lineNumber += 1
-            lines += 1
-            noteUnread(path, lineNumber, "longer than \(Self.maximumLineBytes) bytes", String(decodingUTF8: pending.span.extracting(..<min(pending.count, 80))))
-        } else if !pending.isEmpty {
-            take(pending.span)
-        }
+        if tooLong || !pending.isEmpty { finishPending() }
     }
 
     private mutating func noteUnread(_ file: String, _ line: Int, _ reason: String, _ text: String) {
