@@ -139,23 +139,27 @@ public actor VirtualDevice {
             lifecycle.handle(lifecycleEvent, now: now, random: &random, into: &work.outputs)
             apply(now: now, into: &work)
         case .clientTimer(let token):
-            let pendingBefore = pendingRequests
-            client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.actions)
-            work.pendingChange = pendingRequests - pendingBefore
+            askingClient(&work) { work in client.timerFired(token, device: snapshot(), now: now, random: &random, into: &work.actions) }
         case .socket(let socketEvent):
-            let pendingBefore = pendingRequests
-            client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.actions)
-            work.pendingChange = pendingRequests - pendingBefore
+            askingClient(&work) { work in client.handle(socketEvent, device: snapshot(), now: now, random: &random, into: &work.actions) }
         }
+    }
+
+    /// Runs `ask`, which asks the client something, and sets `work.pendingChange` to how far that
+    /// moved the client's count of waiting requests: every way an event reaches the client goes
+    /// through here, and only those read the count.
+    @inline(__always)
+    private func askingClient(_ work: inout Work, _ ask: (inout Work) -> Void) {
+        let pendingBefore = pendingRequests
+        ask(&work)
+        work.pendingChange = pendingRequests - pendingBefore
     }
 
     /// Handles the end of one of its requests; what it makes the device do is `work.actions`
     /// afterwards.
     public func handle(_ completion: ExchangeCompletion, now: Instant, into work: inout Work) {
         work.clear()
-        let pendingBefore = pendingRequests
-        defer { work.pendingChange = pendingRequests - pendingBefore }
-        client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.actions)
+        askingClient(&work) { work in client.handle(completion, device: snapshot(), now: now, random: &random, into: &work.actions) }
     }
 
     // MARK: - Reached from its executor's thread
@@ -200,23 +204,23 @@ public actor VirtualDevice {
             for output in work.outputs { Self.appendPlain(output, to: &work.actions) }
             return
         }
-        let pendingBefore = pendingRequests
-        defer { work.pendingChange = pendingRequests - pendingBefore }
         let device = snapshot()
-        for output in work.outputs {
-            guard case .intent(let intent) = output else {
-                Self.appendPlain(output, to: &work.actions)
-                continue
+        askingClient(&work) { work in
+            for output in work.outputs {
+                guard case .intent(let intent) = output else {
+                    Self.appendPlain(output, to: &work.actions)
+                    continue
+                }
+                switch intent {
+                case .pushTokenIssued(let token):
+                    work.actions.append(.pushAddress(old: nil, new: token))
+                case .pushTokenRotated(let old, let new):
+                    work.actions.append(.pushAddress(old: old, new: new))
+                default:
+                    break
+                }
+                client.handle(intent, device: device, now: now, random: &random, into: &work.actions)
             }
-            switch intent {
-            case .pushTokenIssued(let token):
-                work.actions.append(.pushAddress(old: nil, new: token))
-            case .pushTokenRotated(let old, let new):
-                work.actions.append(.pushAddress(old: old, new: new))
-            default:
-                break
-            }
-            client.handle(intent, device: device, now: now, random: &random, into: &work.actions)
         }
     }
 
