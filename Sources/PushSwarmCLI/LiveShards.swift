@@ -17,10 +17,14 @@ enum LiveShards {
     /// A shard's side: writes each progress snapshot to standard output.
     final class Writer: Sendable {
         private let scenario: String
+        private let clock: String
         /// Intervals already sent whole (the last one sent may still have been filling).
         private let sentWhole = Mutex(0)
 
-        init(scenario: String) { self.scenario = scenario }
+        init(scenario: String, clock: String) {
+            self.scenario = scenario
+            self.clock = clock
+        }
 
         func write(_ progress: RunProgress) {
             FileHandle.standardOutput.write(Data(record(progress)))
@@ -40,7 +44,7 @@ enum LiveShards {
             // Ticks (a fine series the report draws after the run) are not streamed.
             metrics.timeline.restoreTicks(microseconds: metrics.timeline.tickMicroseconds, [])
             let archive = Summary(
-                scenario: scenario, seed: 0, clock: "wall", devices: progress.devices, simulatedSeconds: progress.elapsed.seconds,
+                scenario: scenario, seed: 0, clock: clock, devices: progress.devices, simulatedSeconds: progress.elapsed.seconds,
                 wallSeconds: 0, runID: "", version: "", metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0)
             var header = JSONWriter()
             header.beginObject()

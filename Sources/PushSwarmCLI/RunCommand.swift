@@ -176,7 +176,7 @@ enum RunCommand: Command {
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
         var onProgress: (@Sendable (RunProgress) -> Void)?
-        let stream = arguments.flags.contains("--progress-json") ? LiveShards.Writer(scenario: scenario.name) : nil
+        let stream = arguments.flags.contains("--progress-json") ? LiveShards.Writer(scenario: scenario.name, clock: scenario.clock.rawValue) : nil
         if line != nil || !listeners.isEmpty || stream != nil {
             let live = listeners
             onProgress = { @Sendable progress in
@@ -186,8 +186,7 @@ enum RunCommand: Command {
             }
         }
         if let workers {
-            let outcome = await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments, onProgress: onProgress) { line?.finish() }
-            return outcome
+            return await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments, onProgress: onProgress) { line?.finish() }
         }
         if let startAt, startAt > Date() {
             // Shards started one by one (by hand, by a scheduler) put their load on together.

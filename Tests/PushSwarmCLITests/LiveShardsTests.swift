@@ -27,7 +27,7 @@ import PushSwarmMetrics
     }
 
     @Test func aRecordReadsBackAsItWasWritten() throws {
-        let writer = LiveShards.Writer(scenario: "s")
+        let writer = LiveShards.Writer(scenario: "s", clock: "wall")
         var reader = LiveShards.Reader()
         let sent = progress(seconds: 3, perSecond: 10, devices: 500)
         // Split anywhere: a pipe hands over what it has.
@@ -48,7 +48,7 @@ import PushSwarmMetrics
     /// Intervals sent whole are not sent again: a long run's record stays small. The parent puts
     /// them back together, and the shards' together.
     @Test func recordsCarryOnlyNewIntervalsAndTheBoardAddsTheShardsUp() throws {
-        let writer = LiveShards.Writer(scenario: "s")
+        let writer = LiveShards.Writer(scenario: "s", clock: "wall")
         var reader = LiveShards.Reader()
         let first = try #require(reader.feed(writer.record(progress(seconds: 3, perSecond: 10, devices: 500))).first)
         let second = try #require(reader.feed(writer.record(progress(seconds: 5, perSecond: 10, devices: 500))).first)
@@ -61,7 +61,7 @@ import PushSwarmMetrics
         var whole = board.update(shard: 1, with: second)
         #expect(whole.metrics.timeline.intervals.map(\.sent) == [10, 10, 10, 10, 10])
         var otherReader = LiveShards.Reader()
-        let other = try #require(otherReader.feed(LiveShards.Writer(scenario: "s").record(progress(seconds: 4, perSecond: 1, devices: 700))).first)
+        let other = try #require(otherReader.feed(LiveShards.Writer(scenario: "s", clock: "wall").record(progress(seconds: 4, perSecond: 1, devices: 700))).first)
         whole = board.update(shard: 2, with: other)
         #expect(whole.devices == 1_200)
         #expect(whole.openConnections == 6)
@@ -75,7 +75,7 @@ import PushSwarmMetrics
     /// that does not read: passed over, and the next good record is read.
     @Test func whatIsNotARecordIsPassedOver() throws {
         var reader = LiveShards.Reader()
-        let good = LiveShards.Writer(scenario: "s").record(progress(seconds: 1, perSecond: 2, devices: 10))
+        let good = LiveShards.Writer(scenario: "s", clock: "wall").record(progress(seconds: 1, perSecond: 2, devices: 10))
         let noise: [String] = [
             "/tmp/report/summary.json\n",
             "{\"elapsedMicroseconds\":-5,\"durationMicroseconds\":1,\"devices\":1,\"fromInterval\":0}\n{}\n",
