@@ -55,9 +55,6 @@ enum WorkersRun {
         // One progress at a time reaches the listeners, in the order the board made them.
         let publishing = Mutex(())
         var processes: [(shard: Int, process: Process, directory: String)] = []
-        // Signalled when a shard's stream ends: its last records are read before the progress
-        // line is finished (a record handed over after that would print under the report).
-        var streamsEnded: [DispatchSemaphore] = []
         for index in 1...workers {
             let shardDirectory = (directory as NSString).appendingPathComponent("shard-\(index)")
             let process = Process()
@@ -67,13 +64,10 @@ enum WorkersRun {
                 process.arguments?.append("--progress-json")
                 let output = Pipe()
                 let reader = Mutex(LiveShards.Reader())
-                let ended = DispatchSemaphore(value: 0)
-                streamsEnded.append(ended)
                 output.fileHandleForReading.readabilityHandler = { handle in
                     let bytes = handle.availableData
                     guard !bytes.isEmpty else {
                         handle.readabilityHandler = nil
-                        ended.signal()
                         return
                     }
                     for record in reader.withLock({ $0.feed(bytes) }) {
@@ -106,14 +100,6 @@ enum WorkersRun {
             let status = process.terminationStatus
             if process.terminationReason == .uncaughtSignal || status != 0 {
                 failed.append("shard \(index)/\(workers) exited with \(process.terminationReason == .uncaughtSignal ? "signal " : "status ")\(status)")
-            }
-        }
-        for ended in streamsEnded {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().async {
-                    ended.wait()
-                    continuation.resume()
-                }
             }
         }
         finishProgress()
