@@ -3,19 +3,32 @@ import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
 
-/// `pushswarm fit LOG...`: reads a push platform's access logs (issue 37's first step: reading,
-/// the five platforms' operations, the log's load; the fitted scenario comes next).
+/// `pushswarm fit LOG... [--out FILE] [--check]`: reads a push platform's access logs, prints
+/// the load they recorded, writes the scenario fitted to them, and holds its simulated run
+/// against the log.
 enum FitCommand: Command {
     static let declaration = CommandDeclaration(
-        synopsis: "pushswarm fit LOG... [--format combined|json|alb] [--nginx-format DEF] [--json-fields F=NAME,...]",
+        synopsis: "pushswarm fit LOG... [--out FILE] [--check] [--report DIR] [--format combined|json|alb] [--nginx-format DEF] [--json-fields F=NAME,...]",
         about: """
             Reads access logs of a push platform's ingestion (gzip-compressed or plain) and prints the
             load they recorded: requests by operation of the five platforms and by status, 429s, the
             peak second and minute, the storm of 429s, requests per client address, and the paths no
             platform serves. A line that does not read is counted and the first few are shown; when
-            most lines do not read, fit exits 2 naming the first. See docs/incident-replay.md.
+            most lines do not read, fit exits 2 naming the first. With --out it writes the scenario
+            fitted to the log (network, per-address limit, retry rule, campaigns, open workload),
+            every number explained in its fit section; with --check it runs that scenario in
+            simulated time and prints it side by side with the log. See docs/incident-replay.md.
             """,
         options: [
+            OptionDeclaration("--out", "FILE", "Write the fitted scenario (JSON) to FILE."),
+            OptionDeclaration(
+                "--check", nil,
+                """
+                Run the fitted scenario in simulated time and print its requests, 429s, peaks, storm
+                and attempts per request beside the log's; its report goes to Reports/ (--report DIR).
+                """
+            ),
+            OptionDeclaration("--report", "DIR", "Where --check writes the simulated run's report (default Reports/fit-check-TIME)."),
             OptionDeclaration(
                 "--format", "F",
                 """
@@ -53,7 +66,7 @@ enum FitCommand: Command {
         ]
     )
 
-    static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
+    static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         let files = arguments.positionals
         guard !files.isEmpty else {
             PushSwarmCommand.printError("fit takes the access logs to read\n\(usage)")
@@ -94,11 +107,14 @@ enum FitCommand: Command {
             PushSwarmCommand.printError("\(reader.unreadCount) of \(reader.lines) lines are not access log records in this format\(first)")
             return .badInput
         }
-        print(Self.render(profile, reader: reader, files: files))
-        return .success
+        profile.sortByTime()
+        let limiter = profile.fitLimiter()
+        print(Self.render(profile, limiter: limiter, reader: reader, files: files))
+        guard arguments.value("--out") != nil || arguments.flags.contains("--check") else { return .success }
+        return await FitCheck.fitAndCheck(profile, limiter: limiter, reader: reader, files: files, arguments: arguments)
     }
 
-    static func render(_ profile: LogProfile, reader: AccessLogReader, files: [String]) -> String {
+    static func render(_ profile: LogProfile, limiter fitted: LimiterFit?, reader: AccessLogReader, files: [String]) -> String {
         var lines: [String] = []
         let group = { (value: Int) in TerminalReport.group(UInt64(value)) }
         lines.append("\(files.count == 1 ? files[0] : "\(files.count) files"): \(group(reader.lines)) lines, \(group(reader.records)) read, \(group(reader.unreadCount)) not")
@@ -127,7 +143,6 @@ enum FitCommand: Command {
         if let storm = profile.storm {
             lines.append("storm of 429s from \(RFC3339.format(unixMicroseconds: storm.start * 1_000_000, offsetSeconds: 0, utcAsZ: true)), \(storm.end - storm.start + 1) s to its last 429")
         }
-        let fitted = profile.fitLimiter()
         if let limit = fitted, limit.refusals < LimiterFit.fewestRefusals {
             lines.append("per-address limit: too few 429s to fit one (\(limit.refusals))")
         } else if let limit = fitted, limit.agreement < LimiterFit.convincingAgreement {

@@ -1,4 +1,5 @@
 import Foundation
+import PushSwarmMetrics
 import PushSwarmTestSupport
 import Testing
 
@@ -46,5 +47,118 @@ import Testing
         #expect(missing.error.contains("cannot open /nonexistent/access.log"), "\(missing.error)")
         let none = try cli.run(["fit"])
         #expect(none.status == 2)
+    }
+
+    /// The committed incident (nginx's gzipped log of the run the README's counterfactuals
+    /// edit): the fit finds nginx's limit and the clients' rule, and `--check` prints the
+    /// simulation beside the log, which it lands within the issue's tolerances.
+    @Test func theCommittedIncidentFitsAndItsCheckLandsNearTheLog() throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-fit-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scenario = directory + "/incident.json"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let run = try cli.run([
+            "fit", "Tests/Fixtures/logs/incident.log.gz", "--nginx-format", #"$remote_addr [$time_local] "$request" $status $request_time $msec"#,
+            "--out", scenario, "--check", "--report", directory + "/check",
+        ])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.output.contains("per-address limit: 5 r/s, burst 10, nodelay"), "\(run.output)")
+        #expect(run.output.contains("retry rule: 500ms × 2 up to 4s, 5 retries, jitter none"), "\(run.output)")
+        let validate = try cli.run(["validate", scenario])
+        #expect(validate.status == 0, "\(validate.error)")
+        // The table's rows: what, then the log's and the simulation's figures.
+        func figures(_ row: String) throws -> [Double] {
+            let line = try #require(run.output.split(separator: "\n").last { $0.hasPrefix(row + " ") }, "no row \(row): \(run.output)")
+            return line.dropFirst(row.count).split(separator: " ").compactMap { Double($0.filter { $0 != "," }) }
+        }
+        let requests = try figures("requests")
+        #expect(requests.count >= 2 && abs(requests[1] - requests[0]) <= 0.05 * requests[0], "\(run.output)")
+        let share = try figures("429 share")
+        #expect(share.count >= 2 && abs(share[1] - share[0]) <= 3, "\(run.output)")
+    }
+
+    /// Issue 37's end to end: nginx with `limit_req` (5r/s burst=10 nodelay per address, not
+    /// PushSwarm's defaults) in front of a wall run with a campaign, logging `$msec`; `fit` reads
+    /// nginx's log alone, and the fitted scenario's simulated run reproduces it: total requests
+    /// within 5 %, the 429 share within 3 points, the busiest minute within 10 %, the drain time
+    /// within 20 %. The fitted limit and retry rule are nginx's and the clients'.
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
+    func aFittedIncidentReproducesNginxsLogInSimulatedTime() throws {
+        let format = #"$remote_addr [$time_local] "$request" $status $request_time $msec"#
+        // Paths relative to nginx's prefix, the peer's directory; POST to a static file is a 405
+        // that error_page turns into a 200, after limit_req.
+        let (nginx, port, directory) = try cli.startNginx(
+            location: "limit_req zone=perip burst=10 nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
+            http: "log_format fit '\(format)'; limit_req_zone $binary_remote_addr zone=perip:1m rate=5r/s;", accessLog: "access.log fit")
+        defer {
+            nginx.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("html/pushes"), withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: directory.appendingPathComponent("html/pushes/opened"))
+        let wall = try cli.run([
+            "run", "Tests/Fixtures/incident-campaign.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up",
+            "--out", directory.appendingPathComponent("wall").path, "--quiet",
+        ])
+        #expect(wall.status == 0, "\(wall.error)")
+        nginx.stop()
+        let log = directory.appendingPathComponent("access.log").path
+        let scenario = directory.appendingPathComponent("incident.json").path
+        let report = directory.appendingPathComponent("check").path
+        let fit = try cli.run(["fit", log, "--nginx-format", format, "--out", scenario, "--check", "--report", report])
+        #expect(fit.status == 0, "\(fit.error)")
+
+        // What the fit found: nginx's limit and the clients' rule.
+        let fitted = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenario))))
+        let platform = fitted["platforms"]?["smartapppush"]
+        let limit = platform?["mock"]?["rateLimits"]?.arrayValue?.first
+        #expect(limit?["rate"] == "5/s" && limit?["burst"] == 10 && limit?["nodelay"] == true, "\(String(describing: limit))\n\(fit.output)")
+        let retry = platform?["retry"]?["rateLimited"]
+        #expect(retry?["initialDelay"] == "500ms" && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", "\(String(describing: retry))")
+        #expect(retry?["maxRetries"] == 5 && retry?["jitter"] == "none", "\(String(describing: retry))")
+        #expect(fitted["campaigns"]?.arrayValue?.count == 1)
+
+        // The log's figures, counted here from nginx's lines: seconds from the first request's start.
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        let requests = lines.map { line -> (start: Double, status: Int) in
+            let fields = line.split(separator: " ")
+            return (Double(fields[fields.count - 1])! - Double(fields[fields.count - 2])!, Int(fields[fields.count - 3])!)
+        }
+        let origin = (requests.map(\.start).min() ?? 0).rounded(.down)
+        var logSent: [Int: Int] = [:]
+        var logRefused: [Int: Int] = [:]
+        for request in requests {
+            logSent[Int(request.start - origin), default: 0] += 1
+            if request.status == 429 { logRefused[Int(request.start - origin), default: 0] += 1 }
+        }
+        // The simulation's, from its report's seconds.
+        var simulatedSent: [Int: Int] = [:]
+        var simulatedRefused: [Int: Int] = [:]
+        for line in try String(contentsOfFile: report + "/timeseries.ndjson", encoding: .utf8).split(separator: "\n") {
+            let tick = try JSONParser.parse(Array(line.utf8))
+            guard let second = tick["t"]?.integerValue else { continue }
+            simulatedSent[second, default: 0] += tick["sent"]?.integerValue ?? 0
+            simulatedRefused[second, default: 0] += tick["rateLimited"]?.integerValue ?? 0
+        }
+        func peakMinute(_ sent: [Int: Int]) -> Int {
+            (0...(sent.keys.max() ?? 0)).map { first in (first..<(first + 60)).reduce(0) { $0 + (sent[$1] ?? 0) } }.max() ?? 0
+        }
+        func drain(_ refused: [Int: Int]) -> Int {
+            let seconds = refused.filter { $0.value > 0 }.keys
+            return (seconds.max() ?? 0) - (seconds.min() ?? 0) + 1
+        }
+        let logTotal = Double(logSent.values.reduce(0, +))
+        let simulatedTotal = Double(simulatedSent.values.reduce(0, +))
+        #expect(logTotal > 1_000 && Double(logRefused.values.reduce(0, +)) > 0.3 * logTotal, "a storm: \(logTotal) requests")
+        #expect(abs(simulatedTotal - logTotal) <= 0.05 * logTotal, "requests: log \(logTotal), simulated \(simulatedTotal)\n\(fit.output)")
+        let logShare = Double(logRefused.values.reduce(0, +)) / logTotal
+        let simulatedShare = Double(simulatedRefused.values.reduce(0, +)) / simulatedTotal
+        #expect(abs(simulatedShare - logShare) <= 0.03, "429 share: log \(logShare), simulated \(simulatedShare)")
+        let logPeak = Double(peakMinute(logSent))
+        #expect(abs(Double(peakMinute(simulatedSent)) - logPeak) <= 0.1 * logPeak, "peak minute: log \(logPeak), simulated \(peakMinute(simulatedSent))")
+        let logDrain = Double(drain(logRefused))
+        #expect(abs(Double(drain(simulatedRefused)) - logDrain) <= 0.2 * logDrain, "drain: log \(logDrain) s, simulated \(drain(simulatedRefused)) s")
+        #expect(fit.output.contains("429 share"), "the side-by-side table: \(fit.output)")
+        #expect(FileManager.default.fileExists(atPath: report + "/fit-check.html"))
     }
 }

@@ -198,32 +198,13 @@ import Testing
         // A limiter PushSwarm did not write: nginx's limit_req, 10r/s burst=5 nodelay per address,
         // answering 429. POST to a static file is a 405 that error_page turns into a 200, so the
         // content phase runs after limit_req (a `return` would run before it).
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-limit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try Data("{}".utf8).write(to: directory.appendingPathComponent("html/events"))
-        let port = freePort()
-        let config = """
-            worker_processes 1; daemon off; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
-            events { worker_connections 1024; }
-            http {
-              log_format statuses '$status $remote_addr'; access_log \(directory.path)/access.log statuses;
-              client_body_temp_path \(directory.path);
-              limit_req_zone $binary_remote_addr zone=perip:1m rate=10r/s;
-              server {
-                listen 127.0.0.1:\(port);
-                location / {
-                  limit_req zone=perip burst=5 nodelay; limit_req_status 429;
-                  root \(directory.path)/html; error_page 405 =200 @ok;
-                }
-                location @ok { default_type application/json; return 200 '{"fingerprint":"0"}'; }
-              }
-            }
-            """
-        try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-        let nginx = try Peer(which("nginx")!, ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path])
-        defer { nginx.stop() }
-        #expect(waitForPort(port))
+        let (nginx, port, directory) = try cli.startNginx(
+            location: "limit_req zone=perip burst=5 nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
+            http: "log_format statuses '$status $remote_addr'; limit_req_zone $binary_remote_addr zone=perip:1m rate=10r/s;", accessLog: "access.log statuses")
+        defer {
+            nginx.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let scenario = "Tests/Fixtures/nginx-limit-req.json"
         let wall = directory.appendingPathComponent("wall").path
         // No warm-up: nginx's log must hold the run's requests alone.
@@ -253,39 +234,13 @@ import Testing
         try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent("capacity.json"))))
     }
 
-    /// nginx on a free loopback port, one worker, `location` as its only location's body; stopped
-    /// by the caller (`Peer.stop`). Returns the peer, its port and its directory.
-    func startNginx(location: String, http: String = "") throws -> (nginx: Peer, port: UInt16, directory: URL) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-nginx-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
-        try Data("{}".utf8).write(to: directory.appendingPathComponent("html/events"))
-        let port = freePort()
-        let config = """
-            worker_processes 1; daemon off; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
-            events { worker_connections 4096; }
-            http {
-              access_log off; client_body_temp_path \(directory.path); keepalive_requests 1000000;
-              \(http)
-              server {
-                listen 127.0.0.1:\(port) backlog=4096;
-                location / { \(location) }
-                location @ok { default_type application/json; return 200 '{"fingerprint":"0"}'; }
-              }
-            }
-            """
-        try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-        let nginx = try Peer(which("nginx")!, ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path])
-        #expect(waitForPort(port))
-        return (nginx, port, directory)
-    }
-
     /// Issue 34: against an nginx that answers everything at once, a capacity search runs into
     /// PushSwarm's own limit long before the service's, and must say so: "limited by PushSwarm",
     /// no capacity claimed for the service (it once reported its own ceiling, 56,875/s, as
     /// nginx's). 20 devices behind one address: at most 20 × 8 requests wait at once.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
     func capacityAgainstAServiceFasterThanPushSwarmEndsLimitedByPushSwarm() throws {
-        let (nginx, port, directory) = try startNginx(location: #"default_type application/json; return 200 '{"fingerprint":"0"}';"#)
+        let (nginx, port, directory) = try cli.startNginx(location: #"default_type application/json; return 200 '{"fingerprint":"0"}';"#)
         defer {
             nginx.stop()
             try? FileManager.default.removeItem(at: directory)
@@ -309,7 +264,7 @@ import Testing
     /// 429 beyond) still finds the service's limit, and does not call it PushSwarm's.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
     func capacityAgainstNginxLimitReqFindsTheLimit() throws {
-        let (nginx, port, directory) = try startNginx(
+        let (nginx, port, directory) = try cli.startNginx(
             location: "limit_req zone=all burst=50 nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
             http: "limit_req_zone $host zone=all:1m rate=500r/s;"
         )
@@ -540,7 +495,7 @@ import Testing
     /// registered, and a run of 2 events a second an address after it meets no 429.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
     func aWarmUpBacksOffAPerAddressLimitAndTheRunStartsWithItDrained() throws {
-        let (nginx, port, directory) = try startNginx(
+        let (nginx, port, directory) = try cli.startNginx(
             location: "limit_req zone=perip nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
             http: "limit_req_zone $binary_remote_addr zone=perip:1m rate=7r/s;"
         )
@@ -1065,6 +1020,34 @@ import Testing
 }
 
 extension CommandLineTests {
+    /// nginx on a free loopback port, one worker, `location` as its only location's body, `http`
+    /// and `accessLog` (a path relative to its directory, and a format `http` defines) in its
+    /// http block; stopped by the caller (`Peer.stop`). Returns the peer, its port and its
+    /// directory.
+    func startNginx(location: String, http: String = "", accessLog: String = "off") throws -> (nginx: Peer, port: UInt16, directory: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: directory.appendingPathComponent("html/events"))
+        let port = freePort()
+        let config = """
+            worker_processes 1; daemon off; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
+            events { worker_connections 4096; }
+            http {
+              \(http)
+              access_log \(accessLog); client_body_temp_path \(directory.path); keepalive_requests 1000000;
+              server {
+                listen 127.0.0.1:\(port) backlog=4096;
+                location / { \(location) }
+                location @ok { default_type application/json; return 200 '{"fingerprint":"0"}'; }
+              }
+            }
+            """
+        try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+        let nginx = try Peer(which("nginx")!, ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path])
+        #expect(waitForPort(port))
+        return (nginx, port, directory)
+    }
+
     /// Runs a program and returns its standard output, trimmed.
     func shell(_ program: String, _ arguments: [String]) throws -> String {
         let process = Process()

@@ -15,8 +15,12 @@ public struct LogProfile: Sendable {
     public private(set) var rateLimitedPerSecond: [Int64: Int] = [:]
     /// Requests per client address.
     public private(set) var perAddress: [String: Int] = [:]
-    /// Each address's 2xx (admitted) and 429 (refused) requests: what the limiter is fitted to.
-    public private(set) var limiterOutcomes: [String: [LimiterFit.Request]] = [:]
+    /// Each address's requests of known operations in the order read (the log's order, which is
+    /// nearly time order): what the limiter, the retry rule and the campaigns are fitted to.
+    public private(set) var byAddress: [String: [LoggedRequest]] = [:]
+    /// The operations' names, indexed by `LoggedRequest.operation`.
+    public private(set) var operationNames: [String] = []
+    private var operationIndex: [String: UInt16] = [:]
     /// Requests for paths no platform serves, by path: at most `distinctUnknownPaths` paths kept,
     /// the rest counted in `otherUnknownPaths` (a scanner's log holds millions).
     public private(set) var unknownPaths: [String: Int] = [:]
@@ -27,6 +31,19 @@ public struct LogProfile: Sendable {
     public private(set) var last: Int64?
 
     public init() {}
+
+    /// One request as the fits need it: 32 bytes, so a log of millions fits in memory.
+    public struct LoggedRequest: Sendable, Equatable {
+        /// Its start, Unix microseconds.
+        public var microseconds: Int64
+        /// How long it took, where the log says.
+        public var durationMicroseconds: Int64?
+        /// Its operation, an index into `operationNames`.
+        public var operation: UInt16
+        public var status: Int16
+        /// When its answer left the service: where a client's retry delay starts.
+        public var endMicroseconds: Int64 { microseconds + (durationMicroseconds ?? 0) }
+    }
 
     public mutating func add(_ record: AccessLogRecord, operation: String?) {
         first = min(first ?? record.startMicroseconds, record.startMicroseconds)
@@ -45,15 +62,41 @@ public struct LogProfile: Sendable {
         perSecond[second, default: 0] += 1
         if record.status == 429 { rateLimitedPerSecond[second, default: 0] += 1 }
         perAddress[record.address, default: 0] += 1
-        if (200..<300).contains(record.status) || record.status == 429 {
-            limiterOutcomes[record.address, default: []].append(
-                LimiterFit.Request(microseconds: record.startMicroseconds, admitted: record.status != 429, durationMicroseconds: record.durationMicroseconds))
+        let index: UInt16
+        if let known = operationIndex[operation] {
+            index = known
+        } else {
+            // Operations are the five platforms' few dozen: an index of 16 bits holds them all.
+            index = UInt16(operationNames.count)
+            operationNames.append(operation)
+            operationIndex[operation] = index
+        }
+        byAddress[record.address, default: []].append(
+            LoggedRequest(microseconds: record.startMicroseconds, durationMicroseconds: record.durationMicroseconds, operation: index, status: Int16(record.status)))
+    }
+
+    /// Puts each address's requests in time order (a log is in the order requests ended); the
+    /// fits read them so.
+    public mutating func sortByTime() {
+        for address in byAddress.keys {
+            byAddress[address]?.sort { $0.microseconds < $1.microseconds }
+        }
+    }
+
+    /// Each address's 2xx (admitted) and 429 (refused) requests, in time order once
+    /// `sortByTime` has run: what the limiter is fitted to.
+    public var limiterOutcomes: [[LimiterFit.Request]] {
+        byAddress.values.map { requests in
+            requests.compactMap { request in
+                guard (200..<300).contains(request.status) || request.status == 429 else { return nil }
+                return LimiterFit.Request(microseconds: request.microseconds, admitted: request.status != 429, durationMicroseconds: request.durationMicroseconds)
+            }
         }
     }
 
     /// The per-address limit the 429s show (`LimiterFit`); nil when nothing was refused.
     public func fitLimiter() -> LimiterFit? {
-        LimiterFit.fit(limiterOutcomes.values.map { $0.sorted { $0.microseconds < $1.microseconds } })
+        LimiterFit.fit(limiterOutcomes)
     }
 
     /// The Unix second a microsecond instant lies in (floor, before 1970 too).

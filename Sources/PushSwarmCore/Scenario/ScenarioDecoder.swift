@@ -26,6 +26,8 @@ public struct ScenarioDecoder: Sendable {
         var root = try document.object()
         let name = try root.required("name") { try $0.nonEmptyString() }
         let description = try root.optional("description") { try $0.string() } ?? ""
+        // What `pushswarm fit` says of where a fitted scenario's numbers came from: for people.
+        _ = root.reader("fit")
         let seed = try root.optional("seed") { UInt64(try $0.integer(minimum: 0)) } ?? 1
         let clock = try root.optional("clock") { Scenario.ClockKind(rawValue: try $0.choice(["simulated", "wall"])) ?? .simulated } ?? .simulated
         let duration = try root.required("duration") { reader in

@@ -1,0 +1,158 @@
+import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
+import PushSwarmPlatforms
+
+/// `fit --out FILE` and `fit --check`: the scenario fitted to a log, written, and its simulated
+/// run held against the log.
+enum FitCheck {
+    static func fitAndCheck(_ profile: LogProfile, limiter: LimiterFit?, reader: AccessLogReader, files: [String], arguments: Arguments) async -> PushSwarmCommand.ExitCode {
+        let retry = RetryFit.fit(profile)
+        guard let fit = ScenarioFit.fit(profile, retry: retry) else {
+            PushSwarmCommand.printError("the logs hold no request of a known operation: there is nothing to fit")
+            return .badInput
+        }
+        let out = arguments.value("--out")
+        let name = out.map { (($0 as NSString).lastPathComponent as NSString).deletingPathExtension }.flatMap { $0.isEmpty ? nil : $0 } ?? "fitted-incident"
+        let text = fit.scenario(name: name, source: .init(files: files, lines: reader.lines, records: reader.records), limiter: limiter, retry: retry)
+        print("")
+        print(describe(fit, retry: retry))
+        let scenario: Scenario
+        do {
+            scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+        } catch {
+            // A fit that writes what `run` would refuse is a bug of the fit: say so, keep the text.
+            PushSwarmCommand.printError("the fitted scenario does not validate (\(error)); please report it with the log's first lines")
+            return .failure
+        }
+        if let out {
+            do {
+                try text.write(toFile: out, atomically: true, encoding: .utf8)
+            } catch {
+                PushSwarmCommand.printError("cannot write \(out): \(error.localizedDescription)")
+                return .failure
+            }
+            print("scenario written to \(out): pushswarm run \(out)")
+        }
+        guard arguments.flags.contains("--check") else { return .success }
+        let result = await Run.simulated(scenario).run()
+        let summary = result.summary(runID: "\(name)-check", version: PushSwarmCommand.version)
+        let log = LoadShape(profile, firstAttempts: fit.firstAttempts.values.reduce(0, +))
+        let simulated = shape(of: summary)
+        print("")
+        print(compare(log: log, simulated: simulated))
+        let directory = arguments.value("--report") ?? "Reports/fit-check-\(RunCommand.timestamp())"
+        do {
+            _ = try ReportFiles.write(summary, to: directory)
+            let page = (directory as NSString).appendingPathComponent("fit-check.html")
+            try chart(log: log, simulated: simulated, title: name).write(toFile: page, atomically: true, encoding: .utf8)
+            print("the simulated run's report: \(directory); log against simulation, second by second: \(page)")
+        } catch {
+            PushSwarmCommand.printError("cannot write the report to \(directory): \(error.localizedDescription)")
+            return .failure
+        }
+        return .success
+    }
+
+    /// What the fit found, in a few lines.
+    static func describe(_ fit: ScenarioFit, retry: RetryFit?) -> String {
+        var lines: [String] = []
+        let first = fit.firstAttempts.values.reduce(0, +)
+        lines.append("fit: \(first) first attempts and \(fit.retries) retries; \(fit.devices) devices behind \(fit.effectiveAddresses) addresses (of \(fit.addresses) in the log)")
+        if let rule = retry?.rule {
+            if rule.jitter == .none {
+                lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (it finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0))")
+            } else {
+                lines.append("retry rule: no fixed delays (the best finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0)); full jitter assumed")
+            }
+        }
+        for campaign in fit.campaigns {
+            lines.append("campaign on \(campaign.platform) at \(ScenarioFit.time(campaign.atMicroseconds)): \(campaign.taps) taps")
+        }
+        for (platform, rates) in fit.background.sorted(by: { $0.key < $1.key }) {
+            lines.append("open workload on \(platform): \(ScenarioFit.number(rates.reduce(0, +).rounded())) first attempts, at most \(ScenarioFit.number(rates.max() ?? 0))/s")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// A run's shape: its ticks (a second each up to two days) from its start.
+    static func shape(of summary: Summary) -> LoadShape {
+        let metrics = summary.metrics
+        let ticks = metrics.timeline.ticks
+        let seconds = max(1, Int(summary.simulatedSeconds.rounded(.up)))
+        var sent = [Int](repeating: 0, count: seconds)
+        var refused = [Int](repeating: 0, count: seconds)
+        let tickSeconds = max(1, Int(metrics.timeline.tickMicroseconds / 1_000_000))
+        for (index, tick) in ticks.enumerated() where index * tickSeconds < seconds {
+            sent[index * tickSeconds] += Int(tick.sent)
+            refused[index * tickSeconds] += Int(tick.rateLimited)
+        }
+        let retries = Int(metrics.retries)
+        return LoadShape(byOperation: metrics.operations.mapValues { Int($0.sent) }, firstAttempts: Int(metrics.sent) - retries, perSecond: sent, rateLimitedPerSecond: refused)
+    }
+
+    /// The log and the simulation side by side.
+    static func compare(log: LoadShape, simulated: LoadShape) -> String {
+        var rows: [(String, String, String, String)] = []
+        func row(_ what: String, _ a: Int, _ b: Int) {
+            let difference = a > 0 ? String(format: "%+.1f %%", (Double(b) - Double(a)) / Double(a) * 100) : ""
+            rows.append((what, TerminalReport.group(UInt64(a)), TerminalReport.group(UInt64(b)), difference))
+        }
+        row("requests", log.requests, simulated.requests)
+        for operation in Set(log.byOperation.keys).union(simulated.byOperation.keys).sorted() {
+            row("  \(operation)", log.byOperation[operation] ?? 0, simulated.byOperation[operation] ?? 0)
+        }
+        row("429s", log.rateLimited, simulated.rateLimited)
+        rows.append(("429 share", String(format: "%.1f %%", log.rateLimitedShare * 100), String(format: "%.1f %%", simulated.rateLimitedShare * 100),
+                     String(format: "%+.1f pts", (simulated.rateLimitedShare - log.rateLimitedShare) * 100)))
+        row("peak second", log.peakSecond.requests, simulated.peakSecond.requests)
+        rows.append(("  at", "\(log.peakSecond.second) s", "\(simulated.peakSecond.second) s", ""))
+        row("peak minute", log.peakMinute.requests, simulated.peakMinute.requests)
+        if let a = log.storm, let b = simulated.storm {
+            rows.append(("storm starts", "\(a.start) s", "\(b.start) s", ""))
+            row("drain time (s)", a.drainSeconds, b.drainSeconds)
+        } else {
+            rows.append(("storm", log.storm == nil ? "none" : "\(log.storm?.drainSeconds ?? 0) s", simulated.storm == nil ? "none" : "\(simulated.storm?.drainSeconds ?? 0) s", ""))
+        }
+        rows.append(("attempts per request", String(format: "%.2f", log.attemptsPerRequest), String(format: "%.2f", simulated.attemptsPerRequest), ""))
+        let width = max(24, (rows.map(\.0.count).max() ?? 0) + 2)
+        var lines = ["".padding(toLength: width, withPad: " ", startingAt: 0) + "log".leftAligned(14) + "simulated".leftAligned(14) + "difference"]
+        for (what, a, b, difference) in rows {
+            lines.append(what.padding(toLength: width, withPad: " ", startingAt: 0) + a.leftAligned(14) + b.leftAligned(14) + difference)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// A page with the log's and the simulation's requests and 429s per second.
+    static func chart(log: LoadShape, simulated: LoadShape, title: String) -> String {
+        let seconds = max(log.perSecond.count, simulated.perSecond.count, 1)
+        let top = max(1, (log.perSecond + simulated.perSecond).max() ?? 1)
+        let width = 960.0
+        let height = 320.0
+        func line(_ values: [Int], _ colour: String, _ dash: String) -> String {
+            let points = values.enumerated().map { index, value in
+                String(format: "%.1f,%.1f", Double(index) / Double(max(1, seconds - 1)) * width, height - Double(value) / Double(top) * height)
+            }.joined(separator: " ")
+            return "<polyline fill=\"none\" stroke=\"\(colour)\" stroke-width=\"1.5\" stroke-dasharray=\"\(dash)\" points=\"\(points)\"/>"
+        }
+        let escaped = title.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        return """
+            <!doctype html><html><head><meta charset="utf-8"><title>\(escaped): log against simulation</title>
+            <style>body{font:14px system-ui,sans-serif;margin:2em}svg{border:1px solid #ccc;background:#fff}.k span{display:inline-block;margin-right:1.5em}</style></head><body>
+            <h1>\(escaped): log against simulation</h1>
+            <p>Requests and 429s per second from the log's first second (\(seconds) s; the highest second \(top) requests).</p>
+            <p class="k"><span style="color:#1f6fb2">━ log requests</span><span style="color:#1f6fb2">┅ simulated requests</span><span style="color:#c0392b">━ log 429s</span><span style="color:#c0392b">┅ simulated 429s</span></p>
+            <svg viewBox="0 0 \(Int(width)) \(Int(height))" width="\(Int(width))" height="\(Int(height))" role="img" aria-label="requests and 429s per second, log and simulation">
+            \(line(log.perSecond, "#1f6fb2", "none"))
+            \(line(simulated.perSecond, "#1f6fb2", "4 3"))
+            \(line(log.rateLimitedPerSecond, "#c0392b", "none"))
+            \(line(simulated.rateLimitedPerSecond, "#c0392b", "4 3"))
+            </svg></body></html>
+
+            """
+    }
+}
+
+extension String {
+    fileprivate func leftAligned(_ width: Int) -> String { count >= width ? self + " " : self + String(repeating: " ", count: width - count) }
+}

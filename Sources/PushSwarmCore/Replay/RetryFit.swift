@@ -1,0 +1,272 @@
+/// The clients' retry rule a log's 429s show, and which of its requests were retries.
+///
+/// A client that retries a refused request at fixed delays (jitter none: 1 s, 2 s, 4 s…) sends it
+/// again that long after the refusal's answer left the service (and its own turnaround), from
+/// the same address, to the same operation. Each candidate rule (first delay, multiplier, cap)
+/// is replayed over the refused addresses' requests in time order: every 429 expects its retry
+/// in a window just after its delay (`searchWindow`), and a request of that address and
+/// operation inside an open window is that retry (the next attempt of the same request). The
+/// rule that finds the most retries beyond chance wins (a busy address sends requests at any
+/// delay: the same rule looking 100 ms later is what chance finds), and its window is narrowed
+/// around the turnaround its retries showed. Where the winner's retries beyond chance are fewer
+/// than a quarter of what it finds, or within four standard deviations of chance (Poisson), the
+/// log shows no fixed delays: the clients draw them (jitter), and the fit assumes full jitter
+/// over the common table (1 s doubling to 60 s).
+/// `maxRetries` is the last attempt whose expected retries mostly came.
+/// Where a request's retry is, in a busy second, another request may come first within its
+/// window and be taken for it: the labelling is an estimate, within a few per cent in storms.
+public struct RetryFit: Sendable, Equatable {
+    public enum Jitter: String, Sendable {
+        case none, full
+    }
+
+    public struct Rule: Sendable, Equatable {
+        public var initialDelayMicroseconds: Int64
+        public var multiplier: Double
+        public var maxDelayMicroseconds: Int64
+        public var maxRetries: Int
+        public var jitter: Jitter
+        /// Where a retry is looked for, from its delay after the 429's answer: the clients' and
+        /// the network's turnaround (a retry never leaves before its delay; the log's times are
+        /// to the millisecond).
+        public var window: ClosedRange<Int64> = RetryFit.searchWindow
+
+        public init(initialDelayMicroseconds: Int64, multiplier: Double, maxDelayMicroseconds: Int64, maxRetries: Int, jitter: Jitter) {
+            self.initialDelayMicroseconds = initialDelayMicroseconds
+            self.multiplier = multiplier
+            self.maxDelayMicroseconds = maxDelayMicroseconds
+            self.maxRetries = maxRetries
+            self.jitter = jitter
+        }
+
+        /// The delay before retry `attempt` (1 for the first).
+        func delay(attempt: Int) -> Int64 {
+            var delay = Double(initialDelayMicroseconds)
+            for _ in 1..<max(1, attempt) {
+                delay *= multiplier
+                if delay >= Double(maxDelayMicroseconds) { break }
+            }
+            return min(maxDelayMicroseconds, Int64(delay))
+        }
+
+        /// Where the retry of a request refused at `end` is looked for.
+        func window(afterRefusalAt end: Int64, attempt: Int) -> ClosedRange<Int64> {
+            let delay = delay(attempt: attempt)
+            switch jitter {
+            case .none: return (end + delay + window.lowerBound)...(end + delay + window.upperBound)
+            case .full: return end...(end + delay + window.upperBound)
+            }
+        }
+    }
+
+    public var rule: Rule
+    /// Retries the rule found over the addresses it was fitted to, and the same rule's count
+    /// with its delays shifted out of their windows (what chance alone finds).
+    public var found: Int
+    public var control: Int
+    /// The refused addresses and requests it rests on.
+    public var addresses: Int
+    public var requests: Int
+
+    /// Where retries are looked for while the rule is searched: from 3 ms before the delay (the
+    /// log's millisecond times) to 50 ms after it (a client's and the network's turnaround).
+    /// The fitted rule then looks from 1 ms before to 10 ms after the commonest turnaround: a
+    /// busy address sends other requests at any time, and a wider window takes more of them for
+    /// retries; a narrower one misses the retries a client sent late (on loopback, 5 % came 2 to
+    /// 5 ms after the commonest).
+    public static let searchWindow: ClosedRange<Int64> = -3_000...50_000
+    static func fittedWindow(_ turnarounds: [Int]) -> ClosedRange<Int64> {
+        let mode = turnarounds.indices.max { turnarounds[$0] < turnarounds[$1] } ?? 0
+        return Int64(mode - 1) * 1_000...Int64(mode + 10) * 1_000
+    }
+    /// The rule assumed when the delays are drawn: 1 s doubling to 60 s, full jitter.
+    public static let assumedWhenJittered = Rule(
+        initialDelayMicroseconds: 1_000_000, multiplier: 2, maxDelayMicroseconds: 60_000_000, maxRetries: 5, jitter: .full)
+    /// Attempts past this are not looked for.
+    static let mostRetries = 30
+
+    /// Retries found per attempt, and the retries expected per attempt (a 429 answered early
+    /// enough for its retry to fall within the log).
+    public struct Labelling: Sendable, Equatable {
+        public var found: [Int] = []
+        public var expected: [Int] = []
+        public var total: Int { found.reduce(0, +) }
+
+        mutating func count(found attempt: Int) {
+            while found.count <= attempt { found.append(0) }
+            found[attempt] += 1
+        }
+
+        mutating func count(expected attempt: Int) {
+            while expected.count <= attempt { expected.append(0) }
+            expected[attempt] += 1
+        }
+    }
+
+    /// Labels one address's requests (in time order): for each, its attempt (0 for a request's
+    /// first, 1 for its first retry…), under `rule`, counting into `labelling`.
+    public static func attempts(
+        of requests: [LogProfile.LoggedRequest], rule: Rule, logEnd: Int64, labelling: inout Labelling
+    ) -> [UInt8] {
+        var open: [UInt16: Windows] = [:]
+        var attempts = [UInt8](repeating: 0, count: requests.count)
+        for (index, request) in requests.enumerated() {
+            var attempt = 0
+            if var windows = open[request.operation] {
+                if let matched = windows.take(at: request.microseconds) {
+                    attempt = matched
+                    labelling.count(found: attempt)
+                }
+                open[request.operation] = windows
+            }
+            attempts[index] = UInt8(attempt)
+            guard request.status == 429, attempt < rule.maxRetries else { continue }
+            let window = rule.window(afterRefusalAt: request.endMicroseconds, attempt: attempt + 1)
+            if window.upperBound <= logEnd { labelling.count(expected: attempt + 1) }
+            open[request.operation, default: Windows()].insert(window, attempt: attempt + 1)
+        }
+        return attempts
+    }
+
+    /// How many requests came each millisecond from 0 to 50 after the delays the rule expects
+    /// (every request of the address and operation, not only the one taken as the retry: the
+    /// first in a window may be another's).
+    static func turnarounds(_ sample: [[LogProfile.LoggedRequest]], rule: Rule, logEnd: Int64) -> [Int] {
+        var counts = [Int](repeating: 0, count: 51)
+        for requests in sample {
+            var labelling = Labelling()
+            let attempts = attempts(of: requests, rule: rule, logEnd: logEnd, labelling: &labelling)
+            var starts: [UInt16: [Int64]] = [:]
+            for request in requests { starts[request.operation, default: []].append(request.microseconds) }
+            for (index, request) in requests.enumerated() where request.status == 429 && Int(attempts[index]) < rule.maxRetries {
+                guard let times = starts[request.operation] else { continue }
+                let due = request.endMicroseconds + rule.delay(attempt: Int(attempts[index]) + 1)
+                var low = 0
+                var high = times.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if times[middle] < due { low = middle + 1 } else { high = middle }
+                }
+                while low < times.count, times[low] - due <= 50_999 {
+                    counts[Int((times[low] - due) / 1_000)] += 1
+                    low += 1
+                }
+            }
+        }
+        return counts
+    }
+
+    /// The rule that finds the most retries over the addresses refused most (at most
+    /// `LimiterFit.addressLimit` of them, `LimiterFit.requestLimit` requests); nil when no
+    /// request was refused.
+    public static func fit(_ profile: LogProfile) -> RetryFit? {
+        let refused = profile.byAddress.values
+            .map { requests in (requests, requests.count(where: { $0.status == 429 })) }
+            .filter { $0.1 > 0 }
+            .sorted { $0.1 > $1.1 }
+        guard !refused.isEmpty, let logEnd = profile.last else { return nil }
+        var sample: [[LogProfile.LoggedRequest]] = []
+        var taken = 0
+        for (requests, _) in refused {
+            guard sample.count < LimiterFit.addressLimit, taken < LimiterFit.requestLimit || sample.isEmpty else { break }
+            sample.append(requests)
+            taken += requests.count
+        }
+        func score(_ rule: Rule) -> Labelling {
+            var labelling = Labelling()
+            for requests in sample { _ = attempts(of: requests, rule: rule, logEnd: logEnd, labelling: &labelling) }
+            return labelling
+        }
+        // A candidate scores the retries it finds beyond what chance finds: the same windows
+        // 100 ms later (at a busy address any short rule finds requests by chance).
+        func excess(_ rule: Rule) -> Int {
+            var later = rule
+            later.window = (rule.window.lowerBound + 100_000)...(rule.window.upperBound + 100_000)
+            return score(rule).total - score(later).total
+        }
+        var best: (rule: Rule, excess: Int)?
+        for initial in [0.1, 0.2, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 30, 60] {
+            for multiplier in [1, 1.5, 2, 3] {
+                var cap = initial
+                for step in 0..<(multiplier == 1 ? 1 : 9) {
+                    if step > 0 { cap *= multiplier }
+                    guard cap <= 600 else { break }
+                    let rule = Rule(
+                        initialDelayMicroseconds: Int64(initial * 1_000_000), multiplier: multiplier,
+                        maxDelayMicroseconds: Int64((cap * 1_000_000).rounded()), maxRetries: mostRetries, jitter: .none)
+                    let found = excess(rule)
+                    // Strictly more: of equals, the first (the shorter delays, the simpler rule).
+                    if found > best?.excess ?? 0 { best = (rule, found) }
+                }
+            }
+        }
+        var rule = best?.rule ?? assumedWhenJittered
+        // The turnaround: the millisecond after their delays that requests came in most.
+        rule.window = fittedWindow(turnarounds(sample, rule: rule, logEnd: logEnd))
+        let labelling = score(rule)
+        // The control: the same rule looking 100 ms after its delays.
+        var shifted = rule
+        shifted.window = (rule.window.lowerBound + 100_000)...(rule.window.upperBound + 100_000)
+        let control = score(shifted).total
+        let addresses = sample.count
+        let excess = labelling.total - control
+        if excess < LimiterFit.fewestRefusals || Double(excess) < 0.25 * Double(labelling.total) || Double(excess) < 4 * Double(control).squareRoot() {
+            rule = assumedWhenJittered
+            rule.window = 0...RetryFit.searchWindow.upperBound
+            return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
+        }
+        // The last attempt whose expected retries mostly came (five at least, to tell): a client
+        // that gives up after n retries leaves attempt n + 1's windows to chance. A log where no
+        // request ran out of retries shows the most it needed, not its client's limit.
+        var maxRetries = 0
+        for attempt in 1..<max(1, labelling.expected.count) {
+            let expected = labelling.expected[attempt]
+            let found = attempt < labelling.found.count ? labelling.found[attempt] : 0
+            guard expected >= 5, Double(found) >= 0.5 * Double(expected) else { break }
+            maxRetries = attempt
+        }
+        rule.maxRetries = max(1, maxRetries)
+        return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
+    }
+}
+
+/// The windows one address and operation has open for retries, earliest start first.
+struct Windows {
+    private var starts: [Int64] = []
+    private var ends: [Int64] = []
+    private var attempts: [Int] = []
+    private var head = 0
+
+    /// The attempt of the earliest-starting open window holding `instant`, closing it; windows
+    /// that ended before `instant` close unmatched.
+    mutating func take(at instant: Int64) -> Int? {
+        while head < starts.count, ends[head] < instant { head += 1 }
+        defer { compact() }
+        guard head < starts.count, starts[head] <= instant else { return nil }
+        let attempt = attempts[head]
+        head += 1
+        return attempt
+    }
+
+    mutating func insert(_ window: ClosedRange<Int64>, attempt: Int) {
+        // After every window that starts no later (binary search over the open ones).
+        var low = head
+        var high = starts.count
+        while low < high {
+            let middle = (low + high) / 2
+            if starts[middle] <= window.lowerBound { low = middle + 1 } else { high = middle }
+        }
+        let index = low
+        starts.insert(window.lowerBound, at: index)
+        ends.insert(window.upperBound, at: index)
+        attempts.insert(attempt, at: index)
+    }
+
+    private mutating func compact() {
+        guard head > 64, head * 2 > starts.count else { return }
+        starts.removeFirst(head)
+        ends.removeFirst(head)
+        attempts.removeFirst(head)
+        head = 0
+    }
+}

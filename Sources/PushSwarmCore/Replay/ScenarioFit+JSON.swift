@@ -1,0 +1,194 @@
+import Foundation
+import PushSwarmMetrics
+
+extension ScenarioFit {
+    /// What the scenario's `fit` section says of the log it came from.
+    public struct Source: Sendable {
+        public var files: [String]
+        public var lines: Int
+        public var records: Int
+
+        public init(files: [String], lines: Int, records: Int) {
+            self.files = files
+            self.lines = lines
+            self.records = records
+        }
+    }
+
+    /// The scenario as JSON: `name`, the log's span from its first second, one group per
+    /// platform, the campaigns, the fitted limit and retry rule on each platform's mock and
+    /// clients, and a `fit` section saying where each number came from.
+    public func scenario(name: String, source: Source, limiter: LimiterFit?, retry: RetryFit?) -> String {
+        JSONWriter.text(of: scenarioValue(name: name, source: source, limiter: limiter, retry: retry), indent: 2) + "\n"
+    }
+
+    func scenarioValue(name: String, source: Source, limiter: LimiterFit?, retry: RetryFit?) -> JSONValue {
+        let platforms = Set(firstAttempts.keys.map(Self.platform(of:))).sorted()
+        let life = Double(Self.lifeMicroseconds(retry?.rule)) / 1_000_000
+        let total = devices
+        var notes: [(String, JSONValue)] = [
+            ("source", .string("\(source.files.joined(separator: ", ")): \(source.lines) lines, \(source.records) read")),
+            ("span", .string("\(Self.time(start * 1_000_000)) for \(durationSeconds) s: the run starts at the log's first second and lasts as long as it")),
+            ("firstAttempts", .object(JSONObject(firstAttempts.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.number(Double($0.value))) }))),
+            ("retries", .number(Double(retries))),
+        ]
+        notes.append(("network", .string("\(addresses) client addresses; their requests are spread as over \(effectiveAddresses) equal ones (the participation ratio (Σn)²/Σn² of requests per address), so \(total) devices sit \(Self.perAddress(total, effectiveAddresses)) an address. Devices that sent nothing are not in a log: the count is the fewest that make its load")))
+        var root: [(String, JSONValue)] = [
+            ("name", .string(name)),
+            ("description", .string("Fitted by pushswarm fit from \(source.files.joined(separator: ", ")) (\(source.records) requests): see the fit section for where each number came from. Edit it to try a fix, and run it with pushswarm run.")),
+            ("seed", 1),
+            ("duration", .string("\(durationSeconds)s")),
+            ("start", .string(Self.time(start * 1_000_000))),
+            ("devices", .number(Double(total))),
+            ("network", ["devicesPerSourceIP": .number(Double(Self.perAddressCount(total, effectiveAddresses)))]),
+            ("behaviour", [
+                "newInstallShare": 0, "unreachableShare": 0, "tokenRotationsPerDay": 0, "permissionChangesPerDay": 0,
+                "pushPermissionRate": 1, "sessionsPerDay": ["constant": 0],
+            ]),
+        ]
+        notes.append(("behaviour", "Devices have no sessions of their own (the log's load is the open workload and the campaigns' taps), all allow pushes and are reachable; a tap's session follows the platform's default app"))
+        var groups: [JSONValue] = []
+        for platform in platforms {
+            var group: [(String, JSONValue)] = [
+                ("name", .string(platform)), ("share", .number(Double(devicesByPlatform[platform] ?? 1))), ("platform", .string(platform)), ("os", "android"),
+            ]
+            if let rates = background[platform] {
+                group.append(("workload", ["model": "open", "steps": .array(Self.steps(rates))]))
+                notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second; within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.seconds(life)) s)")))
+            } else {
+                notes.append(("\(platform).workload", .string("No open workload: every first attempt of \(platform) came with a campaign's taps")))
+            }
+            groups.append(.object(JSONObject(group)))
+        }
+        root.append(("groups", .array(groups)))
+        var campaignValues: [JSONValue] = []
+        for (index, campaign) in campaigns.enumerated() {
+            let devices = Double(devicesByPlatform[campaign.platform] ?? 1)
+            let name = "\(campaign.platform)-\(index + 1)"
+            let at = max(0, campaign.atMicroseconds - start * 1_000_000)
+            let (timeToOpen, why) = Self.timeToOpen(campaign.tapOffsetsMicroseconds)
+            campaignValues.append([
+                "name": .string(name), "platform": .string(campaign.platform), "at": .string(Self.span(at)),
+                "audience": .number(min(1, (Double(campaign.taps) / devices * 100_000).rounded() / 100_000)), "tapRate": 1,
+                "deliveryDelay": ["constant": "1ms"], "timeToOpen": timeToOpen,
+            ])
+            notes.append(("campaigns.\(name)", .string("\(campaign.taps) taps: the first attempts of \(Self.openOperations[campaign.platform] ?? "opens") from \(Self.time(campaign.atMicroseconds)) to \(Self.time(campaign.lastOpenMicroseconds)) (opens more than \(Self.campaignGapMicroseconds / 60_000_000) min apart are campaigns of their own); its devices tapped as the burst's earliest first attempts of the platform began (\(why)); every tap is a device of its own, the audience its share of the platform's devices")))
+        }
+        if !campaignValues.isEmpty { root.append(("campaigns", .array(campaignValues))) }
+        var sections: [(String, JSONValue)] = []
+        for platform in platforms {
+            var mock: [(String, JSONValue)] = []
+            if let service = serviceMicroseconds { mock.append(("latency", ["constant": .string(Self.span(max(1_000, service)))])) }
+            if platform == "smartapppush" { mock.append(("rateLimitPerSecond", 1_000_000)) }
+            if let limiter, limiter.refusals >= LimiterFit.fewestRefusals, limiter.agreement >= LimiterFit.convincingAgreement {
+                var rule: [(String, JSONValue)] = [("algorithm", "leakyBucket"), ("rate", .string(Self.rate(limiter.perSecond))), ("burst", .number(Double(limiter.burst)))]
+                if limiter.nodelay ?? true { rule.append(("nodelay", true)) }
+                rule += [("key", "sourceIP"), ("status", 429)]
+                mock.append(("rateLimits", [.object(JSONObject(rule))]))
+            }
+            var section: [(String, JSONValue)] = []
+            if let rule = retry?.rule {
+                section.append(("retry", ["rateLimited": [
+                    "initialDelay": .string(Self.span(rule.initialDelayMicroseconds)), "multiplier": .number(rule.multiplier),
+                    "maxDelay": .string(Self.span(rule.maxDelayMicroseconds)), "maxRetries": .number(Double(rule.maxRetries)),
+                    "whenExhausted": "drop", "jitter": .string(rule.jitter.rawValue),
+                ]]))
+            }
+            section.append(("mock", .object(JSONObject(mock))))
+            sections.append((platform, .object(JSONObject(section))))
+        }
+        root.append(("platforms", .object(JSONObject(sections))))
+        if let service = serviceMicroseconds {
+            notes.append(("mock.latency", .string("The median duration of the admitted requests, \(Self.span(max(1_000, service))) (at least 1 ms)")))
+        }
+        if let limiter {
+            let agreement = String(format: "%.1f", limiter.agreement * 100)
+            if limiter.refusals < LimiterFit.fewestRefusals || limiter.agreement < LimiterFit.convincingAgreement {
+                notes.append(("mock.rateLimits", .string("None: the 429s do not follow one per-address leaky bucket (\(limiter.refusals) refusals; the best tells \(agreement) % of \(limiter.requests) requests)")))
+            } else {
+                let mode = limiter.nodelay.map { $0 ? "nodelay: admitted requests the bucket would hold back were not slower" : "delaying the excess: admitted requests the bucket holds back took that long" } ?? "nodelay assumed: the log has no durations to tell"
+                notes.append(("mock.rateLimits", .string("nginx limit_req, \(Self.rate(limiter.perSecond)) burst \(limiter.burst) per address (\(mode)): the leaky bucket that tells \(agreement) % of the \(limiter.requests) requests of the \(limiter.addresses) addresses refused most which were admitted and which refused")))
+            }
+        } else {
+            notes.append(("mock.rateLimits", "None: no request was answered 429"))
+        }
+        if let retry {
+            let rule = retry.rule
+            notes.append(("retry.rateLimited", .string(rule.jitter == .none
+                ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(rule.maxRetries) retries is the last attempt whose expected retries mostly came"
+                : "No fixed delays: the best fixed rule found \(retry.found) retries where chance finds \(retry.control); full jitter over 1 s doubling to 60 s, \(rule.maxRetries) retries, is assumed")))
+        }
+        root.append(("fit", .object(JSONObject(notes))))
+        return .object(JSONObject(root))
+    }
+
+    /// Consecutive equal rates as one step each.
+    static func steps(_ rates: [Double]) -> [JSONValue] {
+        var steps: [JSONValue] = []
+        var index = 0
+        while index < rates.count {
+            var end = index + 1
+            while end < rates.count, rates[end] == rates[index] { end += 1 }
+            steps.append(["rate": .string("\(Self.number(rates[index]))/s"), "for": .string("\(end - index)s")])
+            index = end
+        }
+        return steps
+    }
+
+    /// The time to open that draws the taps' offsets best (Kolmogorov–Smirnov distance): a
+    /// uniform spread from the first tap, or a log-normal from the quantiles of their logarithms.
+    static func timeToOpen(_ offsets: [Int64]) -> (JSONValue, String) {
+        let sorted = offsets.map { Double(max(1_000, $0)) / 1_000_000 }.sorted()
+        guard sorted.count >= 2, let last = sorted.last else { return (["constant": "1ms"], "one tap") }
+        let uniformDistance = distance(sorted) { min(1, max(0, $0 / last)) }
+        let logs = sorted.map { Foundation.log($0) }
+        let median = exp(logs[logs.count / 2])
+        let sigma = max(0.01, (logs[Int(Double(logs.count - 1) * 0.8413)] - logs[Int(Double(logs.count - 1) * 0.1587)]) / 2)
+        let logNormalDistance = distance(sorted) { value in 0.5 * erfc(-(Foundation.log(value) - Foundation.log(median)) / (sigma * 2.squareRoot())) }
+        if uniformDistance <= logNormalDistance {
+            return (["uniform": ["0s", .string(Self.span(Int64(last * 1_000_000)))]],
+                    "uniform over \(Self.span(Int64(last * 1_000_000))), Kolmogorov–Smirnov distance \(Self.number(uniformDistance)) against a log-normal's \(Self.number(logNormalDistance))")
+        }
+        return (["lognormal": ["median": .string(Self.span(Int64(median * 1_000_000))), "sigma": .number((sigma * 1_000).rounded() / 1_000)]],
+                "log-normal, median \(Self.span(Int64(median * 1_000_000))), σ \(Self.number(sigma)) from the quantiles of the taps' offsets, Kolmogorov–Smirnov distance \(Self.number(logNormalDistance)) against a uniform's \(Self.number(uniformDistance))")
+    }
+
+    private static func distance(_ sorted: [Double], _ cdf: (Double) -> Double) -> Double {
+        var most = 0.0
+        for (index, value) in sorted.enumerated() {
+            let expected = cdf(value)
+            most = max(most, abs(Double(index + 1) / Double(sorted.count) - expected), abs(Double(index) / Double(sorted.count) - expected))
+        }
+        return most
+    }
+
+    static func perAddressCount(_ devices: Int, _ addresses: Int) -> Int { max(1, (devices + max(1, addresses) - 1) / max(1, addresses)) }
+
+    static func perAddress(_ devices: Int, _ addresses: Int) -> String { "\(perAddressCount(devices, addresses))" }
+
+    /// A span as a scenario writes it: whole seconds, else milliseconds.
+    public static func span(_ microseconds: Int64) -> String {
+        let milliseconds = (microseconds + 500) / 1_000
+        return milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000)s" : "\(milliseconds)ms"
+    }
+
+    static func seconds(_ value: Double) -> String { number(value) }
+
+    /// A number in at most four significant digits, without a trailing ".0".
+    public static func number(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return "\(Int64(value))" }
+        return String(format: "%.4g", value)
+    }
+
+    /// A rate as nginx would take it: r/s, or r/m when that is whole and r/s is not.
+    static func rate(_ perSecond: Double) -> String {
+        let perMinute = perSecond * 60
+        if perSecond == perSecond.rounded() { return "\(Int(perSecond))/s" }
+        if abs(perMinute - perMinute.rounded()) < 1e-9 { return "\(Int(perMinute.rounded()))/m" }
+        return "\(String(format: "%.4g", perSecond))/s"
+    }
+
+    public static func time(_ microseconds: Int64) -> String {
+        RFC3339.format(unixMicroseconds: microseconds, offsetSeconds: 0, utcAsZ: true)
+    }
+}

@@ -1,0 +1,134 @@
+import PushSwarmMetrics
+import PushSwarmPlatforms
+import Testing
+
+@testable import PushSwarmCore
+
+/// The retry rule and the scenario `fit` reads out of a log: traffic made here with a rule the
+/// test picks (refused requests retried at its delays from their answer, with a client's
+/// turnaround, among other requests of the same addresses), and the fit must find it again.
+@Suite struct RetryFitTests {
+    /// `addresses` addresses each sending `requests` first attempts within `spread` seconds of
+    /// t0 (one a device), plus `background` other requests a second over `seconds`; request i is
+    /// refused on its first `i % (refusals + 1)` attempts, and each refusal retried after the
+    /// rule's delay (drawn in [0, delay] with `jittered`) and a 2 ms turnaround.
+    private func log(
+        initial: Double, multiplier: Double, cap: Double, refusals: Int, jittered: Bool,
+        addresses: Int = 4, requests: Int = 120, spread: Double = 4, background: Double = 5, seconds: Double = 40
+    ) -> (LogProfile, retries: Int) {
+        var profile = LogProfile()
+        var random = SeededRandom(seed: 29, stream: .network)
+        let t0: Int64 = 1_795_716_000_000_000
+        var records: [AccessLogRecord] = []
+        var retries = 0
+        for address in 0..<addresses {
+            let name = "198.51.100.\(address + 1)"
+            for index in 0..<requests {
+                var at = t0 + Int64(random.nextUnit() * spread * 1_000_000)
+                let refused = index % (refusals + 1)
+                for attempt in 0...refused {
+                    let duration: Int64 = 1_000
+                    records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: "/events", status: attempt < refused ? 429 : 200, durationMicroseconds: duration))
+                    guard attempt < refused else { break }
+                    retries += 1
+                    let delay = min(cap, initial * pow(multiplier, Double(attempt)))
+                    let wait = jittered ? random.nextUnit() * delay : delay
+                    at += duration + Int64(wait * 1_000_000) + 2_000
+                }
+            }
+            for _ in 0..<Int(background * seconds) {
+                let at = t0 + Int64(random.nextUnit() * seconds * 1_000_000)
+                records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: "/events", status: 200, durationMicroseconds: 1_000))
+            }
+        }
+        for record in records { profile.add(record, operation: "smartapppush.events") }
+        profile.sortByTime()
+        return (profile, retries)
+    }
+
+    private func pow(_ base: Double, _ exponent: Double) -> Double {
+        var result = 1.0
+        for _ in 0..<Int(exponent) { result *= base }
+        return result
+    }
+
+    @Test(arguments: [(0.5, 2.0, 2.0, 3), (1.0, 2.0, 8.0, 4), (2.0, 1.5, 4.5, 3), (0.25, 3.0, 2.25, 3)])
+    func retriesAtFixedDelaysAreFoundWithTheirRule(initial: Double, multiplier: Double, cap: Double, refusals: Int) throws {
+        let (profile, retries) = log(initial: initial, multiplier: multiplier, cap: cap, refusals: refusals, jittered: false)
+        let fit = try #require(RetryFit.fit(profile))
+        #expect(fit.rule.jitter == .none)
+        // The delays the clients used, retry by retry (a cap above the last used cannot show).
+        let delays = (1...refusals).map { attempt in Int64((min(cap, initial * pow(multiplier, Double(attempt - 1))) * 1_000_000).rounded()) }
+        #expect((1...refusals).map { fit.rule.delay(attempt: $0) } == delays, "\(fit.rule)")
+        #expect(fit.rule.maxRetries == refusals, "\(fit.rule)")
+        // Around the turnaround the retries showed: 2 ms after their delays.
+        #expect(fit.rule.window == 1_000...12_000, "\(fit.rule.window)")
+        // Every address's requests labelled: the retries made, within a few that chance took
+        // (a request of another device first in a retry's window).
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit))
+        #expect(abs(scenario.retries - retries) <= retries * 5 / 100, "labelled \(scenario.retries) of \(retries) retries; \(fit.rule), found \(fit.found) chance \(fit.control)")
+        #expect(fit.found > fit.control)
+    }
+
+    @Test func retriesAtDrawnDelaysAreTakenForJitter() throws {
+        let (profile, _) = log(initial: 1, multiplier: 2, cap: 8, refusals: 4, jittered: true)
+        let fit = try #require(RetryFit.fit(profile))
+        #expect(fit.rule.jitter == .full, "\(fit.rule): found \(fit.found), chance \(fit.control)")
+    }
+
+    /// A campaign's taps (one device each: an open after the cold start's event), refused by a
+    /// per-address limit and retried, fit as one campaign of as many taps, and the scenario
+    /// written validates as `run` reads it, with its fitted numbers.
+    @Test func aCampaignsTapsAreFittedAsOneCampaignAndTheScenarioValidates() throws {
+        var profile = LogProfile()
+        var random = SeededRandom(seed: 5, stream: .network)
+        let t0: Int64 = 1_795_716_000_000_000
+        var taps = 0
+        for address in 0..<3 {
+            for device in 0..<80 {
+                let tap = t0 + 10_000_000 + Int64(random.nextUnit() * 800_000)
+                taps += 1
+                let refused = device % 3
+                for (offset, path, operation) in [(Int64(0), "/events", "smartapppush.events"), (40_000, "/pushes/opened", "smartapppush.pushes_opened")] {
+                    var at = tap + offset
+                    for attempt in 0...refused {
+                        profile.add(
+                            AccessLogRecord(startMicroseconds: at, address: "203.0.113.\(address)", method: "POST", path: path, status: attempt < refused ? 429 : 200, durationMicroseconds: 1_000),
+                            operation: operation)
+                        at += 1_000 + (1_000_000 << attempt) + 1_000
+                    }
+                }
+            }
+        }
+        profile.sortByTime()
+        let retry = try #require(RetryFit.fit(profile))
+        let fit = try #require(ScenarioFit.fit(profile, retry: retry))
+        #expect(fit.campaigns.count == 1)
+        #expect(fit.campaigns.first?.taps == taps)
+        #expect(fit.firstAttempts["smartapppush.pushes_opened"] == taps)
+        #expect(fit.effectiveAddresses == 3 && fit.devices >= taps)
+        let text = fit.scenario(name: "fitted", source: .init(files: ["test.log"], lines: 1, records: 1), limiter: nil, retry: retry)
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+        #expect(scenario.campaigns.count == 1)
+        #expect(scenario.network.devicesPerSourceAddress * 3 >= fit.devices)
+        let parsed = try JSONParser.parse(Array(text.utf8))
+        #expect(parsed["platforms"]?["smartapppush"]?["retry"]?["rateLimited"]?["initialDelay"] == "1s")
+        #expect(parsed["fit"]?["campaigns.smartapppush-1"]?.stringValue?.hasPrefix("\(taps) taps") == true)
+    }
+
+    @Test func aLoadShapesPeakMinuteAndDrainAreCountedOverSeconds() {
+        var sent = [Int](repeating: 1, count: 150)
+        sent[70] = 100
+        sent[125] = 50
+        var refused = [Int](repeating: 0, count: 150)
+        refused[10] = 1
+        refused[40] = 3
+        let shape = LoadShape(byOperation: ["a": 348], firstAttempts: 200, perSecond: sent, rateLimitedPerSecond: refused)
+        // Any 60 seconds in a row: 70 and 125 fall in 66…125.
+        #expect(shape.peakMinute.requests == 58 + 100 + 50)
+        #expect(shape.peakMinute.second == 66)
+        #expect(shape.peakSecond == (70, 100))
+        #expect(shape.storm?.start == 10 && shape.storm?.drainSeconds == 31)
+        #expect(shape.rateLimitedShare == 4.0 / Double(shape.requests))
+    }
+}
