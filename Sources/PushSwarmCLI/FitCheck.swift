@@ -7,6 +7,10 @@ import PushSwarmPlatforms
 /// run held against the log.
 enum FitCheck {
     static func fitAndCheck(_ profile: LogProfile, limiter: LimiterFit?, reader: AccessLogReader, files: [String], arguments: Arguments) async -> PushSwarmCommand.ExitCode {
+        if let first = profile.first, let last = profile.last, (last - first) / 1_000_000 > ScenarioFit.longestSpanSeconds {
+            PushSwarmCommand.printError("the logs span \((last - first) / 86_400_000_000) days; fit writes a scenario of a week at most (give it the incident's files, or a week of them)")
+            return .badInput
+        }
         let retry = RetryFit.fit(profile)
         guard let fit = ScenarioFit.fit(profile, retry: retry) else {
             PushSwarmCommand.printError("the logs hold no request of a known operation: there is nothing to fit")

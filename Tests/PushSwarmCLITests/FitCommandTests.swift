@@ -47,6 +47,17 @@ import Testing
         #expect(missing.error.contains("cannot open /nonexistent/access.log"), "\(missing.error)")
         let none = try cli.run(["fit"])
         #expect(none.status == 2)
+        // A log of more than a week is not an incident's: the scenario would be a week of seconds.
+        let long = NSTemporaryDirectory() + "pushswarm-long-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: long) }
+        try """
+            203.0.113.7 - - [01/Nov/2026:10:00:00 +0000] "POST /events HTTP/1.1" 200 2 "-" "app"
+            203.0.113.7 - - [09/Nov/2026:10:00:00 +0000] "POST /events HTTP/1.1" 200 2 "-" "app"
+
+            """.write(toFile: long, atomically: true, encoding: .utf8)
+        let week = try cli.run(["fit", long, "--out", long + ".json"])
+        #expect(week.status == 2)
+        #expect(week.error.contains("the logs span 8 days"), "\(week.error)")
     }
 
     /// The committed incident (nginx's gzipped log of the run the README's counterfactuals

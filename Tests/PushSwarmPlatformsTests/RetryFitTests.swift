@@ -116,6 +116,27 @@ import Testing
         #expect(parsed["fit"]?["campaigns.smartapppush-1"]?.stringValue?.hasPrefix("\(taps) taps") == true)
     }
 
+    /// The open workload: first attempts per minute as a rate a second, and second by second in
+    /// a minute with a burst.
+    @Test func theOpenWorkloadKeepsItsBurstsSecondBySecond() throws {
+        var profile = LogProfile()
+        let t0: Int64 = 1_795_716_000_000_000
+        for second in 0..<180 {
+            let count = second == 75 ? 50 : 2
+            for index in 0..<count {
+                let at = t0 + Int64(second) * 1_000_000 + Int64(index) * 10_000
+                profile.add(AccessLogRecord(startMicroseconds: at, address: "192.0.2.\(index % 3)", method: "POST", path: "/events", status: 200, durationMicroseconds: 1_000), operation: "smartapppush.events")
+            }
+        }
+        profile.sortByTime()
+        let fit = try #require(ScenarioFit.fit(profile, retry: RetryFit.fit(profile)))
+        let rates = try #require(fit.background["smartapppush"])
+        #expect(rates.count == 180)
+        #expect(rates[0..<60].allSatisfy { $0 == 2 } && rates[120..<180].allSatisfy { $0 == 2 })
+        #expect(rates[75] == 50 && rates[74] == 2 && rates[60..<120].reduce(0, +) == 59 * 2 + 50)
+        #expect(fit.campaigns.isEmpty && fit.retries == 0)
+    }
+
     @Test func aLoadShapesPeakMinuteAndDrainAreCountedOverSeconds() {
         var sent = [Int](repeating: 1, count: 150)
         sent[70] = 100

@@ -54,7 +54,7 @@ extension ScenarioFit {
             ]
             if let rates = background[platform] {
                 group.append(("workload", ["model": "open", "steps": .array(Self.steps(rates))]))
-                notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second; within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.seconds(life)) s)")))
+                notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second (a minute with a burst, a second with ten requests or more and three times the minute's rate, second by second); within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.seconds(life)) s)")))
             } else {
                 notes.append(("\(platform).workload", .string("No open workload: every first attempt of \(platform) came with a campaign's taps")))
             }

@@ -16,6 +16,8 @@ public struct ScenarioFit: Sendable {
         "smartapppush": "smartapppush.pushes_opened",
         "flocktory": "flocktory.push_click",
     ]
+    /// The longest log fitted: a week, a second at a time.
+    public static let longestSpanSeconds: Int64 = 7 * 86_400
     /// Opens further apart than this belong to different campaigns.
     public static let campaignGapMicroseconds: Int64 = 300_000_000
 
@@ -156,7 +158,7 @@ public struct ScenarioFit: Sendable {
     }
 
     /// The open workload of one platform: its first attempts other than opens, per minute as a
-    /// rate a second, one entry a second of the run; within a campaign (2 s before its first tap
+    /// rate a second (per second in a minute with a burst), one entry a second of the run; within a campaign (2 s before its first tap
     /// to a minute after its last open) the rate of the minute before it (none where the log
     /// holds less than half of that minute), as the taps' sessions make the rest.
     static func background(requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?, campaigns: [Campaign], start: Int64, seconds: Int) -> [Double] {
@@ -174,6 +176,9 @@ public struct ScenarioFit: Sendable {
             let range = (minute * 60)..<min(seconds, minute * 60 + 60)
             let outside = range.filter { second in !windows.contains { $0.contains(second) } }
             let rate = outside.isEmpty ? nil : Double(outside.reduce(0) { $0 + perSecond[$1] }) / Double(outside.count)
+            // A burst (a second with ten requests or more, three times the minute's rate) keeps
+            // its minute's seconds as they were.
+            let bursty = rate.map { rate in outside.contains { Double(perSecond[$0]) >= max(10, 3 * rate) } } ?? false
             for second in range {
                 if let window = windows.first(where: { $0.contains(second) }) {
                     // The minute before the campaign, where the log holds half of it at least
@@ -181,7 +186,7 @@ public struct ScenarioFit: Sendable {
                     let before = max(0, window.lowerBound - 60)..<min(seconds, max(0, window.lowerBound))
                     rates[second] = before.count < 30 ? 0 : Double(before.reduce(0) { $0 + perSecond[$1] }) / Double(before.count)
                 } else {
-                    rates[second] = rate ?? 0
+                    rates[second] = bursty ? Double(perSecond[second]) : rate ?? 0
                 }
             }
             minute += 1
