@@ -150,8 +150,10 @@ enum RunCommand: Command {
         // The run's live listeners: each gets every progress snapshot.
         var listeners: [any LiveEndpoint] = []
         defer { for listener in listeners { listener.stop() } }
+        let runID = makeRunID(scenario: scenario)
+        let labels = MetricsEndpoint.RunLabels(scenario: scenario.name, runID: runID, shard: shard.map { "\($0.index)/\($0.count)" } ?? (workers == nil ? "1/1" : "all"))
         let offered: [(option: String, example: String, what: String, path: String, make: () -> any LiveEndpoint)] = [
-            ("--metrics-listen", "127.0.0.1:9464", "metrics for Prometheus", "/metrics", { MetricsEndpoint(scenario: scenario.name) }),
+            ("--metrics-listen", "127.0.0.1:9464", "metrics for Prometheus", "/metrics", { MetricsEndpoint(labels: labels) }),
             ("--dashboard", "127.0.0.1:8089", "live dashboard", "/", { Dashboard(scenario: scenario.name) }),
         ]
         for (option, example, what, path, make) in offered {
@@ -172,7 +174,6 @@ enum RunCommand: Command {
             let listening = SocketAddress(ip: address.ip, port: listener.port)
             if !arguments.flags.contains("--quiet") { print("\(what) at http://\(listening)\(path) while the run goes") }
         }
-        let runID = makeRunID(scenario: scenario)
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
         var onProgress: (@Sendable (RunProgress) -> Void)?

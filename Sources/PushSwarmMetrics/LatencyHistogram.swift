@@ -111,6 +111,28 @@ public struct LatencyHistogram: Sendable, Equatable {
         return maximum
     }
 
+    /// How many recorded values are at most each of `bounds` (ascending), as a Prometheus
+    /// histogram's cumulative buckets: a value counts below a bound when its whole bucket is
+    /// (within the histogram's 0.1 %).
+    public func cumulativeCounts(atOrBelow bounds: [UInt64]) -> [UInt64] {
+        var result = [UInt64](repeating: 0, count: bounds.count)
+        var bound = 0
+        var cumulative: UInt64 = 0
+        for index in counts.indices where counts[index] != 0 {
+            let value = Self.highestEquivalentValue(forIndex: index)
+            while bound < bounds.count, bounds[bound] < value {
+                result[bound] = cumulative
+                bound += 1
+            }
+            cumulative &+= counts[index]
+        }
+        while bound < bounds.count {
+            result[bound] = cumulative
+            bound += 1
+        }
+        return result
+    }
+
     public var mean: Double? {
         totalCount == 0 ? nil : Double(sum) / Double(totalCount)
     }

@@ -25,18 +25,36 @@ public final class MetricsEndpoint: LiveEndpoint {
     private let latest = Latest()
     private let group: EventLoopGroup
     private let server: HTTPServer
-    private let scenario: String
+    private let labels: RunLabels
 
-    public init(scenario: String) {
-        self.scenario = scenario
+    /// What every series carries: the scenario, the run's id and the shard (`1/1` for a run
+    /// alone, `all` for the parent of `--workers`), so that Prometheus adds shards of a run up
+    /// and tells runs apart.
+    public struct RunLabels: Sendable {
+        public var scenario: String
+        public var runID: String
+        public var shard: String
+
+        public init(scenario: String, runID: String, shard: String) {
+            self.scenario = scenario
+            self.runID = runID
+            self.shard = shard
+        }
+
+        var text: String { "scenario=\"\(MetricsEndpoint.escape(scenario))\",run_id=\"\(MetricsEndpoint.escape(runID))\",shard=\"\(MetricsEndpoint.escape(shard))\"" }
+    }
+
+    public init(labels: RunLabels) {
+        self.labels = labels
         group = EventLoopGroup(threads: 1, name: "pushswarm-metrics")
         let latest = self.latest
+        let labels = self.labels
         server = HTTPServer(group: group) { request, responder in
             let path = request.path
             guard request.method == "GET" || request.method == "HEAD", path == "/metrics" else {
                 return responder.respond(Response(status: 404, headers: [Header("Content-Type", "text/plain")], body: Array("PushSwarm serves GET /metrics here\n".utf8)))
             }
-            let text = latest.progress.withLock { $0 }.map { Self.text($0, scenario: scenario) } ?? "# the run has not reported yet\n"
+            let text = latest.progress.withLock { $0 }.map { Self.text($0, labels: labels) } ?? "# the run has not reported yet\n"
             responder.respond(Response(status: 200, headers: [Header("Content-Type", "text/plain; version=0.0.4")], body: Array(text.utf8)))
         }
     }
@@ -52,10 +70,25 @@ public final class MetricsEndpoint: LiveEndpoint {
         group.shutdown()
     }
 
-    /// The text format: counters as `_total`, latency as a summary (quantiles, `_sum`, `_count`) in seconds.
-    public static func text(_ progress: RunProgress, scenario: String) -> String {
+    /// Bucket bounds in seconds from 1 ms to 60 s, 2^(1/8) apart (to three significant digits):
+    /// `histogram_quantile` interpolates within a bucket, so a quantile over summed buckets is
+    /// within about 9 % of the exact one anywhere in that range.
+    public static let latencyBounds: [Double] = {
+        var bounds: [Double] = []
+        var value = 0.001
+        while value < 60 * 1.0001 {
+            let digits = pow(10, 2 - floor(log10(value)))
+            bounds.append((value * digits).rounded() / digits)
+            value *= pow(2, 0.125)
+        }
+        if bounds.last != 60 { bounds.append(60) }
+        return bounds
+    }()
+
+    /// The text format: counters as `_total`, latency and service time as histograms in seconds.
+    public static func text(_ progress: RunProgress, labels: RunLabels) -> String {
         let metrics = progress.metrics
-        let run = "scenario=\"\(escape(scenario))\""
+        let run = labels.text
         var lines: [String] = []
         func family(_ name: String, _ type: String, _ help: String) {
             lines.append("# HELP \(name) \(help)")
@@ -88,15 +121,22 @@ public final class MetricsEndpoint: LiveEndpoint {
         for (name, operation) in operations { lines.append("pushswarm_transport_errors_total{\(run),operation=\"\(escape(name))\"} \(operation.transportErrors)") }
         family("pushswarm_timeouts_total", "counter", "Requests that timed out, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_timeouts_total{\(run),operation=\"\(escape(name))\"} \(operation.timeouts)") }
-        family("pushswarm_latency_seconds", "summary", "Latency from the intended start to the answer, by operation.")
-        for (name, operation) in operations where !operation.latency.isEmpty {
-            for quantile in [0.5, 0.9, 0.99, 0.999] {
-                let value = Double(operation.latency.value(atQuantile: quantile) ?? 0) / 1_000_000
-                lines.append("pushswarm_latency_seconds{\(run),operation=\"\(escape(name))\",quantile=\"\(quantile)\"} \(value)")
+        let bounds = latencyBounds.map { UInt64(($0 * 1_000_000).rounded()) }
+        func histogram(_ name: String, _ help: String, _ histogram: (OperationMetrics) -> LatencyHistogram) {
+            family(name, "histogram", help)
+            for (operation, metrics) in operations {
+                let values = histogram(metrics)
+                let series = "\(run),operation=\"\(escape(operation))\""
+                for (bound, count) in zip(latencyBounds, values.cumulativeCounts(atOrBelow: bounds)) {
+                    lines.append("\(name)_bucket{\(series),le=\"\(bound)\"} \(count)")
+                }
+                lines.append("\(name)_bucket{\(series),le=\"+Inf\"} \(values.totalCount)")
+                lines.append("\(name)_sum{\(series)} \(Double(values.sum) / 1_000_000)")
+                lines.append("\(name)_count{\(series)} \(values.totalCount)")
             }
-            lines.append("pushswarm_latency_seconds_sum{\(run),operation=\"\(escape(name))\"} \(Double(operation.latency.sum) / 1_000_000)")
-            lines.append("pushswarm_latency_seconds_count{\(run),operation=\"\(escape(name))\"} \(operation.latency.totalCount)")
         }
+        histogram("pushswarm_latency_seconds", "Latency from the intended start to the answer, by operation.") { $0.latency }
+        histogram("pushswarm_service_time_seconds", "Time from sending a request to its answer, by operation.") { $0.serviceTime }
         family("pushswarm_events_total", "counter", "The run's named counts (notifications, sockets, workload, ...).")
         for (name, count) in metrics.counters.sorted(by: { $0.key < $1.key }) {
             lines.append("pushswarm_events_total{\(run),name=\"\(escape(name))\"} \(count)")
@@ -104,7 +144,7 @@ public final class MetricsEndpoint: LiveEndpoint {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    private static func escape(_ value: String) -> String {
+    static func escape(_ value: String) -> String {
         value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
     }
 }
