@@ -41,7 +41,7 @@ enum FitCheck {
         guard arguments.flags.contains("--check") else { return .success }
         let result = await Run.simulated(scenario).run()
         let summary = result.summary(runID: "\(name)-check", version: PushSwarmCommand.version)
-        let log = LoadShape(profile, firstAttempts: fit.firstAttempts.values.reduce(0, +))
+        let log = LoadShape(profile, firstAttempts: fit.totalFirstAttempts)
         let simulated = shape(of: summary)
         print("")
         print(compare(log: log, simulated: simulated))
@@ -61,8 +61,7 @@ enum FitCheck {
     /// What the fit found, in a few lines.
     static func describe(_ fit: ScenarioFit, retry: RetryFit?) -> String {
         var lines: [String] = []
-        let first = fit.firstAttempts.values.reduce(0, +)
-        lines.append("fit: \(first) first attempts and \(fit.retries) retries; \(fit.devices) devices behind \(fit.effectiveAddresses) addresses (of \(fit.addresses) in the log)")
+        lines.append("fit: \(fit.totalFirstAttempts) first attempts and \(fit.retries) retries; \(fit.devices) devices behind \(fit.effectiveAddresses) addresses (of \(fit.addresses) in the log)")
         if let rule = retry?.rule {
             if rule.jitter == .none {
                 lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (it finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0))")

@@ -169,12 +169,9 @@ enum FitCommand: Command {
 }
 
 extension FitCommand {
-    /// A rate as nginx would take it: r/s, or r/m when that is whole and r/s is not.
+    /// A rate as nginx's configuration writes it (`8r/s`, `480r/m`), spaced: the scenario's.
     static func rate(_ perSecond: Double) -> String {
-        let perMinute = perSecond * 60
-        if perSecond == perSecond.rounded() { return "\(Int(perSecond)) r/s" }
-        if abs(perMinute - perMinute.rounded()) < 1e-9 { return "\(Int(perMinute.rounded())) r/m" }
-        return String(format: "%.3g r/s", perSecond)
+        ScenarioFit.rate(perSecond).replacingOccurrences(of: "/", with: " r/")
     }
 }
 

@@ -47,18 +47,29 @@ public struct LimiterFit: Sendable, Equatable {
     /// How far apart in microseconds two requests may be logged out of their order.
     static let orderTolerance: Int64 = 2_000
 
+    /// Whether the limit is worth writing: enough refusals, told well enough.
+    public var isConvincing: Bool { refusals >= Self.fewestRefusals && agreement >= Self.convincingAgreement }
+
+    /// The addresses with a refusal, refused most first, at most `addressLimit` of them and,
+    /// once they hold `requestLimit` requests, no more: what the limiter and the retry rule are
+    /// fitted to. Returns them and their requests.
+    static func mostRefused<Element>(_ addresses: [[Element]], refused: (Element) -> Bool) -> (addresses: [[Element]], requests: Int) {
+        var sample: [[Element]] = []
+        var taken = 0
+        let counted = addresses.map { ($0, $0.count(where: refused)) }.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 }
+        for (address, _) in counted {
+            guard sample.count < addressLimit, taken < requestLimit || sample.isEmpty else { break }
+            sample.append(address)
+            taken += address.count
+        }
+        return (sample, taken)
+    }
+
     /// The fit over each address's requests in time order (2xx as admitted, the limiter's status
     /// as refused; others left out by the caller). Nil when no address was refused.
     public static func fit(_ addresses: [[Request]]) -> LimiterFit? {
-        var refused: [[Request]] = []
-        var taken = 0
-        for address in addresses.filter({ $0.contains { !$0.admitted } }).sorted(by: { $0.count(where: { !$0.admitted }) > $1.count(where: { !$0.admitted }) }) {
-            guard refused.count < addressLimit, taken < requestLimit || refused.isEmpty else { break }
-            refused.append(address)
-            taken += address.count
-        }
+        let (refused, requests) = mostRefused(addresses) { !$0.admitted }
         guard !refused.isEmpty else { return nil }
-        let requests = refused.reduce(0) { $0 + $1.count }
 
         // The rate: while an address is refused its bucket stays full, so between its first and
         // its last refusal it is admitted the rate a second (less where the bucket ran empty in

@@ -13,8 +13,6 @@ public struct LogProfile: Sendable {
     public private(set) var perSecond: [Int64: Int] = [:]
     /// 429s per second of the log.
     public private(set) var rateLimitedPerSecond: [Int64: Int] = [:]
-    /// Requests per client address.
-    public private(set) var perAddress: [String: Int] = [:]
     /// Each address's requests of known operations in the order read (the log's order, which is
     /// nearly time order): what the limiter, the retry rule and the campaigns are fitted to.
     public private(set) var byAddress: [String: [LoggedRequest]] = [:]
@@ -61,7 +59,6 @@ public struct LogProfile: Sendable {
         let second = Self.second(record.startMicroseconds)
         perSecond[second, default: 0] += 1
         if record.status == 429 { rateLimitedPerSecond[second, default: 0] += 1 }
-        perAddress[record.address, default: 0] += 1
         let index: UInt16
         if let known = operationIndex[operation] {
             index = known
@@ -103,6 +100,9 @@ public struct LogProfile: Sendable {
     static func second(_ microseconds: Int64) -> Int64 {
         microseconds >= 0 ? microseconds / 1_000_000 : -((-microseconds + 999_999) / 1_000_000)
     }
+
+    /// Requests per client address.
+    public var perAddress: [String: Int] { byAddress.mapValues(\.count) }
 
     /// Requests of known operations.
     public var requests: Int { operations.values.reduce(0) { $0 + $1.requests } }

@@ -49,6 +49,13 @@ public struct RetryFit: Sendable, Equatable {
             return min(maxDelayMicroseconds, Int64(delay))
         }
 
+        /// The same rule looking 100 ms after its delays: what it finds there, chance finds.
+        var byChance: Rule {
+            var later = self
+            later.window = (window.lowerBound + 100_000)...(window.upperBound + 100_000)
+            return later
+        }
+
         /// Where the retry of a request refused at `end` is looked for.
         func window(afterRefusalAt end: Int64, attempt: Int) -> ClosedRange<Int64> {
             let delay = delay(attempt: attempt)
@@ -160,18 +167,8 @@ public struct RetryFit: Sendable, Equatable {
     /// `LimiterFit.addressLimit` of them, `LimiterFit.requestLimit` requests); nil when no
     /// request was refused.
     public static func fit(_ profile: LogProfile) -> RetryFit? {
-        let refused = profile.byAddress.values
-            .map { requests in (requests, requests.count(where: { $0.status == 429 })) }
-            .filter { $0.1 > 0 }
-            .sorted { $0.1 > $1.1 }
-        guard !refused.isEmpty, let logEnd = profile.last else { return nil }
-        var sample: [[LogProfile.LoggedRequest]] = []
-        var taken = 0
-        for (requests, _) in refused {
-            guard sample.count < LimiterFit.addressLimit, taken < LimiterFit.requestLimit || sample.isEmpty else { break }
-            sample.append(requests)
-            taken += requests.count
-        }
+        let (sample, taken) = LimiterFit.mostRefused(Array(profile.byAddress.values)) { $0.status == 429 }
+        guard !sample.isEmpty, let logEnd = profile.last else { return nil }
         func score(_ rule: Rule) -> Labelling {
             var labelling = Labelling()
             for requests in sample { _ = attempts(of: requests, rule: rule, logEnd: logEnd, labelling: &labelling) }
@@ -179,11 +176,7 @@ public struct RetryFit: Sendable, Equatable {
         }
         // A candidate scores the retries it finds beyond what chance finds: the same windows
         // 100 ms later (at a busy address any short rule finds requests by chance).
-        func excess(_ rule: Rule) -> Int {
-            var later = rule
-            later.window = (rule.window.lowerBound + 100_000)...(rule.window.upperBound + 100_000)
-            return score(rule).total - score(later).total
-        }
+        func excess(_ rule: Rule) -> Int { score(rule).total - score(rule.byChance).total }
         var best: (rule: Rule, excess: Int)?
         for initial in [0.1, 0.2, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 30, 60] {
             for multiplier in [1, 1.5, 2, 3] {
@@ -204,10 +197,7 @@ public struct RetryFit: Sendable, Equatable {
         // The turnaround: the millisecond after their delays that requests came in most.
         rule.window = fittedWindow(turnarounds(sample, rule: rule, logEnd: logEnd))
         let labelling = score(rule)
-        // The control: the same rule looking 100 ms after its delays.
-        var shifted = rule
-        shifted.window = (rule.window.lowerBound + 100_000)...(rule.window.upperBound + 100_000)
-        let control = score(shifted).total
+        let control = score(rule.byChance).total
         let addresses = sample.count
         let excess = labelling.total - control
         if excess < LimiterFit.fewestRefusals || Double(excess) < 0.25 * Double(labelling.total) || Double(excess) < 4 * Double(control).squareRoot() {

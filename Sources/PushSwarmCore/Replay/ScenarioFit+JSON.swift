@@ -32,7 +32,7 @@ extension ScenarioFit {
             ("firstAttempts", .object(JSONObject(firstAttempts.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.number(Double($0.value))) }))),
             ("retries", .number(Double(retries))),
         ]
-        notes.append(("network", .string("\(addresses) client addresses; their requests are spread as over \(effectiveAddresses) equal ones (the participation ratio (Σn)²/Σn² of requests per address), so \(total) devices sit \(Self.perAddress(total, effectiveAddresses)) an address. Devices that sent nothing are not in a log: the count is the fewest that make its load")))
+        notes.append(("network", .string("\(addresses) client addresses; their requests are spread as over \(effectiveAddresses) equal ones (the participation ratio (Σn)²/Σn² of requests per address), so \(total) devices sit \(Self.perAddressCount(total, effectiveAddresses)) an address. Devices that sent nothing are not in a log: the count is the fewest that make its load")))
         var root: [(String, JSONValue)] = [
             ("name", .string(name)),
             ("description", .string("Fitted by pushswarm fit from \(source.files.joined(separator: ", ")) (\(source.records) requests): see the fit section for where each number came from. Edit it to try a fix, and run it with pushswarm run.")),
@@ -54,7 +54,7 @@ extension ScenarioFit {
             ]
             if let rates = background[platform] {
                 group.append(("workload", ["model": "open", "steps": .array(Self.steps(rates))]))
-                notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second (a minute with a burst, a second with ten requests or more and three times the minute's rate, second by second); within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.seconds(life)) s)")))
+                notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second (a minute with a burst, a second with ten requests or more and three times the minute's rate, second by second); within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.number(life)) s)")))
             } else {
                 notes.append(("\(platform).workload", .string("No open workload: every first attempt of \(platform) came with a campaign's taps")))
             }
@@ -80,7 +80,7 @@ extension ScenarioFit {
             var mock: [(String, JSONValue)] = []
             if let service = serviceMicroseconds { mock.append(("latency", ["constant": .string(Self.span(max(1_000, service)))])) }
             if platform == "smartapppush" { mock.append(("rateLimitPerSecond", 1_000_000)) }
-            if let limiter, limiter.refusals >= LimiterFit.fewestRefusals, limiter.agreement >= LimiterFit.convincingAgreement {
+            if let limiter, limiter.isConvincing {
                 var rule: [(String, JSONValue)] = [("algorithm", "leakyBucket"), ("rate", .string(Self.rate(limiter.perSecond))), ("burst", .number(Double(limiter.burst)))]
                 if limiter.nodelay ?? true { rule.append(("nodelay", true)) }
                 rule += [("key", "sourceIP"), ("status", 429)]
@@ -103,7 +103,7 @@ extension ScenarioFit {
         }
         if let limiter {
             let agreement = String(format: "%.1f", limiter.agreement * 100)
-            if limiter.refusals < LimiterFit.fewestRefusals || limiter.agreement < LimiterFit.convincingAgreement {
+            if !limiter.isConvincing {
                 notes.append(("mock.rateLimits", .string("None: the 429s do not follow one per-address leaky bucket (\(limiter.refusals) refusals; the best tells \(agreement) % of \(limiter.requests) requests)")))
             } else {
                 let mode = limiter.nodelay.map { $0 ? "nodelay: admitted requests the bucket would hold back were not slower" : "delaying the excess: admitted requests the bucket holds back took that long" } ?? "nodelay assumed: the log has no durations to tell"
@@ -164,15 +164,11 @@ extension ScenarioFit {
 
     static func perAddressCount(_ devices: Int, _ addresses: Int) -> Int { max(1, (devices + max(1, addresses) - 1) / max(1, addresses)) }
 
-    static func perAddress(_ devices: Int, _ addresses: Int) -> String { "\(perAddressCount(devices, addresses))" }
-
     /// A span as a scenario writes it: whole seconds, else milliseconds.
     public static func span(_ microseconds: Int64) -> String {
         let milliseconds = (microseconds + 500) / 1_000
         return milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000)s" : "\(milliseconds)ms"
     }
-
-    static func seconds(_ value: Double) -> String { number(value) }
 
     /// A number in at most four significant digits, without a trailing ".0".
     public static func number(_ value: Double) -> String {
@@ -180,8 +176,9 @@ extension ScenarioFit {
         return String(format: "%.4g", value)
     }
 
-    /// A rate as nginx would take it: r/s, or r/m when that is whole and r/s is not.
-    static func rate(_ perSecond: Double) -> String {
+    /// A rate as a scenario and nginx write it: per second, or per minute when that is whole
+    /// and the rate a second is not.
+    public static func rate(_ perSecond: Double) -> String {
         let perMinute = perSecond * 60
         if perSecond == perSecond.rounded() { return "\(Int(perSecond))/s" }
         if abs(perMinute - perMinute.rounded()) < 1e-9 { return "\(Int(perMinute.rounded()))/m" }

@@ -39,6 +39,7 @@ public struct ScenarioFit: Sendable {
     /// Requests of each operation that were first attempts (not retries).
     public var firstAttempts: [String: Int] = [:]
     public var retries = 0
+    public var totalFirstAttempts: Int { firstAttempts.values.reduce(0, +) }
     public var campaigns: [Campaign] = []
     /// Per platform, the open workload: first attempts per minute of the log (per second,
     /// from `start`, as the steps' rates), outside the campaigns; nil when there are none.
