@@ -258,12 +258,11 @@ public struct SparseHistogram: Sendable, Equatable {
     private mutating func add(count: UInt64, at index: Int) {
         let key = UInt32(clamping: index & ~(Self.grain - 1))
         // Binary search for the bucket; latencies cluster, so the last bucket is checked first.
-        var low = 0
-        var high = indices.count
-        if let last = indices.last, last <= key { low = last == key ? indices.count - 1 : indices.count }
-        while low < high {
-            let middle = (low + high) / 2
-            if indices[middle] < key { low = middle + 1 } else { high = middle }
+        let low: Int
+        if let last = indices.last, last <= key {
+            low = last == key ? indices.count - 1 : indices.count
+        } else {
+            low = indices.partitioningIndex { $0 >= key }
         }
         if low < indices.count, indices[low] == key {
             counts[low] += count

@@ -11,10 +11,13 @@ import Testing
     /// `addresses` addresses each sending `requests` first attempts within `spread` seconds of
     /// t0 (one a device), plus `background` other requests a second over `seconds`; request i is
     /// refused on its first `i % (refusals + 1)` attempts, and each refusal retried after the
-    /// rule's delay (drawn in [0, delay] with `jittered`) and a 2 ms turnaround.
+    /// rule's delay (drawn in [0, delay] with `jittered`) and a 2 ms turnaround (every
+    /// `lateEvery`th retry 30 ms later: a client descheduled). With `exhausted`, the requests
+    /// refused `refusals` times are refused on their last retry too: the client gave up.
     private func log(
         initial: Double, multiplier: Double, cap: Double, refusals: Int, jittered: Bool,
-        addresses: Int = 4, requests: Int = 120, spread: Double = 4, background: Double = 5, seconds: Double = 40
+        addresses: Int = 4, requests: Int = 120, spread: Double = 4, background: Double = 5, seconds: Double = 40, lateEvery: Int = 0,
+        exhausted: Bool = false
     ) -> (LogProfile, retries: Int) {
         var profile = LogProfile()
         var random = SeededRandom(seed: 29, stream: .network)
@@ -28,12 +31,13 @@ import Testing
                 let refused = index % (refusals + 1)
                 for attempt in 0...refused {
                     let duration: Int64 = 1_000
-                    records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: "/events", status: attempt < refused ? 429 : 200, durationMicroseconds: duration))
+                    records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: "/events", status: attempt < refused || (exhausted && refused == refusals) ? 429 : 200, durationMicroseconds: duration))
                     guard attempt < refused else { break }
                     retries += 1
                     let delay = min(cap, initial * pow(multiplier, Double(attempt)))
                     let wait = jittered ? random.nextUnit() * delay : delay
-                    at += duration + Int64(wait * 1_000_000) + 2_000
+                    let late: Int64 = lateEvery > 0 && retries % lateEvery == 0 ? 30_000 : 0
+                    at += duration + Int64(wait * 1_000_000) + 2_000 + late
                 }
             }
             for _ in 0..<Int(background * seconds) {
@@ -68,6 +72,29 @@ import Testing
         let scenario = try #require(ScenarioFit.fit(profile, retry: fit))
         #expect(abs(scenario.retries - retries) <= retries * 5 / 100, "labelled \(scenario.retries) of \(retries) retries; \(fit.rule), found \(fit.found) chance \(fit.control)")
         #expect(fit.found > fit.control)
+    }
+
+    /// Retries a client sent late (a tenth of them 30 ms after the rest, outside the fitted
+    /// window) are not taken for first attempts: each left a window empty, and the count of
+    /// empty windows is taken off the first attempts.
+    @Test func lateRetriesAreCountedAsRetries() throws {
+        let (profile, retries) = log(initial: 1, multiplier: 2, cap: 4, refusals: 3, jittered: false, lateEvery: 10)
+        let fit = try #require(RetryFit.fit(profile))
+        #expect(fit.rule.delay(attempt: 1) == 1_000_000 && fit.rule.maxRetries == 3, "\(fit.rule)")
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit))
+        #expect(abs(scenario.retries - retries) <= retries * 2 / 100, "labelled \(scenario.retries) of \(retries) retries")
+        #expect(scenario.lateRetries >= retries / 20, "\(scenario.lateRetries) late of \(retries)")
+    }
+
+    /// At addresses so busy that chance fills most windows (about 60 requests a second: an
+    /// 11 ms window holds one more often than not), where a quarter of the requests are refused
+    /// to the end, the client's limit is still the last attempt whose windows the retries fill
+    /// beyond chance: past it, windows fill as often as chance's.
+    @Test func theRetryLimitIsFoundWhereChanceFillsMostWindows() throws {
+        let (profile, _) = log(initial: 0.5, multiplier: 2, cap: 2, refusals: 3, jittered: false, requests: 600, spread: 20, background: 30, seconds: 30, exhausted: true)
+        let fit = try #require(RetryFit.fit(profile))
+        #expect(fit.rule.jitter == .none && fit.rule.delay(attempt: 1) == 500_000, "\(fit.rule)")
+        #expect(fit.rule.maxRetries == 3, "\(fit.rule)")
     }
 
     @Test func retriesAtDrawnDelaysAreTakenForJitter() throws {

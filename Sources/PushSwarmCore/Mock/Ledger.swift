@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// What a mock service accepted: every item once, duplicates counted, and the most requests one
 /// source had accepted within one calendar second (to check a rate limit from the outside).
 ///
@@ -265,12 +267,7 @@ struct KeySet: Sendable {
     }
 
     private static func search(_ keys: [UInt64], _ key: UInt64) -> Bool {
-        var low = 0
-        var high = keys.count
-        while low < high {
-            let middle = (low + high) / 2
-            if keys[middle] < key { low = middle + 1 } else { high = middle }
-        }
+        let low = keys.partitioningIndex { $0 >= key }
         return low < keys.count && keys[low] == key
     }
 

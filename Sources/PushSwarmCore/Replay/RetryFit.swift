@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// The clients' retry rule a log's 429s show, and which of its requests were retries.
 ///
 /// A client that retries a refused request at fixed delays (jitter none: 1 s, 2 s, 4 s…) sends it
@@ -12,9 +14,12 @@
 /// than a quarter of what it finds, or within four standard deviations of chance (Poisson), the
 /// log shows no fixed delays: the clients draw them (jitter), and the fit assumes full jitter
 /// over the common table (1 s doubling to 60 s).
-/// `maxRetries` is the last attempt whose expected retries mostly came.
+/// `maxRetries` is the last attempt whose expected retries mostly came beyond chance.
 /// Where a request's retry is, in a busy second, another request may come first within its
-/// window and be taken for it: the labelling is an estimate, within a few per cent in storms.
+/// window and be taken for it, and a retry the client sent late is missed: the labelling is an
+/// estimate. Its count is not: under the rule every window holds one retry, so a window that
+/// took nothing is a retry labelled a first attempt (`Labelling.unmatched`), which the
+/// scenario's fit takes off its operation's first attempts.
 public struct RetryFit: Sendable, Equatable {
     public enum Jitter: String, Sendable {
         case none, full
@@ -97,6 +102,9 @@ public struct RetryFit: Sendable, Equatable {
     public struct Labelling: Sendable, Equatable {
         public var found: [Int] = []
         public var expected: [Int] = []
+        /// Per operation, where the windows within the log that took no request ended: retries
+        /// that came outside them (late, or taken by another's window), labelled first attempts.
+        public var unmatched: [UInt16: [Int64]] = [:]
         public var total: Int { found.reduce(0, +) }
 
         mutating func count(found attempt: Int) {
@@ -120,10 +128,12 @@ public struct RetryFit: Sendable, Equatable {
         for (index, request) in requests.enumerated() {
             var attempt = 0
             if var windows = open[request.operation] {
-                if let matched = windows.take(at: request.microseconds) {
+                let (matched, missed) = windows.take(at: request.microseconds)
+                if let matched {
                     attempt = matched
                     labelling.count(found: attempt)
                 }
+                if !missed.isEmpty { labelling.unmatched[request.operation, default: []] += missed }
                 open[request.operation] = windows
             }
             attempts[index] = UInt8(attempt)
@@ -132,7 +142,41 @@ public struct RetryFit: Sendable, Equatable {
             if window.upperBound <= logEnd { labelling.count(expected: attempt + 1) }
             open[request.operation, default: Windows()].insert(window, attempt: attempt + 1)
         }
+        for (operation, windows) in open {
+            let missed = windows.openEnding(atOrBefore: logEnd)
+            if !missed.isEmpty { labelling.unmatched[operation, default: []] += missed }
+        }
         return attempts
+    }
+
+    /// Each address's request starts per operation, in time order.
+    private static func starts(_ requests: [LogProfile.LoggedRequest]) -> [UInt16: [Int64]] {
+        var starts: [UInt16: [Int64]] = [:]
+        for request in requests { starts[request.operation, default: []].append(request.microseconds) }
+        return starts
+    }
+
+    /// Per attempt, how many of the windows the rule opens within the log hold a request of
+    /// their address and operation 100 ms later (`Rule.byChance`): what chance alone finds there.
+    static func chance(_ sample: [[LogProfile.LoggedRequest]], rule: Rule, logEnd: Int64) -> [Int] {
+        var counts: [Int] = []
+        let later = rule.byChance
+        for requests in sample {
+            var labelling = Labelling()
+            let attempts = attempts(of: requests, rule: rule, logEnd: logEnd, labelling: &labelling)
+            let starts = starts(requests)
+            for (index, request) in requests.enumerated() where request.status == 429 && Int(attempts[index]) < rule.maxRetries {
+                let attempt = Int(attempts[index]) + 1
+                let window = later.window(afterRefusalAt: request.endMicroseconds, attempt: attempt)
+                guard rule.window(afterRefusalAt: request.endMicroseconds, attempt: attempt).upperBound <= logEnd,
+                    let times = starts[request.operation] else { continue }
+                let first = times.partitioningIndex { $0 >= window.lowerBound }
+                guard first < times.count, times[first] <= window.upperBound else { continue }
+                while counts.count <= attempt { counts.append(0) }
+                counts[attempt] += 1
+            }
+        }
+        return counts
     }
 
     /// How many requests came each millisecond from 0 to 50 after the delays the rule expects
@@ -143,17 +187,11 @@ public struct RetryFit: Sendable, Equatable {
         for requests in sample {
             var labelling = Labelling()
             let attempts = attempts(of: requests, rule: rule, logEnd: logEnd, labelling: &labelling)
-            var starts: [UInt16: [Int64]] = [:]
-            for request in requests { starts[request.operation, default: []].append(request.microseconds) }
+            let starts = starts(requests)
             for (index, request) in requests.enumerated() where request.status == 429 && Int(attempts[index]) < rule.maxRetries {
                 guard let times = starts[request.operation] else { continue }
                 let due = request.endMicroseconds + rule.delay(attempt: Int(attempts[index]) + 1)
-                var low = 0
-                var high = times.count
-                while low < high {
-                    let middle = (low + high) / 2
-                    if times[middle] < due { low = middle + 1 } else { high = middle }
-                }
+                var low = times.partitioningIndex { $0 >= due }
                 while low < times.count, times[low] - due <= 50_999 {
                     counts[Int((times[low] - due) / 1_000)] += 1
                     low += 1
@@ -205,14 +243,19 @@ public struct RetryFit: Sendable, Equatable {
             rule.window = 0...RetryFit.searchWindow.upperBound
             return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
         }
-        // The last attempt whose expected retries mostly came (five at least, to tell): a client
-        // that gives up after n retries leaves attempt n + 1's windows to chance. A log where no
-        // request ran out of retries shows the most it needed, not its client's limit.
+        // The last attempt whose expected retries mostly came beyond chance (five windows at
+        // least, to tell): a client that gives up after n retries leaves attempt n + 1's windows
+        // to chance, and at a busy address chance fills many (a storm's retries keep step). Of
+        // the windows chance leaves empty (the same windows 100 ms later), the client's
+        // retries fill nearly all; past its limit, about none. A log where no request ran out
+        // of retries shows the most it needed, not its client's limit.
+        let byChance = chance(sample, rule: rule, logEnd: logEnd)
         var maxRetries = 0
         for attempt in 1..<max(1, labelling.expected.count) {
-            let expected = labelling.expected[attempt]
-            let found = attempt < labelling.found.count ? labelling.found[attempt] : 0
-            guard expected >= 5, Double(found) >= 0.5 * Double(expected) else { break }
+            let expected = Double(labelling.expected[attempt])
+            let found = Double(attempt < labelling.found.count ? labelling.found[attempt] : 0)
+            let chance = Double(attempt < byChance.count ? byChance[attempt] : 0)
+            guard expected >= 5, found - chance >= 0.5 * (expected - chance) else { break }
             maxRetries = attempt
         }
         rule.maxRetries = max(1, maxRetries)
@@ -227,26 +270,29 @@ struct Windows {
     private var attempts: [Int] = []
     private var head = 0
 
-    /// The attempt of the earliest-starting open window holding `instant`, closing it; windows
-    /// that ended before `instant` close unmatched.
-    mutating func take(at instant: Int64) -> Int? {
-        while head < starts.count, ends[head] < instant { head += 1 }
+    /// The attempt of the earliest-starting open window holding `instant`, closing it, and the
+    /// ends of the windows that ended before `instant`, closed unmatched.
+    mutating func take(at instant: Int64) -> (attempt: Int?, missed: [Int64]) {
+        var missed: [Int64] = []
+        while head < starts.count, ends[head] < instant {
+            missed.append(ends[head])
+            head += 1
+        }
         defer { compact() }
-        guard head < starts.count, starts[head] <= instant else { return nil }
+        guard head < starts.count, starts[head] <= instant else { return (nil, missed) }
         let attempt = attempts[head]
         head += 1
-        return attempt
+        return (attempt, missed)
+    }
+
+    /// The ends of the windows still open that end at or before `instant`.
+    func openEnding(atOrBefore instant: Int64) -> [Int64] {
+        ends[head...].filter { $0 <= instant }
     }
 
     mutating func insert(_ window: ClosedRange<Int64>, attempt: Int) {
-        // After every window that starts no later (binary search over the open ones).
-        var low = head
-        var high = starts.count
-        while low < high {
-            let middle = (low + high) / 2
-            if starts[middle] <= window.lowerBound { low = middle + 1 } else { high = middle }
-        }
-        let index = low
+        // After every open window that starts no later.
+        let index = starts[head...].partitioningIndex { $0 > window.lowerBound }
         starts.insert(window.lowerBound, at: index)
         ends.insert(window.upperBound, at: index)
         attempts.insert(attempt, at: index)

@@ -115,7 +115,7 @@ extension ScenarioFit {
         if let retry {
             let rule = retry.rule
             notes.append(("retry.rateLimited", .string(rule.jitter == .none
-                ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(rule.maxRetries) retries is the last attempt whose expected retries mostly came"
+                ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(rule.maxRetries) retries is the last attempt whose expected retries mostly came beyond chance (of its windows the same windows 100 ms later leave empty, half at least); the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
                 : "No fixed delays: the best fixed rule found \(retry.found) retries where chance finds \(retry.control); full jitter over 1 s doubling to 60 s, \(rule.maxRetries) retries, is assumed")))
         }
         root.append(("fit", .object(JSONObject(notes))))

@@ -39,6 +39,9 @@ public struct ScenarioFit: Sendable {
     /// Requests of each operation that were first attempts (not retries).
     public var firstAttempts: [String: Int] = [:]
     public var retries = 0
+    /// Of the retries, those that came outside their windows (late): counted from the windows
+    /// that took nothing, not labelled one by one.
+    public var lateRetries = 0
     public var totalFirstAttempts: Int { firstAttempts.values.reduce(0, +) }
     public var campaigns: [Campaign] = []
     /// Per platform, the open workload: first attempts per minute of the log (per second,
@@ -60,10 +63,14 @@ public struct ScenarioFit: Sendable {
         // First attempts by platform and operation, in time order.
         var firsts: [String: [(microseconds: Int64, operation: UInt16)]] = [:]
         var durations: [Int64] = []
+        // Per operation, where the windows that took no retry ended: as many retries came
+        // outside them and were labelled first attempts.
+        var late: [UInt16: [Int64]] = [:]
         let logEnd = last
         for requests in profile.byAddress.values {
             var labelling = RetryFit.Labelling()
             let attempts = rule.map { RetryFit.attempts(of: requests, rule: $0, logEnd: logEnd, labelling: &labelling) } ?? [UInt8](repeating: 0, count: requests.count)
+            for (operation, ends) in labelling.unmatched { late[operation, default: []] += ends }
             for (index, request) in requests.enumerated() {
                 if (200..<300).contains(request.status), let duration = request.durationMicroseconds, durations.count < 100_000 { durations.append(duration) }
                 guard attempts[index] == 0 else {
@@ -75,6 +82,13 @@ public struct ScenarioFit: Sendable {
                 firsts[Self.platform(of: name), default: []].append((request.microseconds, request.operation))
             }
         }
+        for (operation, ends) in late {
+            let name = profile.operationNames[Int(operation)]
+            let taken = min(ends.count, fit.firstAttempts[name] ?? 0)
+            fit.firstAttempts[name, default: 0] -= taken
+            fit.retries += taken
+            fit.lateRetries += taken
+        }
         if !durations.isEmpty {
             durations.sort()
             fit.serviceMicroseconds = durations[durations.count / 2]
@@ -83,7 +97,7 @@ public struct ScenarioFit: Sendable {
             var requests = firsts[platform] ?? []
             requests.sort { $0.microseconds < $1.microseconds }
             let openIndex = Self.openOperations[platform].flatMap { open in profile.operationNames.firstIndex(of: open) }.map(UInt16.init)
-            let found = Self.campaigns(platform: platform, requests: requests, open: openIndex)
+            let found = Self.campaigns(platform: platform, requests: requests, open: openIndex, late: openIndex.flatMap { late[$0] } ?? [])
             fit.campaigns += found
             let steps = Self.background(requests: requests, open: openIndex, campaigns: found, start: start, seconds: fit.durationSeconds)
             if steps.contains(where: { $0 > 0 }) { fit.background[platform] = steps }
@@ -121,9 +135,11 @@ public struct ScenarioFit: Sendable {
     }
 
     /// The campaigns of one platform: its first attempts of opens, split where they are
-    /// `campaignGapMicroseconds` apart; each campaign's taps start where the burst of its
-    /// platform's first attempts does.
-    static func campaigns(platform: String, requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?) -> [Campaign] {
+    /// `campaignGapMicroseconds` apart, less the retries of opens that came outside their
+    /// windows (`late`: where those windows ended; each is one of the opens labelled first
+    /// attempts), as many as fell within the campaign; each campaign's taps start where the
+    /// burst of its platform's first attempts does.
+    static func campaigns(platform: String, requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?, late: [Int64]) -> [Campaign] {
         guard let open else { return [] }
         let opens = requests.filter { $0.operation == open }.map(\.microseconds)
         var groups: [[Int64]] = []
@@ -135,7 +151,8 @@ public struct ScenarioFit: Sendable {
             }
         }
         return groups.map { group in
-            let taps = group.count
+            let lateRetries = late.filter { $0 >= group[0] && $0 <= group[group.count - 1] }.count
+            let taps = max(1, group.count - lateRetries)
             // The platform's first attempts before the burst: the rate the load had without it.
             let onset = group[0] - 2_000_000
             let before = requests.filter { $0.microseconds >= onset - 60_000_000 && $0.microseconds < onset }.count
