@@ -71,6 +71,25 @@ enum RunCommand: Command {
                 """
             ),
             OptionDeclaration(
+                "--metrics-linger", "D",
+                """
+                With --metrics-listen: after the report, keep serving the run's
+                final values for D (default 15s, one scrape interval; 0 for
+                none; Ctrl-C ends it), so that the last scrape sees the end.
+                """,
+                check: { SharedOptions.linger($0) == nil ? "expected a duration from 0 to 1h, such as 15s; found \"\($0)\"" : nil }
+            ),
+            OptionDeclaration(
+                "--run-id", "ID",
+                """
+                The run's id (letters, digits, '.', '_', '-'; at most 100): its
+                report's directory under Reports/ and the run_id label of its
+                metrics. Give every --shard process of one run the same one, so
+                that Prometheus adds them up. Default: scenario, time and seed.
+                """,
+                check: { RunCommand.isRunID($0) ? nil : "expected 1 to 100 letters, digits, '.', '_' or '-', such as nightly-42; found \"\($0)\"" }
+            ),
+            OptionDeclaration(
                 "--dashboard", "A",
                 """
                 Wall clock: serve a live page at http://A/ (A such as
@@ -150,7 +169,7 @@ enum RunCommand: Command {
         // The run's live listeners: each gets every progress snapshot.
         var listeners: [any LiveEndpoint] = []
         defer { for listener in listeners { listener.stop() } }
-        let runID = makeRunID(scenario: scenario)
+        let runID = arguments.value("--run-id") ?? makeRunID(scenario: scenario)
         let labels = MetricsEndpoint.RunLabels(scenario: scenario.name, runID: runID, shard: shard.map { "\($0.index)/\($0.count)" } ?? (workers == nil ? "1/1" : "all"))
         let offered: [(option: String, example: String, what: String, path: String, make: () -> any LiveEndpoint)] = [
             ("--metrics-listen", "127.0.0.1:9464", "metrics for Prometheus", "/metrics", { MetricsEndpoint(labels: labels) }),
@@ -187,7 +206,9 @@ enum RunCommand: Command {
             }
         }
         if let workers {
-            return await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments, onProgress: onProgress) { line?.finish() }
+            let code = await WorkersRun.main(scenario, workers: workers, runID: runID, directory: directory, arguments: arguments, onProgress: onProgress, listeners: listeners) { line?.finish() }
+            await linger(listeners, arguments: arguments)
+            return code
         }
         if let startAt, startAt > Date() {
             // Shards started one by one (by hand, by a scheduler) put their load on together.
@@ -211,8 +232,45 @@ enum RunCommand: Command {
         summary.shard = shard.map { ($0.index, $0.count) }
         summary.thresholds = scenario.thresholds.map(\.text)
         summary.scenarioText = arguments.positionals.first.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
+        publishFinal(summary, to: listeners)
         // A shard's part of the run is not the run: its thresholds are judged by `merge`.
-        return report(summary, to: directory, thresholds: shard == nil ? scenario.thresholds : [], arguments: arguments)
+        let code = report(summary, to: directory, thresholds: shard == nil ? scenario.thresholds : [], arguments: arguments)
+        await linger(listeners, arguments: arguments)
+        return code
+    }
+
+    /// The run's end for its live listeners: its final values (the last second's progress left
+    /// out what came after it).
+    static func publishFinal(_ summary: Summary, to listeners: [any LiveEndpoint]) {
+        guard !listeners.isEmpty else { return }
+        let elapsed = TimeSpan.seconds(summary.simulatedSeconds)
+        let progress = RunProgress(elapsed: elapsed, duration: elapsed, metrics: summary.metrics, devices: summary.devices)
+        for listener in listeners { listener.publish(progress) }
+    }
+
+    /// After the report, with `--metrics-listen`: serves the final values for `--metrics-linger`
+    /// (15 s: a scrape interval), so that a scrape after the run's last second still comes; a
+    /// Ctrl-C ends it, and a run stopped by one does not linger.
+    static func linger(_ listeners: [any LiveEndpoint], arguments: Arguments) async {
+        guard listeners.contains(where: { $0 is MetricsEndpoint }), Signals.interruptions == 0 else { return }
+        let linger = arguments.value("--metrics-linger").flatMap(SharedOptions.linger) ?? .seconds(15)
+        guard linger > .zero else { return }
+        if !arguments.flags.contains("--quiet") {
+            print("serving the final metrics for \(linger) (--metrics-linger; Ctrl-C ends it)")
+        }
+        let end = Date().addingTimeInterval(linger.seconds)
+        while Date() < end, Signals.interruptions == 0 {
+            try? await Task.sleep(for: .milliseconds(min(100, max(1, Int(end.timeIntervalSinceNow * 1_000)))))
+        }
+    }
+
+    /// A run id `--run-id` takes: what a directory name, a label value and a shell word can all
+    /// hold as it is.
+    static func isRunID(_ text: String) -> Bool {
+        (1...100).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        } && text != "." && text != ".."
     }
 
     /// Writes the report files, prints the terminal report (or the summary's path with --quiet)

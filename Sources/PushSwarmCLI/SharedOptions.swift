@@ -23,6 +23,12 @@ enum SharedOptions {
         return duration
     }
 
+    /// A duration from zero to an hour, as `--metrics-linger` takes it.
+    static func linger(_ text: String) -> TimeSpan? {
+        guard let duration = TimeSpan(parsing: text), duration >= .zero, duration <= .hours(1) else { return nil }
+        return duration
+    }
+
     /// An instant given as RFC 3339 (`2026-11-22T02:00:00Z`) or Unix seconds, in whole seconds.
     static func instantSeconds(_ text: String) -> Int64? {
         if let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e12 { return Int64(seconds.rounded(.down)) }

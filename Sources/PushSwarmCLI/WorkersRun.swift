@@ -1,6 +1,7 @@
 import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmNet
 import PushSwarmSystem
 import Synchronization
 
@@ -17,10 +18,11 @@ enum WorkersRun {
     /// `finishProgress` runs once the shards are done, before the report.
     static func main(
         _ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments,
-        onProgress: (@Sendable (RunProgress) -> Void)?, finishProgress: () -> Void
+        onProgress: (@Sendable (RunProgress) -> Void)?, listeners: [any LiveEndpoint], finishProgress: () -> Void
     ) async -> PushSwarmCommand.ExitCode {
         guard let file = arguments.positionals.first else { return .badInput }
-        var forwarded: [String] = []
+        // One run id for every shard: their reports and metrics say which run they are of.
+        var forwarded: [String] = ["--run-id", runID]
         for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at", "--start", "--partitions"] {
             if let value = arguments.value(option) { forwarded += [option, value] }
         }
@@ -116,6 +118,7 @@ enum WorkersRun {
         }
         summary.runID = runID
         summary.thresholds = scenario.thresholds.map(\.text)
+        RunCommand.publishFinal(summary, to: listeners)
         return RunCommand.report(summary, to: directory, thresholds: scenario.thresholds, arguments: arguments)
     }
 }

@@ -82,6 +82,8 @@ import Testing
         (["run", "Scenarios/quickstart.json", "--start-at", "tomorrow"], "--start-at: expected an instant as RFC 3339"),
         (["run", "Scenarios/quickstart.json", "--metrics-listen", "127.0.0.1:9464"], "--metrics-listen needs --clock wall"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-listen", "localhost"], "--metrics-listen: expected ADDRESS:PORT"),
+        (["run", "Scenarios/quickstart.json", "--run-id", "../elsewhere"], "--run-id: expected 1 to 100 letters, digits"),
+        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-linger", "2h"], "--metrics-linger: expected a duration from 0 to 1h"),
         (["run", "Scenarios/quickstart.json", "--dashboard", "127.0.0.1:8089"], "--dashboard needs --clock wall"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "localhost"], "--dashboard: expected ADDRESS:PORT"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--push-listen", "127.0.0.1:8089", "--workers", "2"], "--push-listen does not go with --workers"),

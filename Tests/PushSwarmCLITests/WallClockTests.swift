@@ -963,19 +963,36 @@ import Testing
     /// `--workers N` with `--metrics-listen`: the parent serves the whole run, adding up what each
     /// shard streams it. Its device count is the scenario's, where any one shard holds half, and
     /// what it served while the run went is within what the merged report counts at the end.
-    @Test func workersServeTheWholeRunsMetrics() throws {
+    /// After the report it keeps serving the merged run's final values (`--metrics-linger`), its
+    /// dashboard too, and Ctrl-C ends that.
+    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    func workersServeTheWholeRunsMetricsAndLingerWithTheFinalValues() throws {
         let directory = NSTemporaryDirectory() + "pushswarm-live-workers-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (process, port, _) = try startMeasuredWallRun(duration: "6s", out: directory, extra: ["--workers", "2"])
+        let dashboard = freePort()
+        let (process, port, exited) = try startMeasuredWallRun(
+            duration: "6s", out: directory, extra: ["--workers", "3", "--metrics-linger", "10m", "--dashboard", "127.0.0.1:\(dashboard)"])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let live = try gaugesOnMetricsEndpoint(port: port, of: process) { $0.devices == 2_000 && $0.sent > 0 }
-        #expect(live.devices == 2_000, "both shards' devices (1,000 each) on the parent's endpoint")
+        #expect(live.devices == 2_000, "the three shards' devices on the parent's endpoint")
         #expect(live.sent > 0)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // The report is written; the process still serves, the merged report's count.
+        let written = URL(fileURLWithPath: directory).appendingPathComponent("summary.json").path
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: written), process.isRunning, Date() < deadline { _ = waitForPort(port, timeout: 0.2) }
         let report = try summary(directory)
         let sent = try #require(report["requests"]?["sent"]?.numberValue, "summary.json has requests.sent")
         #expect(live.sent <= sent, "served while the run went: \(live.sent); the merged report: \(sent)")
+        #expect(process.isRunning, "it lingers after the report")
+        let final = try gaugesOnMetricsEndpoint(port: port, of: process) { $0.sent == sent }
+        #expect(final.sent == sent, "served after the report: \(final.sent); the merged report: \(sent)")
+        // The dashboard shows the whole run's count: the merged report's.
+        let data = try JSONParser.parse(Array(try cli.shell("curl", ["-s", "http://127.0.0.1:\(dashboard)/data"]).utf8))
+        let shown = data["tiles"]?.arrayValue?.first { $0["id"] == "requests" }?["value"]?.numberValue
+        #expect(shown == sent, "the dashboard's requests: \(String(describing: shown)); the merged report: \(sent)")
+        kill(process.processIdentifier, SIGINT)
+        #expect(exited.wait(timeout: .now() + 30) == .success, "Ctrl-C ends the linger (of 10 minutes)")
+        #expect(process.terminationStatus == 0)
     }
 
     @Test(.enabled(if: which("curl") != nil && pythonHasWebsockets(), "needs curl and Python's websockets"))

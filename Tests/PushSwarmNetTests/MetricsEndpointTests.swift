@@ -14,6 +14,14 @@ import Testing
             metrics.recordResponse(operation: "smartapppush.events", status: request % 10 == 0 ? 429 : 200, latencyMicroseconds: 20_000 + UInt64(request) * 1_000, at: Int64(request) * 100_000 + 20_000)
         }
         metrics.increment("notifications.tapped", by: 2)
+        metrics.increment("sockets.opened", by: 5)
+        metrics.increment("sockets.closedByPeer", by: 2)
+        metrics.increment("workload.arrivals", by: 30)
+        metrics.increment("workload.shed", by: 3)
+        metrics.increment("workload.shedAtWaitingCeiling", by: 1)
+        metrics.increment("workload.missedStarts", by: 2)
+        metrics.droppedByReason["http429RetriesExhausted"] = 4
+        metrics.recordDuration("generatorLag", microseconds: 1_500)
         return RunProgress(elapsed: .seconds(4), duration: .seconds(60), metrics: metrics, devices: 500)
     }
 
@@ -28,8 +36,18 @@ import Testing
         let labels = "\(Self.run),operation=\"smartapppush.events\""
         #expect(lines.contains("pushswarm_requests_sent_total{\(labels)} 40"))
         #expect(lines.contains("pushswarm_retries_total{\(labels)} 5"))
-        #expect(lines.contains("pushswarm_responses_total{\(labels),status=\"429\"} 4"))
-        #expect(lines.contains("pushswarm_responses_total{\(labels),status=\"200\"} 36"))
+        #expect(lines.contains("pushswarm_responses_total{\(labels),status=\"429\",status_class=\"4xx\"} 4"))
+        #expect(lines.contains("pushswarm_responses_total{\(labels),status=\"200\",status_class=\"2xx\"} 36"))
+        #expect(lines.contains("pushswarm_rate_limited_total{\(labels)} 4"))
+        #expect(lines.contains("pushswarm_dropped_total{\(Self.run),reason=\"http429RetriesExhausted\"} 4"))
+        #expect(lines.contains("pushswarm_workload_arrivals_total{\(Self.run)} 30"))
+        #expect(lines.contains("pushswarm_workload_shed_total{\(Self.run),reason=\"deviceBusy\"} 2"))
+        #expect(lines.contains("pushswarm_workload_shed_total{\(Self.run),reason=\"waitingCeiling\"} 1"))
+        #expect(lines.contains("pushswarm_workload_shed_total{\(Self.run),reason=\"missedStart\"} 2"))
+        #expect(lines.contains("pushswarm_sockets_open{\(Self.run)} 3"))
+        #expect(lines.contains("pushswarm_generator_lag_seconds_count{\(Self.run)} 1"))
+        #expect(lines.contains("pushswarm_generator_lag_seconds_bucket{\(Self.run),le=\"0.00141\"} 0"))
+        #expect(lines.contains("pushswarm_generator_lag_seconds_bucket{\(Self.run),le=\"0.00154\"} 1"))
         #expect(lines.contains("pushswarm_latency_seconds_count{\(labels)} 40"))
         #expect(lines.contains("# TYPE pushswarm_latency_seconds histogram"))
         #expect(lines.contains("pushswarm_latency_seconds_bucket{\(labels),le=\"+Inf\"} 40"))

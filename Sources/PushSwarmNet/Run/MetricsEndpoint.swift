@@ -106,39 +106,59 @@ public final class MetricsEndpoint: LiveEndpoint {
             family("pushswarm_http_connections_open", "gauge", "HTTP connections open now in the client's pools.")
             lines.append("pushswarm_http_connections_open{\(run)} \(open)")
         }
+        let counters = metrics.counters
+        let opened = counters["sockets.opened"] ?? 0
+        let closed = (counters["sockets.closedByPeer"] ?? 0) + (counters["sockets.closedByClient"] ?? 0)
+        family("pushswarm_sockets_open", "gauge", "Devices' platform sockets (WebSocket) open now.")
+        lines.append("pushswarm_sockets_open{\(run)} \(opened - min(opened, closed))")
         let operations = metrics.operations.sorted { $0.key < $1.key }
         family("pushswarm_requests_sent_total", "counter", "Requests sent, retries included, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_requests_sent_total{\(run),operation=\"\(escape(name))\"} \(operation.sent)") }
         family("pushswarm_retries_total", "counter", "Retries sent, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_retries_total{\(run),operation=\"\(escape(name))\"} \(operation.retries)") }
-        family("pushswarm_responses_total", "counter", "Answers, by operation and status.")
+        family("pushswarm_responses_total", "counter", "Answers, by operation, status and status class (2xx, 4xx...).")
         for (name, operation) in operations {
             for (status, count) in operation.byStatus.sorted(by: { $0.key < $1.key }) {
-                lines.append("pushswarm_responses_total{\(run),operation=\"\(escape(name))\",status=\"\(status)\"} \(count)")
+                lines.append("pushswarm_responses_total{\(run),operation=\"\(escape(name))\",status=\"\(status)\",status_class=\"\(status / 100)xx\"} \(count)")
             }
         }
+        family("pushswarm_rate_limited_total", "counter", "Answers 429 (Too Many Requests), by operation.")
+        for (name, operation) in operations { lines.append("pushswarm_rate_limited_total{\(run),operation=\"\(escape(name))\"} \(operation.byStatus[429] ?? 0)") }
+        family("pushswarm_dropped_total", "counter", "Requests given up on (retries exhausted, ...), by reason.")
+        for (reason, count) in metrics.droppedByReason.sorted(by: { $0.key < $1.key }) {
+            lines.append("pushswarm_dropped_total{\(run),reason=\"\(escape(reason))\"} \(count)")
+        }
+        family("pushswarm_workload_arrivals_total", "counter", "Arrivals of the open workloads that started.")
+        lines.append("pushswarm_workload_arrivals_total{\(run)} \(counters["workload.arrivals"] ?? 0)")
+        family("pushswarm_workload_shed_total", "counter", "Arrivals that never started: shed behind a busy device or at the waiting ceiling, or missed (the generator over a second late).")
+        let shed = counters["workload.shed"] ?? 0
+        let ceiling = counters["workload.shedAtWaitingCeiling"] ?? 0
+        lines.append("pushswarm_workload_shed_total{\(run),reason=\"deviceBusy\"} \(shed - min(shed, ceiling))")
+        lines.append("pushswarm_workload_shed_total{\(run),reason=\"waitingCeiling\"} \(ceiling)")
+        lines.append("pushswarm_workload_shed_total{\(run),reason=\"missedStart\"} \(counters["workload.missedStarts"] ?? 0)")
         family("pushswarm_transport_errors_total", "counter", "Requests that failed on the wire, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_transport_errors_total{\(run),operation=\"\(escape(name))\"} \(operation.transportErrors)") }
         family("pushswarm_timeouts_total", "counter", "Requests that timed out, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_timeouts_total{\(run),operation=\"\(escape(name))\"} \(operation.timeouts)") }
         let bounds = latencyBounds.map { UInt64(($0 * 1_000_000).rounded()) }
+        func series(_ name: String, _ labels: String, _ values: LatencyHistogram) {
+            for (bound, count) in zip(latencyBounds, values.cumulativeCounts(atOrBelow: bounds)) {
+                lines.append("\(name)_bucket{\(labels),le=\"\(bound)\"} \(count)")
+            }
+            lines.append("\(name)_bucket{\(labels),le=\"+Inf\"} \(values.totalCount)")
+            lines.append("\(name)_sum{\(labels)} \(Double(values.sum) / 1_000_000)")
+            lines.append("\(name)_count{\(labels)} \(values.totalCount)")
+        }
         func histogram(_ name: String, _ help: String, _ histogram: (OperationMetrics) -> LatencyHistogram) {
             family(name, "histogram", help)
-            for (operation, metrics) in operations {
-                let values = histogram(metrics)
-                let series = "\(run),operation=\"\(escape(operation))\""
-                for (bound, count) in zip(latencyBounds, values.cumulativeCounts(atOrBelow: bounds)) {
-                    lines.append("\(name)_bucket{\(series),le=\"\(bound)\"} \(count)")
-                }
-                lines.append("\(name)_bucket{\(series),le=\"+Inf\"} \(values.totalCount)")
-                lines.append("\(name)_sum{\(series)} \(Double(values.sum) / 1_000_000)")
-                lines.append("\(name)_count{\(series)} \(values.totalCount)")
-            }
+            for (operation, metrics) in operations { series(name, "\(run),operation=\"\(escape(operation))\"", histogram(metrics)) }
         }
         histogram("pushswarm_latency_seconds", "Latency from the intended start to the answer, by operation.") { $0.latency }
         histogram("pushswarm_service_time_seconds", "Time from sending a request to its answer, by operation.") { $0.serviceTime }
+        family("pushswarm_generator_lag_seconds", "histogram", "How late the generator reached its due events: over a few milliseconds, the machine is the bottleneck.")
+        series("pushswarm_generator_lag_seconds", run, metrics.durations["generatorLag"] ?? LatencyHistogram())
         family("pushswarm_events_total", "counter", "The run's named counts (notifications, sockets, workload, ...).")
-        for (name, count) in metrics.counters.sorted(by: { $0.key < $1.key }) {
+        for (name, count) in counters.sorted(by: { $0.key < $1.key }) {
             lines.append("pushswarm_events_total{\(run),name=\"\(escape(name))\"} \(count)")
         }
         return lines.joined(separator: "\n") + "\n"

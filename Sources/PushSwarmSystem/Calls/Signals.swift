@@ -9,6 +9,11 @@ public enum Signals {
     /// (a signal source is not `Sendable`, so a mutex cannot take it).
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
+    private static let received = Atomic<Int>(0)
+
+    /// SIGINTs and SIGTERMs so far (counted once `onInterrupt` has been called).
+    public static var interruptions: Int { received.load(ordering: .relaxed) }
+
     /// Calls `first` on the first SIGINT or SIGTERM; a second one calls `again`, then exits at once
     /// with 130.
     public static func onInterrupt(_ first: @escaping @Sendable () -> Void, again: @escaping @Sendable () -> Void = {}) {
@@ -17,6 +22,7 @@ public enum Signals {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
+                received.add(1, ordering: .relaxed)
                 if count.add(1, ordering: .relaxed).newValue == 1 {
                     first()
                 } else {
