@@ -16,8 +16,10 @@ enum ReportFiles {
     /// Writes every file; returns the summary's path.
     static func write(_ summary: Summary, to directory: String) throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Each file appears whole (written aside, then renamed): a job that waits for
+        // summary.json never reads half of one.
         func write(_ text: String, _ name: String) throws {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)))
+            try Data(text.utf8).write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)), options: .atomic)
         }
         try write(summary.jsonText, Self.summary)
         let metricsPath = (directory as NSString).appendingPathComponent(Self.metrics)
