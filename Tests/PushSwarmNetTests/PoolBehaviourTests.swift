@@ -80,9 +80,12 @@ import Testing
     /// answers the first request, closes the connection without answering the second (as it
     /// would if its idle timer fired just then), and answers the retry. No timing involved: the
     /// close comes after the request has arrived. Without the retry the second request fails.
+    /// The server's idle timeout is an hour: on a loaded machine the test's task once waited
+    /// past the default 75 s between its requests, the server closed the idle connection, and
+    /// the second request went out on a new one (where a close is not a stale connection's).
     @Test func aKeptAliveConnectionTheServerClosedIsRetriedOnce() async throws {
         let requests = Mutex(0)
-        let server = try startServer { _, responder in
+        let server = try startServer(HTTPServer.Configuration(idleTimeoutNanoseconds: 3_600_000_000_000)) { _, responder in
             let number = requests.withLock { count -> Int in
                 count += 1
                 return count
