@@ -32,7 +32,11 @@ enum CompareCommand: Command {
             OptionDeclaration("--json", "FILE", "Also write the comparison as JSON for a CI job."),
             OptionDeclaration("--junit", "FILE", "Also write it as JUnit XML: a test case per row, failed when worse."),
         ],
-        footer: "Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input."
+        footer: """
+            Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input, 3 cannot judge
+            (the runs differ in scenario, scenario file, seed, clock, fleet or length, or a headline
+            figure has too few samples and nothing judged is worse).
+            """
     )
 
     /// A share (`10%`, `0.1`) of zero or more.
@@ -77,6 +81,10 @@ enum CompareCommand: Command {
                 return .failure
             }
         }
-        return comparison.isWorse ? .failure : .success
+        switch comparison.outcome {
+        case .same: return .success
+        case .worse: return .failure
+        case .cannotJudge: return .cannotJudge
+        }
     }
 }

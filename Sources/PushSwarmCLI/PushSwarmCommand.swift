@@ -15,6 +15,9 @@ public enum PushSwarmCommand {
         case failure = 1
         /// Bad input: a scenario file, a flag, a command.
         case badInput = 2
+        /// `compare`: the two runs cannot be judged against each other (not the same load, or too
+        /// few samples), neither the same nor worse.
+        case cannotJudge = 3
         /// The run finished and its report is written, but a threshold failed.
         case thresholdsFailed = 99
     }

@@ -126,6 +126,9 @@ enum RunCommand: Command {
 
     static func run(_ arguments: Arguments) async -> PushSwarmCommand.ExitCode {
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "run", usage: usage) else { return .badInput }
+        // The file as it was read: a run records the scenario it ran, not one edited while it went
+        // (`compare` judges two runs' loads by it).
+        let scenarioText = arguments.positionals.first.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
         var shard: Shard?
         var workers: Int?
         var partitions: Int?
@@ -231,7 +234,7 @@ enum RunCommand: Command {
         var summary = result.summary(runID: runID, version: PushSwarmCommand.version)
         summary.shard = shard.map { ($0.index, $0.count) }
         summary.thresholds = scenario.thresholds.map(\.text)
-        summary.scenarioText = arguments.positionals.first.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
+        summary.scenarioText = scenarioText
         publishFinal(summary, to: listeners)
         // A shard's part of the run is not the run: its thresholds are judged by `merge`.
         let code = report(summary, to: directory, thresholds: shard == nil ? scenario.thresholds : [], arguments: arguments)

@@ -53,21 +53,50 @@ public struct Comparison: Sendable {
 
     public var rows: [Row] = []
     public var notes: [String] = []
+    /// Why the pair cannot be judged: not the same load (another scenario, seed, clock, fleet,
+    /// length or scenario file), or a headline row without enough samples. A night that cannot be
+    /// judged is neither "same" nor "worse".
+    public var unjudgeable: [String] = []
     public let options: Options
 
     public var regressions: [Row] { rows.filter { $0.verdict == .worse } }
     public var isWorse: Bool { !regressions.isEmpty }
 
+    /// What a nightly job does with the pair.
+    public enum Outcome: Sendable {
+        case same, worse, cannotJudge
+    }
+
+    /// Worse where a judged row is worse and the runs put the same load on; cannot judge where
+    /// they did not, or where a headline row has too few samples and nothing judged is worse.
+    public var outcome: Outcome {
+        if isMismatched { return .cannotJudge }
+        if isWorse { return .worse }
+        return unjudgeable.isEmpty ? .same : .cannotJudge
+    }
+
+    private var isMismatched = false
+
     public init(baseline: Summary, current: Summary, options: Options = Options()) {
         self.options = options
+        var mismatches: [String] = []
         if baseline.scenario != current.scenario {
-            notes.append("the runs are of different scenarios (\(baseline.scenario) and \(current.scenario))")
+            mismatches.append("the runs are of different scenarios (\(baseline.scenario) and \(current.scenario))")
+        } else if let before = baseline.scenarioText.flatMap(Self.load), let after = current.scenarioText.flatMap(Self.load), before != after {
+            mismatches.append("the scenario file's load changed between the runs (its fleet, groups, workloads, campaigns or clients)")
         }
-        if baseline.clock != current.clock { notes.append("the runs use different clocks (\(baseline.clock) and \(current.clock))") }
-        if baseline.devices != current.devices { notes.append("the runs have different fleets (\(baseline.devices) and \(current.devices) devices)") }
-        if baseline.simulatedSeconds != current.simulatedSeconds {
-            notes.append("the runs last differently (\(baseline.simulatedSeconds) s and \(current.simulatedSeconds) s); rates are per second")
+        if baseline.seed != current.seed { mismatches.append("the runs have different seeds (\(baseline.seed) and \(current.seed))") }
+        if baseline.clock != current.clock { mismatches.append("the runs use different clocks (\(baseline.clock) and \(current.clock))") }
+        if baseline.devices != current.devices { mismatches.append("the runs have different fleets (\(baseline.devices) and \(current.devices) devices)") }
+        // A wall run ends a few milliseconds either side of its length; one stopped early did not
+        // put the same load on.
+        let longer = max(baseline.simulatedSeconds, current.simulatedSeconds)
+        if abs(baseline.simulatedSeconds - current.simulatedSeconds) > 0.01 * longer {
+            mismatches.append("the runs last differently (\(TerminalReport.format2(baseline.simulatedSeconds)) s and \(TerminalReport.format2(current.simulatedSeconds)) s)")
         }
+        isMismatched = !mismatches.isEmpty
+        unjudgeable = mismatches
+        notes = mismatches
         for (name, summary) in [("baseline", baseline), ("current", current)] where summary.isSaturated {
             notes.append("the \(name) run's generator was saturated: its latencies include PushSwarm's own delay")
         }
@@ -113,6 +142,23 @@ public struct Comparison: Sendable {
         }
     }
 
+    /// What of a scenario file shapes the load it puts on: all of it but its description and the
+    /// built-in mocks' settings (the mock stands for the service, which is what is compared).
+    static func load(_ text: String) -> JSONValue? {
+        guard case .object(var root)? = try? JSONParser.parse(text) else { return nil }
+        root["description"] = nil
+        root["$schema"] = nil
+        if case .object(var platforms)? = root["platforms"] {
+            for name in platforms.keys {
+                guard case .object(var platform)? = platforms[name] else { continue }
+                platform["mock"] = nil
+                platforms[name] = .object(platform)
+            }
+            root["platforms"] = .object(platforms)
+        }
+        return .object(root)
+    }
+
     private mutating func add(
         _ metric: String, unit: String, _ baseline: Double?, _ current: Double?, _ direction: Direction,
         floor: Double, headline: Bool, relative: Bool = true, samples: UInt64? = nil
@@ -134,6 +180,9 @@ public struct Comparison: Sendable {
             verdict = .gone
         }
         rows.append(Row(metric: metric, unit: unit, baseline: baseline, current: current, verdict: verdict, isHeadline: headline))
+        if verdict == .few && headline {
+            unjudgeable.append("too few samples for \(metric) (\(samples ?? 0); --min-samples \(options.minimumSamples))")
+        }
     }
 
     /// The table a person reads: headline rows always, other rows when they changed (all with `everything`).
@@ -157,9 +206,16 @@ public struct Comparison: Sendable {
         var lines = TerminalReport.formatTable(table)
         for note in notes { lines.append("note: \(note)") }
         let tolerance = TerminalReport.format2(options.tolerance * 100)
-        lines.append(isWorse
-            ? "\(regressions.count) worse beyond \(tolerance) % (and the floors: \(TerminalReport.format2(options.latencyFloorMilliseconds)) ms, \(TerminalReport.format2(options.rateFloor * 100)) percentage points)"
-            : "no change worse than \(tolerance) %")
+        switch outcome {
+        case .cannotJudge:
+            let reasons = unjudgeable.filter { !notes.contains($0) }
+            for reason in reasons { lines.append("note: \(reason)") }
+            lines.append("cannot judge: the runs do not put the same load on, or a headline figure rests on too few samples (exit 3)")
+        case .worse:
+            lines.append("\(regressions.count) worse beyond \(tolerance) % (and the floors: \(TerminalReport.format2(options.latencyFloorMilliseconds)) ms, \(TerminalReport.format2(options.rateFloor * 100)) percentage points)")
+        case .same:
+            lines.append("no change worse than \(tolerance) %")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -179,6 +235,8 @@ public struct Comparison: Sendable {
         [
             "tolerance": .number(options.tolerance),
             "worse": .bool(isWorse),
+            "outcome": .string(outcome == .same ? "same" : outcome == .worse ? "worse" : "cannotJudge"),
+            "cannotJudge": .array(unjudgeable.map(JSONValue.string)),
             "notes": .array(notes.map(JSONValue.string)),
             "rows": .array(rows.map { row in
                 [

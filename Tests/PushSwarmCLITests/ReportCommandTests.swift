@@ -69,6 +69,12 @@ import Testing
         #expect(junit.contains("name=\"p99(smartapppush.events)\"><failure message=\"worse than the baseline beyond 10.00 %"), "\(junit)")
         // The other way round it is faster: not worse.
         #expect(try cli.run(["compare", "\(work)/slow", "\(work)/base"]).status == 0)
+        // Another seed is another load: neither the same nor worse, exit 3 with the reason.
+        let seed = try cli.run(["run", normal, "--devices", "1000", "--duration", "6h", "--seed", "2", "--out", "\(work)/seed", "--quiet"])
+        #expect(seed.status == 0, "\(seed.error)")
+        let unjudged = try cli.run(["compare", "\(work)/base", "\(work)/seed"])
+        #expect(unjudged.status == 3, "\(unjudged.output)")
+        #expect(unjudged.output.contains("note: the runs have different seeds") && unjudged.output.contains("cannot judge"), "\(unjudged.output)")
     }
 
     @Test(arguments: [

@@ -183,6 +183,35 @@ import Testing
         #expect(Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80, requests: 50), options: options).isWorse)
     }
 
+    /// Issue 39: a pair a nightly job cannot judge is neither "same" nor "worse": another seed,
+    /// fleet, length or scenario load is another load; a headline figure of too few samples
+    /// says nothing. Another mock (the service) is the same load.
+    @Test func aPairOfDifferentLoadsOrTooFewSamplesCannotBeJudged() {
+        let baseline = Self.summary()
+        #expect(Comparison(baseline: baseline, current: Self.summary()).outcome == .same)
+        #expect(Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80)).outcome == .worse)
+        var seed = Self.summary()
+        seed.seed = 8
+        let seeds = Comparison(baseline: baseline, current: seed)
+        #expect(seeds.outcome == .cannotJudge && seeds.unjudgeable == ["the runs have different seeds (7 and 8)"], "\(seeds.unjudgeable)")
+        #expect(seeds.render().contains("cannot judge"))
+        var slowerAndShorter = Self.summary(latencyMilliseconds: 80)
+        slowerAndShorter.simulatedSeconds = 30
+        #expect(Comparison(baseline: baseline, current: slowerAndShorter).outcome == .cannotJudge, "another length: the worse rows say nothing")
+        var edited = Self.summary()
+        edited.scenarioText = #"{"name": "s", "devices": 200}"#
+        var original = Self.summary()
+        original.scenarioText = #"{"name": "s", "devices": 100, "description": "before"}"#
+        #expect(Comparison(baseline: original, current: edited).outcome == .cannotJudge)
+        var mockOnly = Self.summary()
+        mockOnly.scenarioText = #"{"name": "s", "devices": 100, "platforms": {"p": {"mock": {"latency": "80ms"}}}}"#
+        var withMock = Self.summary()
+        withMock.scenarioText = #"{"name": "s", "devices": 100, "platforms": {"p": {"mock": {"latency": "40ms"}}}}"#
+        #expect(Comparison(baseline: withMock, current: mockOnly).outcome == .same, "the mock stands for the service, not the load")
+        let few = Comparison(baseline: Self.summary(requests: 50), current: Self.summary(requests: 50))
+        #expect(few.outcome == .cannotJudge && few.unjudgeable.contains { $0.hasPrefix("too few samples for p99 latency, all operations") }, "\(few.unjudgeable)")
+    }
+
     @Test func theComparisonFlagsMore429sButNotOneInAMillion() {
         let baseline = Self.summary()
         let refused = Comparison(baseline: baseline, current: Self.summary(status: { $0 % 10 == 0 ? 429 : 200 }))
