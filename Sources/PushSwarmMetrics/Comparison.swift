@@ -53,33 +53,33 @@ public struct Comparison: Sendable {
 
     public var rows: [Row] = []
     public var notes: [String] = []
-    /// Why the pair cannot be judged: not the same load (another scenario, seed, clock, fleet,
-    /// length or scenario file), or a headline row without enough samples. A night that cannot be
-    /// judged is neither "same" nor "worse".
-    public var unjudgeable: [String] = []
+    /// How the runs did not put the same load on (another scenario, scenario load, seed, clock,
+    /// fleet or length); also among the notes.
+    public private(set) var mismatches: [String] = []
+    /// The headline rows without enough samples to judge.
+    public private(set) var tooFewSamples: [String] = []
+    /// Why the pair cannot be judged. A night that cannot be judged is neither "same" nor "worse".
+    public var unjudgeable: [String] { mismatches + tooFewSamples }
     public let options: Options
 
     public var regressions: [Row] { rows.filter { $0.verdict == .worse } }
     public var isWorse: Bool { !regressions.isEmpty }
 
     /// What a nightly job does with the pair.
-    public enum Outcome: Sendable {
+    public enum Outcome: String, Sendable {
         case same, worse, cannotJudge
     }
 
     /// Worse where a judged row is worse and the runs put the same load on; cannot judge where
     /// they did not, or where a headline row has too few samples and nothing judged is worse.
     public var outcome: Outcome {
-        if isMismatched { return .cannotJudge }
+        if !mismatches.isEmpty { return .cannotJudge }
         if isWorse { return .worse }
-        return unjudgeable.isEmpty ? .same : .cannotJudge
+        return tooFewSamples.isEmpty ? .same : .cannotJudge
     }
-
-    private var isMismatched = false
 
     public init(baseline: Summary, current: Summary, options: Options = Options()) {
         self.options = options
-        var mismatches: [String] = []
         if baseline.scenario != current.scenario {
             mismatches.append("the runs are of different scenarios (\(baseline.scenario) and \(current.scenario))")
         } else if let before = baseline.scenarioText.flatMap(Self.load), let after = current.scenarioText.flatMap(Self.load), before != after {
@@ -94,8 +94,6 @@ public struct Comparison: Sendable {
         if abs(baseline.simulatedSeconds - current.simulatedSeconds) > 0.01 * longer {
             mismatches.append("the runs last differently (\(TerminalReport.format2(baseline.simulatedSeconds)) s and \(TerminalReport.format2(current.simulatedSeconds)) s)")
         }
-        isMismatched = !mismatches.isEmpty
-        unjudgeable = mismatches
         notes = mismatches
         for (name, summary) in [("baseline", baseline), ("current", current)] where summary.isSaturated {
             notes.append("the \(name) run's generator was saturated: its latencies include PushSwarm's own delay")
@@ -181,7 +179,7 @@ public struct Comparison: Sendable {
         }
         rows.append(Row(metric: metric, unit: unit, baseline: baseline, current: current, verdict: verdict, isHeadline: headline))
         if verdict == .few && headline {
-            unjudgeable.append("too few samples for \(metric) (\(samples ?? 0); --min-samples \(options.minimumSamples))")
+            tooFewSamples.append("too few samples for \(metric) (\(samples ?? 0); --min-samples \(options.minimumSamples))")
         }
     }
 
@@ -208,8 +206,7 @@ public struct Comparison: Sendable {
         let tolerance = TerminalReport.format2(options.tolerance * 100)
         switch outcome {
         case .cannotJudge:
-            let reasons = unjudgeable.filter { !notes.contains($0) }
-            for reason in reasons { lines.append("note: \(reason)") }
+            for reason in tooFewSamples { lines.append("note: \(reason)") }
             lines.append("cannot judge: the runs do not put the same load on, or a headline figure rests on too few samples (exit 3)")
         case .worse:
             lines.append("\(regressions.count) worse beyond \(tolerance) % (and the floors: \(TerminalReport.format2(options.latencyFloorMilliseconds)) ms, \(TerminalReport.format2(options.rateFloor * 100)) percentage points)")
@@ -235,7 +232,7 @@ public struct Comparison: Sendable {
         [
             "tolerance": .number(options.tolerance),
             "worse": .bool(isWorse),
-            "outcome": .string(outcome == .same ? "same" : outcome == .worse ? "worse" : "cannotJudge"),
+            "outcome": .string(outcome.rawValue),
             "cannotJudge": .array(unjudgeable.map(JSONValue.string)),
             "notes": .array(notes.map(JSONValue.string)),
             "rows": .array(rows.map { row in

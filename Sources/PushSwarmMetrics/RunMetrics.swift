@@ -54,6 +54,12 @@ public struct RunMetrics: Sendable, Equatable {
     public var transportErrors: UInt64 { operationTable.reduce(0) { $0 + $1.transportErrors } }
     public var timeouts: UInt64 { operationTable.reduce(0) { $0 + $1.timeouts } }
     public var retries: UInt64 { retriesByAttempt.values.reduce(0, +) }
+    /// Devices' platform sockets (WebSockets) open now: opened, less closed by either end.
+    public var socketsOpen: UInt64 {
+        let opened = counters["sockets.opened"] ?? 0
+        let closed = (counters["sockets.closedByClient"] ?? 0) + (counters["sockets.closedByPeer"] ?? 0)
+        return opened - min(opened, closed)
+    }
 
     public var byStatus: [Int: UInt64] {
         operationTable.reduce([:]) { $0.merging($1.byStatus, uniquingKeysWith: +) }

@@ -25,7 +25,6 @@ public final class MetricsEndpoint: LiveEndpoint {
     private let latest = Latest()
     private let group: EventLoopGroup
     private let server: HTTPServer
-    private let labels: RunLabels
 
     /// What every series carries: the scenario, the run's id and the shard (`1/1` for a run
     /// alone, `all` for the parent of `--workers`), so that Prometheus adds shards of a run up
@@ -45,10 +44,8 @@ public final class MetricsEndpoint: LiveEndpoint {
     }
 
     public init(labels: RunLabels) {
-        self.labels = labels
         group = EventLoopGroup(threads: 1, name: "pushswarm-metrics")
         let latest = self.latest
-        let labels = self.labels
         server = HTTPServer(group: group) { request, responder in
             let path = request.path
             guard request.method == "GET" || request.method == "HEAD", path == "/metrics" else {
@@ -107,10 +104,8 @@ public final class MetricsEndpoint: LiveEndpoint {
             lines.append("pushswarm_http_connections_open{\(run)} \(open)")
         }
         let counters = metrics.counters
-        let opened = counters["sockets.opened"] ?? 0
-        let closed = (counters["sockets.closedByPeer"] ?? 0) + (counters["sockets.closedByClient"] ?? 0)
         family("pushswarm_sockets_open", "gauge", "Devices' platform sockets (WebSocket) open now.")
-        lines.append("pushswarm_sockets_open{\(run)} \(opened - min(opened, closed))")
+        lines.append("pushswarm_sockets_open{\(run)} \(metrics.socketsOpen)")
         let operations = metrics.operations.sorted { $0.key < $1.key }
         family("pushswarm_requests_sent_total", "counter", "Requests sent, retries included, by operation.")
         for (name, operation) in operations { lines.append("pushswarm_requests_sent_total{\(run),operation=\"\(escape(name))\"} \(operation.sent)") }
