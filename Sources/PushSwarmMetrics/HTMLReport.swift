@@ -46,7 +46,7 @@ public enum HTMLReport {
         if summary.mergedFrom > 0 { meta += " · merged from \(summary.mergedFrom) shards" }
         html += "<p class=\"meta\">\(meta)</p>\n"
         if summary.isSaturated {
-            html += "<p class=\"warn\">The generator was saturated (lag p99 \(TerminalReport.format2(summary.lagP99Milliseconds ?? 0)) ms, CPU \(Int(((summary.cpuBusy ?? 0) * 100).rounded())) %, \(summary.missedStarts) missed starts, \(summary.shedArrivals) arrivals shed): the load asked for was not the load put on.</p>\n"
+            html += "<p class=\"warn\">The generator was saturated (lag p99 \(TerminalReport.format2(summary.lagP99Milliseconds ?? 0)) ms, CPU \(TerminalReport.whole((summary.cpuBusy ?? 0) * 100)) %, \(summary.missedStarts) missed starts, \(summary.shedArrivals) arrivals shed): the load asked for was not the load put on.</p>\n"
         }
 
         // Verdict tiles: what a reader looks at first.
@@ -353,7 +353,7 @@ public struct SVGChart: Sendable {
         return svg + "\n</svg>\n"
     }
 
-    private func f(_ value: Double) -> String { String(Double(Int((value * 10).rounded())) / 10) }
+    private func f(_ value: Double) -> String { String(Double(TerminalReport.whole(value * 10)) / 10) }
 
     /// A round number at or above `value` for the top of an axis: 1, 2, 2.5 or 5 times a power of ten.
     static func niceCeiling(_ value: Double) -> Double {
@@ -377,7 +377,7 @@ public struct SVGChart: Sendable {
     /// Elapsed time as h:mm for long runs (h:mm:ss when the labels are under a minute apart),
     /// m:ss for short ones.
     static func clockLabel(_ seconds: Double, step: Double = 60) -> String {
-        let whole = Int(seconds.rounded())
+        let whole = TerminalReport.whole(seconds)
         if whole >= 3_600 {
             return "\(whole / 3_600)h\(String(format2: (whole % 3_600) / 60))" + (step < 60 ? ":\(String(format2: whole % 60))" : "")
         }

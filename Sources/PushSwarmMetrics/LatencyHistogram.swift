@@ -92,14 +92,21 @@ public struct LatencyHistogram: Sendable, Equatable {
         sum = overflow ? .max : total
     }
 
+    /// The rank, 1 to `total`, of the value at `quantile` among `total` values; `total` can be
+    /// any count (a restored archive's counts add up wrapping).
+    static func rank(atQuantile quantile: Double, of total: UInt64) -> UInt64 {
+        let product = (Swift.min(Swift.max(quantile, 0), 1) * Double(total)).rounded(.up)
+        // The largest Double under 2⁶⁴; NaN fails the test too.
+        guard product < 18_446_744_073_709_549_568 else { return total }
+        return Swift.min(Swift.max(UInt64(product), 1), total)
+    }
+
     /// The value at `quantile` (0...1): the smallest recorded value v such that at least
     /// `quantile` of all values are ≤ v, reported as the highest value equivalent to v's bucket and
     /// never above the true maximum. Nil when nothing was recorded.
     public func value(atQuantile quantile: Double) -> UInt64? {
         guard totalCount > 0 else { return nil }
-        let clampedQuantile = Swift.min(Swift.max(quantile, 0), 1)
-        var rank = UInt64((clampedQuantile * Double(totalCount)).rounded(.up))
-        rank = Swift.max(rank, 1)
+        let rank = Self.rank(atQuantile: quantile, of: totalCount)
         var cumulative: UInt64 = 0
         for index in counts.indices where counts[index] != 0 {
             cumulative &+= counts[index]

@@ -49,7 +49,8 @@ public struct Story: Sendable, Equatable {
         let tickSeconds = Double(metrics.timeline.tickMicroseconds) / 1_000_000
         self.tickSeconds = tickSeconds
         // The run's own ticks: what came in while it drained after its end is not a minute of it.
-        let runTicks = max(1, Int((summary.simulatedSeconds / tickSeconds).rounded(.up)))
+        // No timeline holds more than `tickLimit` (an archive may claim a longer run).
+        let runTicks = max(1, Int(min(Double(Timeline.tickLimit), (summary.simulatedSeconds / tickSeconds).rounded(.up))))
         // Ticks exist up to the last one with anything in it: a run's quiet end is empty ticks.
         var ownTicks = Array(ticks.prefix(runTicks))
         if ownTicks.count < runTicks { ownTicks += repeatElement(Timeline.Tick(), count: runTicks - ownTicks.count) }
@@ -149,7 +150,7 @@ public struct Story: Sendable, Equatable {
     /// The aligned minute (or tick, when a tick is longer) with the most requests sent.
     static func peak(of ticks: [Timeline.Tick], tickSeconds: Double) -> Peak? {
         guard !ticks.isEmpty else { return nil }
-        let width = max(1, Int((60 / tickSeconds).rounded()))
+        let width = max(1, TerminalReport.whole(60 / tickSeconds))
         var best: Peak?
         var start = 0
         while start < ticks.count {
@@ -169,7 +170,7 @@ public struct Story: Sendable, Equatable {
     /// than the clients' longest back-off (at least a minute), so that one storm's retry waves stay
     /// one storm.
     static func storm(of ticks: [Timeline.Tick], tickSeconds: Double, longestBackoffSeconds: Double) -> Storm? {
-        let gap = max(1, Int((max(60, longestBackoffSeconds + 2) / tickSeconds).rounded(.up)))
+        let gap = max(1, TerminalReport.whole(max(60, longestBackoffSeconds + 2) / tickSeconds, .up))
         var best: Storm?
         var current: Storm?
         func close() {
@@ -204,7 +205,7 @@ public struct Story: Sendable, Equatable {
     /// A moment of the run's timeline: h:mm:ss from its start in runs of an hour or more, m:ss
     /// in shorter ones (the story's sentences, the live dashboard's status).
     public static func clock(_ seconds: Double, long: Bool) -> String {
-        let whole = Int(seconds.rounded(.down))
+        let whole = TerminalReport.whole(seconds, .down)
         let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
         return long || whole >= 3_600 ? "\(whole / 3_600):\(two(whole % 3_600 / 60)):\(two(whole % 60))" : "\(whole / 60):\(two(whole % 60))"
     }
@@ -213,10 +214,10 @@ public struct Story: Sendable, Equatable {
     static func span(_ seconds: Double, atLeast: Double) -> String {
         let value = max(seconds, atLeast)
         if value < 10 {
-            let tenths = Int((value * 10).rounded())
+            let tenths = TerminalReport.whole(value * 10)
             return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
         }
-        let whole = Int(value.rounded())
+        let whole = TerminalReport.whole(value)
         if whole < 60 { return "\(whole) s" }
         if whole < 3_600 { return whole % 60 == 0 ? "\(whole / 60) min" : "\(whole / 60) min \(whole % 60) s" }
         return whole % 3_600 / 60 == 0 ? "\(whole / 3_600) h" : "\(whole / 3_600) h \(whole % 3_600 / 60) min"
@@ -224,8 +225,8 @@ public struct Story: Sendable, Equatable {
 
     /// Requests per second: whole above 100, one decimal above 10, two below.
     static func rate(_ value: Double) -> String {
-        if value >= 100 { return TerminalReport.group(UInt64(value.rounded())) }
-        if value >= 10 { return "\(Int((value * 10).rounded()) / 10).\(Int((value * 10).rounded()) % 10)" }
+        if value >= 100 { return TerminalReport.group(UInt64(TerminalReport.whole(value))) }
+        if value >= 10 { return "\(TerminalReport.whole(value * 10) / 10).\(TerminalReport.whole(value * 10) % 10)" }
         return TerminalReport.format2(value)
     }
 
@@ -233,7 +234,7 @@ public struct Story: Sendable, Equatable {
     static func share(_ part: UInt64, of whole: UInt64) -> String {
         guard whole > 0, part > 0 else { return "0 %" }
         let percent = Double(part) * 100 / Double(whole)
-        return percent < 1 ? "<1 %" : "\(Int(percent.rounded())) %"
+        return percent < 1 ? "<1 %" : "\(TerminalReport.whole(percent)) %"
     }
 
     /// "1 request", "2,000 requests".
@@ -242,7 +243,7 @@ public struct Story: Sendable, Equatable {
     }
 
     static func times(_ ratio: Double) -> String {
-        ratio >= 10 ? "\(Int(ratio.rounded()))×" : "\(TerminalReport.format2(ratio))×"
+        ratio >= 10 ? "\(TerminalReport.whole(ratio))×" : "\(TerminalReport.format2(ratio))×"
     }
 
     /// A client's drop reason in words.

@@ -192,6 +192,13 @@ public enum SummaryArchive {
             return number
         }
 
+        /// A length of time or a share: finite and not negative.
+        func nonNegative(_ value: JSONValue?, _ path: String) throws(ReadError) -> Double {
+            let value = try number(value, path)
+            guard value >= 0 else { throw fail(path, "expected a number from 0, found \(value)") }
+            return value
+        }
+
         func count(_ value: JSONValue?, _ path: String) throws(ReadError) -> UInt64 {
             let value = try number(value, path)
             guard value >= 0, value <= 9_007_199_254_740_992, value == value.rounded() else { throw fail(path, "expected a whole number from 0, found \(value)") }
@@ -249,8 +256,7 @@ public enum SummaryArchive {
             let object = try object(value, path)
             var warmUp = Summary.WarmUp()
             warmUp.installs = try count("installs", of: object, at: path)
-            warmUp.seconds = try number(object["seconds"], "\(path).seconds")
-            guard warmUp.seconds >= 0 else { throw fail("\(path).seconds", "expected a number from 0, found \(warmUp.seconds)") }
+            warmUp.seconds = try nonNegative(object["seconds"], "\(path).seconds")
             guard let complete = object["complete"]?.boolValue else { throw fail("\(path).complete", "expected true or false") }
             warmUp.complete = complete
             warmUp.sent = try count("sent", of: object, at: path)
@@ -263,8 +269,7 @@ public enum SummaryArchive {
             warmUp.droppedByReason = try counts(object["droppedByReason"], "\(path).droppedByReason")
             if object["notRegistered"] != nil { warmUp.notRegistered = try counts(object["notRegistered"], "\(path).notRegistered") }
             if object["settleSeconds"] != nil {
-                warmUp.settleSeconds = try number(object["settleSeconds"], "\(path).settleSeconds")
-                guard warmUp.settleSeconds >= 0 else { throw fail("\(path).settleSeconds", "expected a number from 0, found \(warmUp.settleSeconds)") }
+                warmUp.settleSeconds = try nonNegative(object["settleSeconds"], "\(path).settleSeconds")
             }
             return warmUp
         }
@@ -384,13 +389,13 @@ public enum SummaryArchive {
             var summary = Summary(
                 scenario: try string(run["scenario"], "$.run.scenario"), seed: try count(run["seed"], "$.run.seed"),
                 clock: try string(run["clock"], "$.run.clock"), devices: Int(try count(run["devices"], "$.run.devices")),
-                simulatedSeconds: try number(run["simulatedSeconds"], "$.run.simulatedSeconds"),
-                wallSeconds: try number(run["wallSeconds"], "$.run.wallSeconds"),
+                simulatedSeconds: try nonNegative(run["simulatedSeconds"], "$.run.simulatedSeconds"),
+                wallSeconds: try nonNegative(run["wallSeconds"], "$.run.wallSeconds"),
                 runID: try string(run["runId"], "$.run.runId"), version: try string(run["version"], "$.run.version"),
                 metrics: metrics, ledger: ledger, lost: Int(try count(run["lost"], "$.run.lost")),
                 pendingAtEnd: Int(try count(run["pendingAtEnd"], "$.run.pendingAtEnd"))
             )
-            if run["cpuBusy"] != nil { summary.cpuBusy = try number(run["cpuBusy"], "$.run.cpuBusy") }
+            if run["cpuBusy"] != nil { summary.cpuBusy = try nonNegative(run["cpuBusy"], "$.run.cpuBusy") }
             if run["shard"] != nil {
                 let shard = try object(run["shard"], "$.run.shard")
                 summary.shard = (Int(try count(shard["index"], "$.run.shard.index")), Int(try count(shard["count"], "$.run.shard.count")))

@@ -74,7 +74,7 @@ public enum TerminalReport {
             let verdict = summary.isSaturated
                 ? "SATURATED: work started late or not at all, or the CPU was pegged, so the load asked for was not the load put on; run fewer devices or a lower rate"
                 : "ok"
-            let cpu = summary.cpuBusy.map { " · CPU \(Int(($0 * 100).rounded())) % of the cores" } ?? ""
+            let cpu = summary.cpuBusy.map { " · CPU \(whole($0 * 100)) % of the cores" } ?? ""
             lines.append("Generator   lag p99 \(format2(milliseconds)) ms\(cpu) (\(verdict))")
         }
         if summary.ledger != nil {
@@ -131,14 +131,26 @@ public enum TerminalReport {
         return result
     }
 
+    /// `value` rounded by `rule` to a whole number to print, held within ±2⁵³ (NaN is 0): an
+    /// archive's figures can be any finite number, and a report prints them without trapping.
+    static func whole(_ value: Double, _ rule: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> Int {
+        let limit = 9_007_199_254_740_992.0
+        let rounded = value.rounded(rule)
+        guard !rounded.isNaN else { return 0 }
+        return Int(min(max(rounded, -limit), limit))
+    }
+
+    /// Two decimals for any value: one too large for them (or not finite, as an archive may
+    /// hold) is written as Swift writes it.
     public static func format2(_ value: Double) -> String {
+        guard abs(value) < 1e15 else { return String(value) }
         let scaled = Int64((abs(value) * 100).rounded())
         let fraction = scaled % 100
         return "\(value < 0 && scaled > 0 ? "-" : "")\(scaled / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 
     static func formatDuration(_ seconds: Double) -> String {
-        let whole = Int(seconds.rounded())
+        let whole = whole(seconds)
         if whole % 3_600 == 0 && whole >= 3_600 { return "\(whole / 3_600)h" }
         if whole % 60 == 0 && whole >= 60 { return "\(whole / 60)m" }
         return "\(whole)s"

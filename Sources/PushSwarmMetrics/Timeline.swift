@@ -265,22 +265,22 @@ public struct SparseHistogram: Sendable, Equatable {
             low = indices.partitioningIndex { $0 >= key }
         }
         if low < indices.count, indices[low] == key {
-            counts[low] += count
+            counts[low] &+= count
         } else {
             indices.insert(key, at: low)
             counts.insert(count, at: low)
         }
-        totalCount += count
+        totalCount &+= count
     }
 
     /// As `LatencyHistogram.value(atQuantile:)`: the group's highest equivalent value, never
     /// above the maximum.
     public func value(atQuantile quantile: Double) -> UInt64? {
         guard totalCount > 0 else { return nil }
-        let rank = max(1, UInt64((min(max(quantile, 0), 1) * Double(totalCount)).rounded(.up)))
+        let rank = LatencyHistogram.rank(atQuantile: quantile, of: totalCount)
         var cumulative: UInt64 = 0
         for (index, count) in zip(indices, counts) {
-            cumulative += count
+            cumulative &+= count
             if cumulative >= rank { return min(LatencyHistogram.highestEquivalentValue(forIndex: Int(index) + Self.grain - 1), maximum) }
         }
         return maximum

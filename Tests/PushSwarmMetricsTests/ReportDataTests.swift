@@ -183,6 +183,32 @@ import Testing
         #expect(Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80, requests: 50), options: options).isWorse)
     }
 
+    /// The fuzzer's find: an archive is a peer's input, and its figures can be any finite number.
+    /// A negative length is refused naming where; a huge one (2⁵³ s, 10¹⁹ s of wall time, a CPU
+    /// share of 10¹⁹) renders in every report without trapping.
+    @Test func anArchiveOfAbsurdFiguresIsRefusedOrRendered() throws {
+        for (key, value) in [("wallSeconds", "-1"), ("simulatedSeconds", "-0.5"), ("cpuBusy", "-2")] {
+            var summary = Self.summary()
+            summary.cpuBusy = 0.25
+            let text = SummaryArchive.text(of: summary).replacingOccurrences(of: "\"\(key)\":[0-9.e+]+", with: "\"\(key)\":\(value)", options: .regularExpression)
+            #expect(throws: SummaryArchive.ReadError.self) { try SummaryArchive.read(text) }
+            do { _ = try SummaryArchive.read(text) } catch { #expect(error.path == "$.run.\(key)", "\(error)") }
+        }
+        for (key, value) in [("wallSeconds", 1e19), ("simulatedSeconds", 1e300), ("simulatedSeconds", 9_007_199_254_740_992), ("cpuBusy", 1e19)] {
+            var summary = Self.summary()
+            switch key {
+            case "wallSeconds": summary.wallSeconds = value
+            case "simulatedSeconds": summary.simulatedSeconds = value
+            default: summary.cpuBusy = value
+            }
+            let read = try SummaryArchive.read(SummaryArchive.text(of: summary))
+            #expect(TerminalReport.render(read, reportPath: nil).contains("PushSwarm"))
+            #expect(HTMLReport.render(read).contains("<html"))
+        }
+        #expect(TerminalReport.format2(1e19) == "1e+19")
+        #expect(TerminalReport.format2(-12.345) == "-12.35")
+    }
+
     /// Issue 39: a pair a nightly job cannot judge is neither "same" nor "worse": another seed,
     /// fleet, length or scenario load is another load; a headline figure of too few samples
     /// says nothing. Another mock (the service) is the same load.
