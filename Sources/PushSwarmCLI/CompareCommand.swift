@@ -8,7 +8,9 @@ enum CompareCommand: Command {
             Compares two runs of one scenario (report directories written by `pushswarm run` or
             `pushswarm merge`, or their metrics.json) and prints the changes that matter: throughput,
             latency percentiles overall and per operation, error and 429 rates, retry amplification,
-            the ledger. Exits 1 when the current run is worse than the baseline beyond the tolerance.
+            the ledger. Exits 1 when the current run is worse than the baseline beyond the tolerance;
+            a latency percentile must also move past its sampling noise (the ranks either side of
+            it that its samples could as well have put there), else it is "same (within noise)".
             The nightly recipe is in docs/nightly.md.
             """,
         options: [
@@ -34,8 +36,8 @@ enum CompareCommand: Command {
         ],
         footer: """
             Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input, 3 cannot judge
-            (the runs differ in scenario, scenario file, seed, clock, fleet or length, or a headline
-            figure has too few samples and nothing judged is worse).
+            (the runs differ in scenario, scenario file, seed, clock, fleet or length, a run's generator
+            fell behind, or a headline figure has too few samples and nothing judged is worse).
             """
     )
 

@@ -19,6 +19,11 @@ public struct Comparison: Sendable {
         case new, gone
         /// Too few samples in either run to read a percentile or a rate from.
         case few
+        /// A percentile moved past the tolerance, but by less than its sampling noise: the ranks
+        /// either side of it that the samples could as well have put there (`Options.band`)
+        /// overlap between the runs. The p99 of 300 answers is the third-slowest, and another
+        /// night's third-slowest can be 20 % off with nothing changed.
+        case noise
     }
 
     public struct Row: Sendable {
@@ -47,6 +52,11 @@ public struct Comparison: Sendable {
         /// Percentiles and rates of fewer samples than this in either run are not judged: the p99
         /// of five answers is one answer.
         public var minimumSamples: UInt64 = 100
+        /// How wide a percentile's sampling band is, in standard deviations of its rank: the
+        /// p-quantile of n samples lies between the values at ranks np ± z·√(np(1−p)) (the order
+        /// statistics' binomial band; z = 2.58 is 99 % each). A percentile is worse only when
+        /// the current run's band lies wholly above the baseline's.
+        public var band: Double = 2.58
 
         public init() {}
     }
@@ -54,7 +64,7 @@ public struct Comparison: Sendable {
     public var rows: [Row] = []
     public var notes: [String] = []
     /// How the runs did not put the same load on (another scenario, scenario load, seed, clock,
-    /// fleet or length); also among the notes.
+    /// fleet or length, or a generator that fell behind); also among the notes.
     public private(set) var mismatches: [String] = []
     /// The headline rows without enough samples to judge.
     public private(set) var tooFewSamples: [String] = []
@@ -94,9 +104,13 @@ public struct Comparison: Sendable {
         if abs(baseline.simulatedSeconds - current.simulatedSeconds) > 0.01 * longer {
             mismatches.append("the runs last differently (\(TerminalReport.format2(baseline.simulatedSeconds)) s and \(TerminalReport.format2(current.simulatedSeconds)) s)")
         }
+        // A generator that fell behind did not put the load on, and its latencies hold its own delay.
+        for (name, summary) in [("baseline", baseline), ("current", current)] where summary.generatorFellBehind {
+            mismatches.append("the \(name) run's generator fell behind (lag p99 \(TerminalReport.format2(summary.lagP99Milliseconds ?? 0)) ms, CPU \(TerminalReport.whole((summary.cpuBusy ?? 0) * 100)) %, \(summary.missedStarts) missed starts): it did not put the load on, and its latencies include PushSwarm's own delay")
+        }
         notes = mismatches
-        for (name, summary) in [("baseline", baseline), ("current", current)] where summary.isSaturated {
-            notes.append("the \(name) run's generator was saturated: its latencies include PushSwarm's own delay")
+        for (name, summary) in [("baseline", baseline), ("current", current)] where summary.isSaturated && !summary.generatorFellBehind {
+            notes.append("the \(name) run shed \(summary.shedArrivals) arrivals on busy devices")
         }
 
         func throughput(_ summary: Summary) -> Double {
@@ -108,10 +122,7 @@ public struct Comparison: Sendable {
         add("throughput (answers 1xx-3xx per second)", unit: "/s", throughput(baseline), throughput(current), .higherIsBetter, floor: 0, headline: true)
         let (allBefore, allAfter) = (baseline.metrics.allLatencies, current.metrics.allLatencies)
         for quantile in [0.5, 0.9, 0.99] {
-            add("\(Quantity.name(ofQuantile: quantile)) latency, all operations", unit: "ms",
-                allBefore.milliseconds(atQuantile: quantile), allAfter.milliseconds(atQuantile: quantile),
-                .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: quantile == 0.99,
-                samples: min(allBefore.totalCount, allAfter.totalCount))
+            addPercentile("\(Quantity.name(ofQuantile: quantile)) latency, all operations", quantile, allBefore, allAfter, headline: quantile == 0.99)
         }
         let sent = min(baseline.metrics.sent, current.metrics.sent)
         add("error rate", unit: "%", baseline.metrics.errorRate, current.metrics.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
@@ -131,9 +142,7 @@ public struct Comparison: Sendable {
                 continue
             }
             for quantile in [0.5, 0.9, 0.99] {
-                add("\(Quantity.name(ofQuantile: quantile))(\(name))", unit: "ms", before.latency.milliseconds(atQuantile: quantile), after.latency.milliseconds(atQuantile: quantile),
-                    .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: false,
-                    samples: min(before.latency.totalCount, after.latency.totalCount))
+                addPercentile("\(Quantity.name(ofQuantile: quantile))(\(name))", quantile, before.latency, after.latency, headline: false)
             }
             add("rate(errors) of \(name)", unit: "%", before.errorRate, after.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: false,
                 samples: min(before.sent, after.sent))
@@ -155,6 +164,30 @@ public struct Comparison: Sendable {
             root["platforms"] = .object(platforms)
         }
         return .object(root)
+    }
+
+    /// A latency percentile's row: judged as any row, then a change is taken for noise where the
+    /// runs' sampling bands overlap.
+    private mutating func addPercentile(_ metric: String, _ quantile: Double, _ baseline: LatencyHistogram, _ current: LatencyHistogram, headline: Bool) {
+        add(metric, unit: "ms", baseline.milliseconds(atQuantile: quantile), current.milliseconds(atQuantile: quantile),
+            .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: headline,
+            samples: min(baseline.totalCount, current.totalCount))
+        guard let last = rows.indices.last, rows[last].verdict == .worse || rows[last].verdict == .better,
+              let before = Self.band(baseline, quantile, options.band), let after = Self.band(current, quantile, options.band)
+        else { return }
+        let separated = rows[last].verdict == .worse ? after.lowerBound > before.upperBound : after.upperBound < before.lowerBound
+        if !separated { rows[last].verdict = .noise }
+    }
+
+    /// The values, in milliseconds, between which `histogram`'s `quantile` could as well have
+    /// fallen: those at the ranks `z` standard deviations either side of its own.
+    static func band(_ histogram: LatencyHistogram, _ quantile: Double, _ z: Double) -> ClosedRange<Double>? {
+        let count = Double(histogram.totalCount)
+        guard count > 0 else { return nil }
+        let spread = z * (count * quantile * (1 - quantile)).squareRoot() / count
+        guard let low = histogram.milliseconds(atQuantile: max(0, quantile - spread)),
+              let high = histogram.milliseconds(atQuantile: min(1, quantile + spread)) else { return nil }
+        return low...max(low, high)
     }
 
     private mutating func add(
@@ -198,7 +231,12 @@ public struct Comparison: Sendable {
             }
             let change = row.change.map { ($0 >= 0 ? "+" : "") + TerminalReport.format2($0 * 100) + " %" }
                 ?? (row.baseline == row.current ? "" : row.baseline == 0 ? "from 0" : "")
-            let verdict = row.verdict == .worse ? "WORSE" : row.verdict == .few ? "too few samples" : row.verdict.rawValue
+            let verdict = switch row.verdict {
+            case .worse: "WORSE"
+            case .few: "too few samples"
+            case .noise: "same (within noise)"
+            default: row.verdict.rawValue
+            }
             table.append([row.metric, value(row.baseline), value(row.current), change, verdict])
         }
         var lines = TerminalReport.formatTable(table)

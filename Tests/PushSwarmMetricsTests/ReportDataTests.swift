@@ -183,6 +183,48 @@ import Testing
         #expect(Comparison(baseline: baseline, current: Self.summary(latencyMilliseconds: 80, requests: 50), options: options).isWorse)
     }
 
+    /// A summary of one operation whose answers took `milliseconds`, in order.
+    static func summary(milliseconds: [Double]) -> Summary {
+        var metrics = RunMetrics()
+        for (index, value) in milliseconds.enumerated() {
+            let at = Int64(index) * 10_000
+            metrics.recordSent(operation: "p.events", retryNumber: 0, at: at)
+            metrics.recordResponse(operation: "p.events", status: 200, latencyMicroseconds: UInt64(value * 1_000), at: at + Int64(value * 1_000))
+        }
+        return Summary(scenario: "s", seed: 7, clock: "wall", devices: 100, simulatedSeconds: 60, wallSeconds: 60, runID: "s-1", version: "test",
+                       metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0)
+    }
+
+    /// Issue 39: the p99 of 300 answers is the third-slowest. Two nights of one service differ
+    /// there by more than 10 % with nothing changed; only a move past what the samples could as
+    /// well have put there (the ranks either side of the percentile) is worse.
+    @Test func aPercentileMovedWithinItsSamplingNoiseIsNotWorse() {
+        // 300 answers from 40 to 55 ms; the slowest few are where nights differ.
+        let steady = (0..<300).map { 40 + 15 * Double($0) / 300 }
+        var lucky = steady
+        var unlucky = steady
+        lucky.replaceSubrange(295..<300, with: [55, 56, 57, 58, 60])
+        unlucky.replaceSubrange(295..<300, with: [66, 68, 70, 72, 75])
+        let pair = Comparison(baseline: Self.summary(milliseconds: lucky), current: Self.summary(milliseconds: unlucky))
+        let p99 = pair.rows.first { $0.metric == "p99(p.events)" }
+        #expect((p99?.change ?? 0) > 0.10, "the p99 moved past the tolerance: \(String(describing: p99?.change))")
+        #expect(p99?.verdict == .noise, "\(String(describing: p99))")
+        #expect(pair.outcome == .same)
+        #expect(pair.render().contains("same (within noise)"))
+        // Every answer 30 % slower is past any noise, at every percentile.
+        let slower = Comparison(baseline: Self.summary(milliseconds: lucky), current: Self.summary(milliseconds: lucky.map { $0 * 1.3 }))
+        #expect(slower.outcome == .worse)
+        for metric in ["p50(p.events)", "p90(p.events)", "p99(p.events)"] {
+            #expect(slower.rows.first { $0.metric == metric }?.verdict == .worse, "\(metric)")
+        }
+        // With 30,000 answers the same move of the slowest 1 % is a regression.
+        let many = (0..<30_000).map { 40 + 15 * Double($0) / 30_000 }
+        var manySlower = many
+        for index in 29_600..<30_000 { manySlower[index] *= 1.3 }
+        #expect(Comparison(baseline: Self.summary(milliseconds: many), current: Self.summary(milliseconds: manySlower))
+            .rows.first { $0.metric == "p99(p.events)" }?.verdict == .worse)
+    }
+
     /// The fuzzer's find: an archive is a peer's input, and its figures can be any finite number.
     /// A negative length is refused naming where; a huge one (2⁵³ s, 10¹⁹ s of wall time, a CPU
     /// share of 10¹⁹) renders in every report without trapping.
@@ -236,6 +278,15 @@ import Testing
         #expect(Comparison(baseline: withMock, current: mockOnly).outcome == .same, "the mock stands for the service, not the load")
         let few = Comparison(baseline: Self.summary(requests: 50), current: Self.summary(requests: 50))
         #expect(few.outcome == .cannotJudge && few.unjudgeable.contains { $0.hasPrefix("too few samples for p99 latency, all operations") }, "\(few.unjudgeable)")
+        // A generator that fell behind did not put the load on: its slower answers are partly its
+        // own. Arrivals shed on busy devices are a slow service's doing too: still judged.
+        var behind = Self.summary(latencyMilliseconds: 80)
+        behind.metrics.increment("workload.missedStarts", by: 3)
+        let fellBehind = Comparison(baseline: baseline, current: behind)
+        #expect(fellBehind.outcome == .cannotJudge && fellBehind.unjudgeable.first?.hasPrefix("the current run's generator fell behind") == true, "\(fellBehind.unjudgeable)")
+        var shed = Self.summary(latencyMilliseconds: 80)
+        shed.metrics.increment("workload.shed", by: 3)
+        #expect(Comparison(baseline: baseline, current: shed).outcome == .worse)
     }
 
     @Test func theComparisonFlagsMore429sButNotOneInAMillion() {

@@ -1,0 +1,97 @@
+import Foundation
+import PushSwarmMetrics
+import PushSwarmTestSupport
+import Testing
+
+/// Issue 39's end to end: the README's nightly recipe (`run Scenarios/nightly.json --clock wall
+/// --target …`, then `compare`), shortened, against the built-in mock served on a real port as the
+/// service. Two runs against one service are "same" with every row judged; a run against the
+/// service made 30 % slower is "worse", exit 1. The full five minutes and their rate are
+/// `Benchmarks/nightly.sh`'s (a test never times anything).
+@Suite(.serialized) struct NightlyTests {
+    private let cli = CommandLineTests()
+
+    /// Scenarios/nightly.json for a debug build on a CI machine that runs other tests beside it:
+    /// a minute instead of 5, half the fleet and a quarter of the open rates (about 900 requests
+    /// a second, a fifth of a core for the run and a sixth for the mock peer here), the campaigns
+    /// at 12 s. Every operation still gets more than 100 answers (`flocktory.order` the fewest,
+    /// about 140).
+    static func shortened(_ text: String) -> String {
+        var text = text
+            .replacingOccurrences(of: #""duration": "5m""#, with: #""duration": "60s""#)
+            .replacingOccurrences(of: #""devices": 20000"#, with: #""devices": 10000"#)
+            .replacingOccurrences(of: #""at": "2m""#, with: #""at": "12s""#)
+        // Smallest first, so that no rate is divided twice.
+        for rate in [300, 600, 1200] {
+            text = text.replacingOccurrences(of: #""rate": "\#(rate)/s""#, with: #""rate": "\#(rate / 4)/s""#)
+        }
+        return text
+    }
+
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount >= 2, "two wall runs and a peer need two cores"))
+    func twoNightsOfOneBuildAreTheSameAndASlowerServiceIsWorse() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-nightly-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let recipe = try String(contentsOfFile: CommandLineTests.root.path + "/Scenarios/nightly.json", encoding: .utf8)
+        let scenario = Self.shortened(recipe)
+        #expect(scenario.contains(#""duration": "60s""#) && scenario.contains(#""rate": "300/s""#) && scenario.contains(#""at": "12s""#),
+                "the shortening found what it edits in Scenarios/nightly.json")
+        try scenario.write(toFile: directory + "/nightly.json", atomically: true, encoding: .utf8)
+        // The same service, 30 % slower: every mock answers 30 % later.
+        let slower = scenario.replacingOccurrences(of: #""median": "40ms""#, with: #""median": "52ms""#)
+        #expect(slower.components(separatedBy: #""median": "52ms""#).count == 6, "each of the five mocks is slower")
+        try slower.write(toFile: directory + "/slower.json", atomically: true, encoding: .utf8)
+
+        /// One night: the recipe's run against `service` (a mock on a free port). A night whose
+        /// generator fell behind is run again (up to six times), as a nightly job does on
+        /// `compare`'s exit 3: on a CI machine the test suites beside this one run 60 threads at
+        /// times, and a run then starts what is due over a second late. It says so itself
+        /// (`generatorFellBehind`, the rule `compare` uses), so the pair compared is two runs
+        /// that put the load on.
+        func night(_ name: String, service: String) async throws -> Bool {
+            for attempt in 1...6 {
+                let port = freePort()
+                let peer = try Peer(CommandLineTests.binary.path, ["mock", "\(directory)/\(service).json", "--listen", "127.0.0.1:\(port)"])
+                defer { peer.stop() }
+                #expect(waitForPort(port, timeout: 30))
+                let out = "\(directory)/\(name)"
+                try? FileManager.default.removeItem(atPath: out)
+                let run = try await cli.runOffThePool([
+                    "run", "\(directory)/nightly.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet",
+                ])
+                guard run.status == 0 else {
+                    Issue.record("\(name): run exited \(run.status): \(run.error)")
+                    return false
+                }
+                let summary = try SummaryArchive.read(String(contentsOfFile: out + "/metrics.json", encoding: .utf8))
+                if !summary.generatorFellBehind { return true }
+                print("\(name), attempt \(attempt): the generator fell behind (lag p99 \(summary.lagP99Milliseconds ?? 0) ms, \(summary.missedStarts) missed starts); again")
+            }
+            Issue.record("\(name): the generator fell behind in 6 attempts; the machine never let it put the load on")
+            return false
+        }
+        for (name, service) in [("baseline", "nightly"), ("tonight", "nightly"), ("slower", "slower")] {
+            guard try await night(name, service: service) else { return }
+        }
+
+        let same = try cli.run(["compare", "\(directory)/baseline", "\(directory)/tonight", "--json", "\(directory)/same.json"])
+        let sameJSON = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/same.json"))))
+        let rows = sameJSON["rows"]?.arrayValue ?? []
+        // Each platform's operations are compared: all five sent.
+        for platform in ["smartapppush.", "flocktory.", "meiro.", "pushexpress.", "smartico."] {
+            #expect(rows.contains { $0["metric"]?.stringValue?.contains("(\(platform)") == true }, "no row of \(platform)")
+        }
+        let unjudged = rows.filter { $0["verdict"] == .string("few") }.compactMap { $0["metric"]?.stringValue }
+        #expect(unjudged.isEmpty, "rows on too few samples: \(unjudged)")
+        #expect(same.status == 0, "two runs of one build against one service:\n\(same.output)")
+        #expect(sameJSON["outcome"] == .string("same"))
+
+        let worse = try cli.run(["compare", "\(directory)/baseline", "\(directory)/slower", "--json", "\(directory)/worse.json"])
+        #expect(worse.status == 1, "a service 30 % slower:\n\(worse.output)")
+        let worseJSON = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/worse.json"))))
+        #expect(worseJSON["outcome"] == .string("worse"))
+        let worseRows = (worseJSON["rows"]?.arrayValue ?? []).filter { $0["verdict"] == .string("worse") }.compactMap { $0["metric"]?.stringValue }
+        #expect(worseRows.contains("p50 latency, all operations") && worseRows.contains("p99 latency, all operations"), "worse: \(worseRows)")
+    }
+}
