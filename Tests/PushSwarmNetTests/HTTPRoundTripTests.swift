@@ -20,8 +20,14 @@ import Testing
         #expect(response.bodyText == "POST /events?x=1 5 127.0.0.1")
     }
 
+    /// The server's idle timeout is an hour: on CI the test's task once waited past the default
+    /// 75 s between two of its requests (the concurrency pool's two threads held by other suites'
+    /// tests waiting on processes), the server closed the idle connection, and request 11 went
+    /// out on a new one.
     @Test func keepAliveReusesOneConnectionForSequentialRequests() async throws {
-        let server = try startServer { _, responder in responder.respond(Response(status: 200, body: Array("ok".utf8))) }
+        let server = try startServer(HTTPServer.Configuration(idleTimeoutNanoseconds: 3_600_000_000_000)) { _, responder in
+            responder.respond(Response(status: 200, body: Array("ok".utf8)))
+        }
         defer { server.stop() }
         let client = HTTPClient(group: testGroup)
         // Counted by the client, request by request: the server's count of accepted connections
