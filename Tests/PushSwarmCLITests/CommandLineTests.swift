@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import PushSwarmMetrics
 
@@ -23,8 +24,20 @@ import PushSwarmMetrics
         return root.appendingPathComponent(".build/debug/pushswarm")
     }
 
-    /// Runs the binary (or `executable`, such as a shell wrapping it) with `arguments`.
-    func run(_ arguments: [String], executable: String? = nil) throws -> Outcome {
+    /// Runs the binary (or `executable`, such as a shell wrapping it) with `arguments`, on a
+    /// thread of its own. A test that waits on a process must not hold one of the concurrency
+    /// pool's threads meanwhile: there are as many as cores (two on CI), and the async tests beside
+    /// it (servers and clients in this process) would wait for a thread past their time limits.
+    func run(_ arguments: [String], executable: String? = nil) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try Self.runWaiting(arguments, executable: executable) }) }.start()
+        }
+    }
+
+    /// Runs the process and waits for it on the calling thread. Standard error is drained on a
+    /// thread beside standard output, so that a process filling one pipe while the other is read
+    /// does not wait forever.
+    private static func runWaiting(_ arguments: [String], executable: String?) throws -> Outcome {
         let process = Process()
         process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? Self.binary
         process.arguments = arguments
@@ -34,18 +47,29 @@ import PushSwarmMetrics
         process.standardOutput = output
         process.standardError = error
         try process.run()
+        let errorRead = Drained(error.fileHandleForReading)
         let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        let errData = errorRead.wait()
         process.waitUntilExit()
         return Outcome(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self), error: String(decoding: errData, as: UTF8.self))
     }
 
-    /// `run` on a thread of its own. A test that waits minutes on processes must not hold one of
-    /// the concurrency pool's threads meanwhile: there are as many as cores (two on CI), and the
-    /// async tests beside it would wait for a thread past their time limits.
-    func runOffThePool(_ arguments: [String]) async throws -> Outcome {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try self.run(arguments) }) }.start()
+    /// A pipe read to its end on a thread of its own.
+    private final class Drained: Sendable {
+        private let data = Mutex(Data())
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ handle: FileHandle) {
+            Thread { [self] in
+                let read = handle.readDataToEndOfFile()
+                data.withLock { $0 = read }
+                done.signal()
+            }.start()
+        }
+
+        func wait() -> Data {
+            done.wait()
+            return data.withLock { $0 }
         }
     }
 
@@ -65,10 +89,10 @@ import PushSwarmMetrics
         ("rate-zero.json", "$.groups[0].workload.rate: every rate is zero"),
         ("sessions-too-many.json", "$.behaviour.sessionsPerDay: 1000000000000 is out of range; expected 0 to 1000000"),
     ])
-    func aBadScenarioExitsTwoNamingThePath(file: String, expected: String) throws {
+    func aBadScenarioExitsTwoNamingThePath(file: String, expected: String) async throws {
         let path = "Tests/Fixtures/bad-scenarios/\(file)"
         for command in ["validate", "run"] {
-            let outcome = try run([command, path])
+            let outcome = try await run([command, path])
             #expect(outcome.status == 2, "\(command) \(file)")
             #expect(outcome.error.contains(expected), "\(command) \(file): \(outcome.error)")
             #expect(!outcome.error.contains("Fatal error"), "no stack trace")
@@ -79,14 +103,14 @@ import PushSwarmMetrics
     /// The documented maximum fleet under a 4 GiB address-space limit once died part way with
     /// "failed to allocate" (SIGABRT); it is refused before it starts, with the estimate.
     /// `validate` refuses it too (it once exited 0 with a note).
-    @Test func aRunThatCannotFitInMemoryIsRefusedWithTheEstimate() throws {
+    @Test func aRunThatCannotFitInMemoryIsRefusedWithTheEstimate() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-10m-\(UUID().uuidString).json").path
         defer { try? FileManager.default.removeItem(atPath: file) }
         var quickstart = try String(contentsOfFile: "Scenarios/quickstart.json", encoding: .utf8)
         quickstart = quickstart.replacingOccurrences(of: #""devices": 10000,"#, with: #""devices": 10000000,"#)
         try quickstart.write(toFile: file, atomically: true, encoding: .utf8)
         for command in ["run \"$1\" --out /tmp/pushswarm-never-written", "validate \"$1\""] {
-            let outcome = try run(["-c", "ulimit -v 4194304 && exec \"$0\" \(command)", Self.binary.path, file], executable: "/bin/sh")
+            let outcome = try await run(["-c", "ulimit -v 4194304 && exec \"$0\" \(command)", Self.binary.path, file], executable: "/bin/sh")
             #expect(outcome.status == 2, "\(command): \(outcome.error)")
             #expect(outcome.error.contains("this run cannot fit in memory: 10000000 devices need about 95.4 GiB"), "\(command): \(outcome.error)")
             #expect(outcome.error.contains("limit of 4.0 GiB (ulimit -v)"))
@@ -103,7 +127,7 @@ import PushSwarmMetrics
     /// of 8 a device, and drop the oldest past each address's share), and the run
     /// fits under `ulimit -v` set to the figure `validate` gives; below it, it is refused before
     /// it starts.
-    @Test func aFailingServiceRunsWithinItsEstimate() throws {
+    @Test func aFailingServiceRunsWithinItsEstimate() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-503-keep-\(UUID().uuidString).json").path
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-503-keep-\(UUID().uuidString)").path
         defer {
@@ -115,10 +139,10 @@ import PushSwarmMetrics
              "groups": [{"name": "g", "platform": "smartapppush", "os": "android"}],
              "platforms": {"smartapppush": {"retry": {"serverError": {"whenExhausted": "keepForNextLaunch"}}, "mock": {"http503Rate": 1}}}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
-        let validated = try run(["validate", file])
+        let validated = try await run(["validate", file])
         #expect(validated.status == 0, "\(validated.error)")
         let figure = try #require(validated.output.firstMatch(of: /ulimit -v (\d+)/).flatMap { Int($0.1) }, "\(validated.output)")
-        let atEstimate = try run(["-c", "ulimit -v \(figure) && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out], executable: "/bin/sh")
+        let atEstimate = try await run(["-c", "ulimit -v \(figure) && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out], executable: "/bin/sh")
         #expect(atEstimate.status == 0, "\(atEstimate.error)")
         #expect(!atEstimate.error.contains("Fatal error"))
         let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out).appendingPathComponent("summary.json"))))
@@ -126,7 +150,7 @@ import PushSwarmMetrics
         #expect(pending > 100_000 && pending <= 128_000, "under 8 a device, the ceiling the estimate weighs: \(pending)")
         #expect((summary["dropped"]?["byReason"]?["waitingCeiling"]?.numberValue ?? 0) > 0, "the oldest went, counted")
 
-        let below = try run(["-c", "ulimit -v \(figure - 65_536) && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out + "-below"], executable: "/bin/sh")
+        let below = try await run(["-c", "ulimit -v \(figure - 65_536) && exec \"$0\" run \"$1\" --out \"$2\" --quiet", Self.binary.path, file, out + "-below"], executable: "/bin/sh")
         #expect(below.status == 2 && below.error.contains("cannot fit in memory"), "\(below.error)")
     }
 
@@ -140,35 +164,35 @@ import PushSwarmMetrics
         (["run", "Scenarios/nope.json"], "no such file: Scenarios/nope.json"),
         (["explode"], "unknown command \"explode\""),
     ])
-    func badFlagsAndCommandsExitTwoWithAMessage(arguments: [String], expected: String) throws {
-        let outcome = try run(arguments)
+    func badFlagsAndCommandsExitTwoWithAMessage(arguments: [String], expected: String) async throws {
+        let outcome = try await run(arguments)
         #expect(outcome.status == 2)
         #expect(outcome.error.contains(expected), "\(outcome.error)")
     }
 
-    @Test func validateAcceptsTheShippedScenarios() throws {
+    @Test func validateAcceptsTheShippedScenarios() async throws {
         let shipped = try FileManager.default.contentsOfDirectory(atPath: Self.root.path + "/Scenarios")
             .filter { $0.hasSuffix(".json") && $0 != "schema.json" }.sorted()
         #expect(shipped.contains("quickstart.json") && shipped.contains("nightly.json"))
         for file in shipped.map({ "Scenarios/" + $0 }) {
-            let outcome = try run(["validate", file])
+            let outcome = try await run(["validate", file])
             #expect(outcome.status == 0, "\(file): \(outcome.error)")
             #expect(outcome.output.contains("valid scenario"))
         }
     }
 
-    @Test func helpIsThereForEveryCommand() throws {
+    @Test func helpIsThereForEveryCommand() async throws {
         for arguments in [["--help"], ["run", "--help"], ["validate", "--help"]] {
-            let outcome = try run(arguments)
+            let outcome = try await run(arguments)
             #expect(outcome.status == 0)
             #expect(outcome.output.contains("Usage"))
         }
     }
 
-    @Test func runWritesASummaryWhoseAccountsBalance() throws {
+    @Test func runWritesASummaryWhoseAccountsBalance() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-cli-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let outcome = try run(["run", "Scenarios/quickstart.json", "--devices", "300", "--duration", "6h", "--seed", "5", "--out", directory.path])
+        let outcome = try await run(["run", "Scenarios/quickstart.json", "--devices", "300", "--duration", "6h", "--seed", "5", "--out", directory.path])
         #expect(outcome.status == 0, "\(outcome.error)")
         #expect(outcome.output.contains("Requests by operation"))
         #expect(outcome.output.contains("Ledger"))
@@ -189,12 +213,12 @@ import PushSwarmMetrics
         }
     }
 
-    @Test func aFailingThresholdExitsNinetyNineAndFailsItsJUnitCase() throws {
+    @Test func aFailingThresholdExitsNinetyNineAndFailsItsJUnitCase() async throws {
         let directory = NSTemporaryDirectory() + "pushswarm-thresholds-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let junit = directory + "/junit.xml"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let failing = try run(["run", "Scenarios/meiro.json", "--threshold", "p50 < 1ms", "--threshold", "ledger.lost == 0", "--junit", junit, "--out", directory, "--quiet"])
+        let failing = try await run(["run", "Scenarios/meiro.json", "--threshold", "p50 < 1ms", "--threshold", "ledger.lost == 0", "--junit", junit, "--out", directory, "--quiet"])
         #expect(failing.status == 99)
         #expect(failing.error.contains("1 of 2 thresholds failed"))
         let xml = try String(contentsOfFile: junit, encoding: .utf8)
@@ -203,18 +227,18 @@ import PushSwarmMetrics
         #expect(xml.contains("name=\"ledger.lost == 0\"/>"))
         // The report is written all the same.
         #expect(FileManager.default.fileExists(atPath: directory + "/summary.json"))
-        let holding = try run(["run", "Scenarios/meiro.json", "--threshold", "ledger.lost == 0", "--junit", junit, "--out", directory, "--quiet"])
+        let holding = try await run(["run", "Scenarios/meiro.json", "--threshold", "ledger.lost == 0", "--junit", junit, "--out", directory, "--quiet"])
         #expect(holding.status == 0)
         #expect(try String(contentsOfFile: junit, encoding: .utf8).contains("failures=\"0\""))
         // A threshold that cannot be read is bad input, named.
-        let bad = try run(["run", "Scenarios/meiro.json", "--threshold", "p99 < 200"])
+        let bad = try await run(["run", "Scenarios/meiro.json", "--threshold", "p99 < 200"])
         #expect(bad.status == 2 && bad.error.contains("--threshold: a time limit needs a unit"))
         // In a scenario file, the error names the JSON path.
         var object = try #require(try JSONParser.parse(Array(try Data(contentsOf: Self.root.appendingPathComponent("Scenarios/meiro.json")))).objectValue)
         object["thresholds"] = ["ledger.lost == 0", "rate(status=429) < lots"]
         let file = directory + "/bad-threshold.json"
         try Data(JSONWriter.bytes(of: .object(object))).write(to: URL(fileURLWithPath: file))
-        let invalid = try run(["validate", file])
+        let invalid = try await run(["validate", file])
         #expect(invalid.status == 2 && invalid.error.contains("$.thresholds[1]: \"lots\" is not a number"))
     }
 }

@@ -14,8 +14,8 @@ import Testing
         (["Tests/Fixtures/logs/lines.jsonl", "--format", "json"], "lines.jsonl:2"),
         (["Tests/Fixtures/logs/alb.log", "--format", "alb"], "alb.log:8"),
     ])
-    func eachFormatsLogIsReadAndCounted(arguments: [String], unread: String) throws {
-        let run = try cli.run(["fit"] + arguments)
+    func eachFormatsLogIsReadAndCounted(arguments: [String], unread: String) async throws {
+        let run = try await cli.run(["fit"] + arguments)
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("9 lines, 8 read, 1 not"), "\(run.output)")
         #expect(run.output.contains("not read: Tests/Fixtures/logs/\(unread):"), "\(run.output)")
@@ -32,20 +32,20 @@ import Testing
 
     /// A log in another format than the one given, a log that is not a log, a format definition
     /// that cannot read anything: exit 2, naming the line or what is missing.
-    @Test func aBadLogExitsTwoNamingTheLine() throws {
-        let wrongFormat = try cli.run(["fit", "Tests/Fixtures/logs/combined.log", "--format", "alb"])
+    @Test func aBadLogExitsTwoNamingTheLine() async throws {
+        let wrongFormat = try await cli.run(["fit", "Tests/Fixtures/logs/combined.log", "--format", "alb"])
         #expect(wrongFormat.status == 2)
         #expect(wrongFormat.error.contains("9 of 9 lines are not access log records in this format; the first: Tests/Fixtures/logs/combined.log:1:"), "\(wrongFormat.error)")
-        let scenario = try cli.run(["fit", "Scenarios/quickstart.json"])
+        let scenario = try await cli.run(["fit", "Scenarios/quickstart.json"])
         #expect(scenario.status == 2)
         #expect(scenario.error.contains("Scenarios/quickstart.json:1:"), "\(scenario.error)")
-        let definition = try cli.run(["fit", "Tests/Fixtures/logs/custom.log", "--nginx-format", "$remote_addr $status"])
+        let definition = try await cli.run(["fit", "Tests/Fixtures/logs/custom.log", "--nginx-format", "$remote_addr $status"])
         #expect(definition.status == 2)
         #expect(definition.error.contains("--nginx-format: the format has no time"), "\(definition.error)")
-        let missing = try cli.run(["fit", "/nonexistent/access.log"])
+        let missing = try await cli.run(["fit", "/nonexistent/access.log"])
         #expect(missing.status == 2)
         #expect(missing.error.contains("cannot open /nonexistent/access.log"), "\(missing.error)")
-        let none = try cli.run(["fit"])
+        let none = try await cli.run(["fit"])
         #expect(none.status == 2)
         // A log of more than a week is not an incident's: the scenario would be a week of seconds.
         let long = NSTemporaryDirectory() + "pushswarm-long-\(UUID().uuidString).log"
@@ -55,7 +55,7 @@ import Testing
             203.0.113.7 - - [09/Nov/2026:10:00:00 +0000] "POST /events HTTP/1.1" 200 2 "-" "app"
 
             """.write(toFile: long, atomically: true, encoding: .utf8)
-        let week = try cli.run(["fit", long, "--out", long + ".json"])
+        let week = try await cli.run(["fit", long, "--out", long + ".json"])
         #expect(week.status == 2)
         #expect(week.error.contains("the logs span 8 days"), "\(week.error)")
     }
@@ -63,19 +63,19 @@ import Testing
     /// The committed incident (nginx's gzipped log of the run the README's counterfactuals
     /// edit): the fit finds nginx's limit and the clients' rule, and `--check` prints the
     /// simulation beside the log, which it lands within the issue's tolerances.
-    @Test func theCommittedIncidentFitsAndItsCheckLandsNearTheLog() throws {
+    @Test func theCommittedIncidentFitsAndItsCheckLandsNearTheLog() async throws {
         let directory = NSTemporaryDirectory() + "pushswarm-fit-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let scenario = directory + "/incident.json"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let run = try cli.run([
+        let run = try await cli.run([
             "fit", "Tests/Fixtures/logs/incident.log.gz", "--nginx-format", #"$remote_addr [$time_local] "$request" $status $request_time $msec"#,
             "--out", scenario, "--check", "--report", directory + "/check",
         ])
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("per-address limit: 5 r/s, burst 10, nodelay"), "\(run.output)")
         #expect(run.output.contains("retry rule: 500ms × 2 up to 4s, 5 retries, jitter none"), "\(run.output)")
-        let validate = try cli.run(["validate", scenario])
+        let validate = try await cli.run(["validate", scenario])
         #expect(validate.status == 0, "\(validate.error)")
         // The table's rows: what, then the log's and the simulation's figures.
         func figures(_ row: String) throws -> [Double] {
@@ -94,7 +94,7 @@ import Testing
     /// within 5 %, the 429 share within 3 points, the busiest minute within 10 %, the drain time
     /// within 20 %. The fitted limit and retry rule are nginx's and the clients'.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
-    func aFittedIncidentReproducesNginxsLogInSimulatedTime() throws {
+    func aFittedIncidentReproducesNginxsLogInSimulatedTime() async throws {
         let format = #"$remote_addr [$time_local] "$request" $status $request_time $msec"#
         // Paths relative to nginx's prefix, the peer's directory; POST to a static file is a 405
         // that error_page turns into a 200, after limit_req.
@@ -107,7 +107,7 @@ import Testing
         }
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("html/pushes"), withIntermediateDirectories: true)
         try Data("{}".utf8).write(to: directory.appendingPathComponent("html/pushes/opened"))
-        let wall = try cli.run([
+        let wall = try await cli.run([
             "run", "Tests/Fixtures/incident-campaign.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up",
             "--out", directory.appendingPathComponent("wall").path, "--quiet",
         ])
@@ -116,7 +116,7 @@ import Testing
         let log = directory.appendingPathComponent("access.log").path
         let scenario = directory.appendingPathComponent("incident.json").path
         let report = directory.appendingPathComponent("check").path
-        let fit = try cli.run(["fit", log, "--nginx-format", format, "--out", scenario, "--check", "--report", report])
+        let fit = try await cli.run(["fit", log, "--nginx-format", format, "--out", scenario, "--check", "--report", report])
         #expect(fit.status == 0, "\(fit.error)")
 
         // What the fit found: nginx's limit and the clients' rule.

@@ -30,7 +30,7 @@ import Testing
         """
 
     @Test(.enabled(if: which("prometheus") != nil && which("curl") != nil, "needs prometheus and curl (apt-get install prometheus curl)"))
-    func prometheusAddsTheShardsUpToTheMergedReport() throws {
+    func prometheusAddsTheShardsUpToTheMergedReport() async throws {
         let directory = NSTemporaryDirectory() + "pushswarm-prometheus-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -73,10 +73,10 @@ import Testing
         }
         defer { for shard in shards where shard.isRunning { kill(shard.processIdentifier, SIGKILL) } }
         for shard in shards {
-            shard.waitUntilExit()
+            await exited(shard)
             #expect(shard.terminationStatus == 0)
         }
-        let merge = try cli.run(["merge", "\(directory)/shard-1", "\(directory)/shard-2", "\(directory)/shard-3", "--out", "\(directory)/merged", "--quiet"])
+        let merge = try await cli.run(["merge", "\(directory)/shard-1", "\(directory)/shard-2", "\(directory)/shard-3", "--out", "\(directory)/merged", "--quiet"])
         #expect(merge.status == 0, "\(merge.error)")
         let merged = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/merged/summary.json"))))
 

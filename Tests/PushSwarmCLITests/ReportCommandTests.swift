@@ -26,10 +26,10 @@ import Testing
         return path
     }
 
-    @Test func aRunWritesSummaryMetricsTimeSeriesAndHTML() throws {
+    @Test func aRunWritesSummaryMetricsTimeSeriesAndHTML() async throws {
         let out = temporary("files")
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let outcome = try cli.run(["run", "Scenarios/quickstart.json", "--devices", "500", "--duration", "2h", "--out", out])
+        let outcome = try await cli.run(["run", "Scenarios/quickstart.json", "--devices", "500", "--duration", "2h", "--out", out])
         #expect(outcome.status == 0, "\(outcome.error)")
         #expect(outcome.output.contains("HTML report written to \(out)/report.html"))
         let summary = try json(out + "/summary.json")
@@ -45,19 +45,19 @@ import Testing
         #expect(try json(out + "/metrics.json")["format"] == .string("pushswarm-metrics"))
     }
 
-    @Test func compareFlagsADoubledMockLatencyAndPassesTwoRunsOfTheSameBuild() throws {
+    @Test func compareFlagsADoubledMockLatencyAndPassesTwoRunsOfTheSameBuild() async throws {
         let work = temporary("compare")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let normal = try quickstart(median: "40ms", in: work)
         let slow = try quickstart(median: "80ms", in: work)
         for (file, out) in [(normal, "base"), (normal, "again"), (slow, "slow")] {
-            let outcome = try cli.run(["run", file, "--devices", "1000", "--duration", "6h", "--out", "\(work)/\(out)", "--quiet"])
+            let outcome = try await cli.run(["run", file, "--devices", "1000", "--duration", "6h", "--out", "\(work)/\(out)", "--quiet"])
             #expect(outcome.status == 0, "\(outcome.error)")
         }
-        let same = try cli.run(["compare", "\(work)/base", "\(work)/again"])
+        let same = try await cli.run(["compare", "\(work)/base", "\(work)/again"])
         #expect(same.status == 0, "\(same.output)")
         #expect(same.output.contains("no change worse than 10.00 %"))
-        let slower = try cli.run(["compare", "\(work)/base", "\(work)/slow", "--json", "\(work)/compare.json", "--junit", "\(work)/compare.xml"])
+        let slower = try await cli.run(["compare", "\(work)/base", "\(work)/slow", "--json", "\(work)/compare.json", "--junit", "\(work)/compare.xml"])
         #expect(slower.status == 1, "\(slower.output)")
         for row in ["p50 latency, all operations", "p99 latency, all operations", "p90(smartapppush.events)"] {
             #expect(slower.output.contains(row), "\(row) in \(slower.output)")
@@ -68,11 +68,11 @@ import Testing
         let junit = try String(contentsOfFile: "\(work)/compare.xml", encoding: .utf8)
         #expect(junit.contains("name=\"p99(smartapppush.events)\"><failure message=\"worse than the baseline beyond 10.00 %"), "\(junit)")
         // The other way round it is faster: not worse.
-        #expect(try cli.run(["compare", "\(work)/slow", "\(work)/base"]).status == 0)
+        #expect(try await cli.run(["compare", "\(work)/slow", "\(work)/base"]).status == 0)
         // Another seed is another load: neither the same nor worse, exit 3 with the reason.
-        let seed = try cli.run(["run", normal, "--devices", "1000", "--duration", "6h", "--seed", "2", "--out", "\(work)/seed", "--quiet"])
+        let seed = try await cli.run(["run", normal, "--devices", "1000", "--duration", "6h", "--seed", "2", "--out", "\(work)/seed", "--quiet"])
         #expect(seed.status == 0, "\(seed.error)")
-        let unjudged = try cli.run(["compare", "\(work)/base", "\(work)/seed"])
+        let unjudged = try await cli.run(["compare", "\(work)/base", "\(work)/seed"])
         #expect(unjudged.status == 3, "\(unjudged.output)")
         #expect(unjudged.output.contains("note: the runs have different seeds") && unjudged.output.contains("cannot judge"), "\(unjudged.output)")
     }
@@ -94,26 +94,26 @@ import Testing
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "localhost"], "--dashboard: expected ADDRESS:PORT"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--push-listen", "127.0.0.1:8089", "--workers", "2"], "--push-listen does not go with --workers"),
     ])
-    func badReportArgumentsExitTwoWithAMessage(arguments: [String], expected: String) throws {
-        let outcome = try cli.run(arguments)
+    func badReportArgumentsExitTwoWithAMessage(arguments: [String], expected: String) async throws {
+        let outcome = try await cli.run(arguments)
         #expect(outcome.status == 2)
         #expect(outcome.error.contains(expected), "\(outcome.error)")
     }
 
-    @Test func shardsMergedByTheCommandEqualTheWholeRunAndAMissingShardIsRefused() throws {
+    @Test func shardsMergedByTheCommandEqualTheWholeRunAndAMissingShardIsRefused() async throws {
         let work = temporary("merge")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let common = ["--devices", "1200", "--duration", "24h", "--quiet"]
-        #expect(try cli.run(["run", "Scenarios/quickstart.json", "--out", "\(work)/whole"] + common).status == 0)
+        #expect(try await cli.run(["run", "Scenarios/quickstart.json", "--out", "\(work)/whole"] + common).status == 0)
         for index in 1...4 {
-            #expect(try cli.run(["run", "Scenarios/quickstart.json", "--shard", "\(index)/4", "--out", "\(work)/shard-\(index)"] + common).status == 0)
+            #expect(try await cli.run(["run", "Scenarios/quickstart.json", "--shard", "\(index)/4", "--out", "\(work)/shard-\(index)"] + common).status == 0)
         }
-        let missing = try cli.run(["merge", "\(work)/shard-1", "\(work)/shard-2", "\(work)/shard-4"])
+        let missing = try await cli.run(["merge", "\(work)/shard-1", "\(work)/shard-2", "\(work)/shard-4"])
         #expect(missing.status == 2)
         #expect(missing.error.contains("shard 3/4 missing"), "\(missing.error)")
-        let twice = try cli.run(["merge", "\(work)/shard-1", "\(work)/shard-1"])
+        let twice = try await cli.run(["merge", "\(work)/shard-1", "\(work)/shard-1"])
         #expect(twice.error.contains("shard 1/4 is already in"), "\(twice.error)")
-        let notShard = try cli.run(["merge", "\(work)/whole"])
+        let notShard = try await cli.run(["merge", "\(work)/whole"])
         #expect(notShard.error.contains("not a shard's report"), "\(notShard.error)")
         // A shard whose ticks are another length (edited, or of another run) is refused with the
         // lengths, not added up (nor a trap).
@@ -123,13 +123,13 @@ import Testing
         #expect(archive.contains(#""tickMicroseconds":1000000"#))
         try archive.replacingOccurrences(of: #""tickMicroseconds":1000000"#, with: #""tickMicroseconds":2000000"#)
             .write(toFile: "\(edited)/metrics.json", atomically: true, encoding: .utf8)
-        let otherTicks = try cli.run(["merge", "\(work)/shard-1", edited, "\(work)/shard-3", "\(work)/shard-4", "--out", "\(work)/refused"])
+        let otherTicks = try await cli.run(["merge", "\(work)/shard-1", edited, "\(work)/shard-3", "\(work)/shard-4", "--out", "\(work)/refused"])
         // (Which shard is named depends on which non-empty one came first: 1,200 devices fill
         // three NAT addresses of 500, so one shard of four holds none.)
         #expect(otherTicks.status == 2, "\(otherTicks.error)")
         #expect(otherTicks.error.contains("a shard of another run (its ticks are") && otherTicks.error.contains("2000000 µs"), "\(otherTicks.error)")
 
-        let merged = try cli.run(["merge"] + (1...4).map { "\(work)/shard-\($0)" } + ["--out", "\(work)/merged", "--threshold", "ledger.lost == 0", "--junit", "\(work)/junit.xml"])
+        let merged = try await cli.run(["merge"] + (1...4).map { "\(work)/shard-\($0)" } + ["--out", "\(work)/merged", "--threshold", "ledger.lost == 0", "--junit", "\(work)/junit.xml"])
         #expect(merged.status == 0, "\(merged.error)")
         let whole = try json("\(work)/whole/metrics.json")
         let sum = try json("\(work)/merged/metrics.json")
@@ -140,12 +140,12 @@ import Testing
         #expect(try String(contentsOfFile: "\(work)/junit.xml", encoding: .utf8).contains("ledger.lost == 0"))
     }
 
-    @Test func workersRunShardProcessesAndMergeThem() throws {
+    @Test func workersRunShardProcessesAndMergeThem() async throws {
         let work = temporary("workers")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let common = ["--devices", "1200", "--duration", "12h"]
-        #expect(try cli.run(["run", "Scenarios/quickstart.json", "--out", "\(work)/whole", "--quiet"] + common).status == 0)
-        let workers = try cli.run(["run", "Scenarios/quickstart.json", "--workers", "3", "--out", "\(work)/workers", "--threshold", "requests.sent < 10"] + common)
+        #expect(try await cli.run(["run", "Scenarios/quickstart.json", "--out", "\(work)/whole", "--quiet"] + common).status == 0)
+        let workers = try await cli.run(["run", "Scenarios/quickstart.json", "--workers", "3", "--out", "\(work)/workers", "--threshold", "requests.sent < 10"] + common)
         #expect(workers.status == 99, "thresholds are judged on the merged run: \(workers.error)")
         #expect(workers.output.contains("3 shard processes"))
         #expect(try json("\(work)/whole/metrics.json")["metrics"]?["operations"] == json("\(work)/workers/metrics.json")["metrics"]?["operations"])

@@ -70,16 +70,16 @@ import Testing
     /// wall run late (Smartico's pings 3,113 against 3,340 once), which says nothing of the code.
     /// Such a run is tried again, up to five runs; a run that kept up and disagrees fails the
     /// test at once, and five late runs fail it saying so. Never a silent pass.
-    private func agreeInBothClocks(_ scenario: String, _ disagreements: (_ simulated: JSONValue, _ wall: JSONValue) -> [String]) throws -> (simulated: JSONValue, wall: JSONValue) {
+    private func agreeInBothClocks(_ scenario: String, _ disagreements: (_ simulated: JSONValue, _ wall: JSONValue) -> [String]) async throws -> (simulated: JSONValue, wall: JSONValue) {
         let simulated = NSTemporaryDirectory() + "pushswarm-sim-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: simulated) }
-        try #require(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
+        try #require(try await cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
         let simulatedSummary = try summary(simulated)
         var late: [String] = []
         for _ in 0..<5 {
             let wall = NSTemporaryDirectory() + "pushswarm-wall-\(UUID().uuidString)"
             defer { try? FileManager.default.removeItem(atPath: wall) }
-            let wallRun = try cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
+            let wallRun = try await cli.run(["run", scenario, "--clock", "wall", "--out", wall, "--quiet"])
             try #require(wallRun.status == 0, "\(wallRun.error)")
             let wallSummary = try summary(wall)
             let problems = disagreements(simulatedSummary, wallSummary)
@@ -113,11 +113,11 @@ import Testing
         "Tests/Fixtures/all-platforms-wall-vs-simulated.json", "Tests/Fixtures/open-token-bucket.json",
         "Tests/Fixtures/open-fixed-window.json",
     ])
-    func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) throws {
+    func wallAndSimulatedRunsOfOneScenarioAgreeWithinTwoPercent(scenario: String) async throws {
         // 2 %, and at least 2 requests: in wall time a reply due in the run's last moments can
         // land either side of its end (a small count, such as Smartico's 83 engagement actions,
         // would otherwise fail on one such request).
-        let (simulatedSummary, wallSummary) = try agreeInBothClocks(scenario) { countDisagreements($0, $1, share: 0.02, floor: 2) }
+        let (simulatedSummary, wallSummary) = try await agreeInBothClocks(scenario) { countDisagreements($0, $1, share: 0.02, floor: 2) }
         #expect(statusCounts(simulatedSummary).values.reduce(0, +) > 100, "the scenario must be busy enough to compare")
         #expect(wallSummary["clock"] == .string("wall"))
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
@@ -130,14 +130,14 @@ import Testing
         #expect(simulatedOperations.members.allSatisfy { $0.value["connections"] == .number(0) })
     }
 
-    @Test func smarticoDevicesHoldRealWebSocketsAndAnswerServerPings() throws {
+    @Test func smarticoDevicesHoldRealWebSocketsAndAnswerServerPings() async throws {
         // The same Smartico scenario in both clocks: the wall run's devices open real WebSockets
         // to the loopback mock, answer its PINGs, and get the campaign's popups on them.
         func shown(_ counters: JSONValue?) -> Double {
             (counters?["smartico.popupsShown"]?.numberValue ?? 0) + (counters?["smartico.miniGamesShown"]?.numberValue ?? 0)
         }
         func pings(_ summary: JSONValue) -> Double { summary["counters"]?["smartico.serverPingsAnswered"]?.numberValue ?? 0 }
-        let (simulatedSummary, wallSummary) = try agreeInBothClocks("Tests/Fixtures/smartico-wall-vs-simulated.json") { simulated, wall in
+        let (simulatedSummary, wallSummary) = try await agreeInBothClocks("Tests/Fixtures/smartico-wall-vs-simulated.json") { simulated, wall in
             var problems = countDisagreements(simulated, wall, share: 0.02, floor: 0)
             if abs(pings(wall) - pings(simulated)) > 0.05 * pings(simulated) {
                 problems.append("server PINGs answered: simulated \(pings(simulated)), wall \(pings(wall))")
@@ -161,7 +161,7 @@ import Testing
         #expect(wallSummary["ledger"]?["lost"] == .number(0))
     }
 
-    @Test func workersHoldMoreWebSocketsThanOneProcessMay() throws {
+    @Test func workersHoldMoreWebSocketsThanOneProcessMay() async throws {
         // Under a limit of 1,200 open files, one process with the in-process mock (two files per
         // socket) may hold 354 of 800 users' WebSockets; four worker processes hold up to 200 each.
         let single = NSTemporaryDirectory() + "pushswarm-single-\(UUID().uuidString)"
@@ -171,15 +171,15 @@ import Testing
             try? FileManager.default.removeItem(atPath: workers)
         }
         let run = "\"$0\" run Tests/Fixtures/smartico-wall-vs-simulated.json --clock wall --devices 800 --duration 12s --quiet"
-        let one = try cli.run(["-c", "ulimit -n 1200 && exec \(run) --out \(single)", CommandLineTests.binary.path], executable: "/bin/sh")
+        let one = try await cli.run(["-c", "ulimit -n 1200 && exec \(run) --out \(single)", CommandLineTests.binary.path], executable: "/bin/sh")
         #expect(one.status == 0, "\(one.error)")
         #expect(one.error.contains("this process may open 1200"), "the plan says why it caps: \(one.error)")
-        let four = try cli.run(["-c", "ulimit -n 1200 && exec \(run) --workers 4 --out \(workers)", CommandLineTests.binary.path], executable: "/bin/sh")
+        let four = try await cli.run(["-c", "ulimit -n 1200 && exec \(run) --workers 4 --out \(workers)", CommandLineTests.binary.path], executable: "/bin/sh")
         #expect(four.status == 0, "\(four.error)")
         // The same run in simulated time: how many sockets the devices open within the run.
         let simulated = NSTemporaryDirectory() + "pushswarm-simulated-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: simulated) }
-        #expect(try cli.run(["run", "Tests/Fixtures/smartico-wall-vs-simulated.json", "--devices", "800", "--duration", "12s", "--quiet", "--out", simulated]).status == 0)
+        #expect(try await cli.run(["run", "Tests/Fixtures/smartico-wall-vs-simulated.json", "--devices", "800", "--duration", "12s", "--quiet", "--out", simulated]).status == 0)
         let opened = try #require(try summary(simulated)["counters"]?["sockets.peakOpen"]?.numberValue)
         #expect(opened > 790)
         let capped = try summary(single)
@@ -194,7 +194,7 @@ import Testing
     }
 
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
-    func countsAgainstNginxLimitReqEqualItsAccessLogAndTheSimulationPredictsThem() throws {
+    func countsAgainstNginxLimitReqEqualItsAccessLogAndTheSimulationPredictsThem() async throws {
         // A limiter PushSwarm did not write: nginx's limit_req, 10r/s burst=5 nodelay per address,
         // answering 429. POST to a static file is a 405 that error_page turns into a 200, so the
         // content phase runs after limit_req (a `return` would run before it).
@@ -208,7 +208,7 @@ import Testing
         let scenario = "Tests/Fixtures/nginx-limit-req.json"
         let wall = directory.appendingPathComponent("wall").path
         // No warm-up: nginx's log must hold the run's requests alone.
-        let run = try cli.run(["run", scenario, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--out", wall, "--quiet"])
+        let run = try await cli.run(["run", scenario, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--out", wall, "--quiet"])
         #expect(run.status == 0, "\(run.error)")
         nginx.stop()
         let lines = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8).split(separator: "\n")
@@ -220,7 +220,7 @@ import Testing
         #expect(Set(lines.compactMap { $0.split(separator: " ").last.map(String.init) }) == ["127.0.0.1", "127.0.0.2"], "two NAT addresses")
         // The simulated run, against the mock's nginx-style limiter, predicts nginx's counts within 2 %.
         let simulated = directory.appendingPathComponent("sim").path
-        #expect(try cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
+        #expect(try await cli.run(["run", scenario, "--out", simulated, "--quiet"]).status == 0)
         let predicted = try summary(simulated)["requests"]?["byStatus"]
         for status in ["200", "429"] {
             let actual = Double(logged[status] ?? 0)
@@ -239,14 +239,14 @@ import Testing
     /// no capacity claimed for the service (it once reported its own ceiling, 56,875/s, as
     /// nginx's). 20 devices behind one address: at most 20 × 8 requests wait at once.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
-    func capacityAgainstAServiceFasterThanPushSwarmEndsLimitedByPushSwarm() throws {
+    func capacityAgainstAServiceFasterThanPushSwarmEndsLimitedByPushSwarm() async throws {
         let (nginx, port, directory) = try cli.startNginx(location: #"default_type application/json; return 200 '{"fingerprint":"0"}';"#)
         defer {
             nginx.stop()
             try? FileManager.default.removeItem(at: directory)
         }
         let out = directory.appendingPathComponent("out").path
-        let run = try cli.run([
+        let run = try await cli.run([
             "capacity", "Scenarios/capacity-events.json", "--slo", "p99<200ms,errors<1%", "--clock", "wall", "--duration", "2s",
             "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--devices", "20", "--from", "1000/s", "--precision", "25%", "--out", out,
         ])
@@ -263,7 +263,7 @@ import Testing
     /// The same search against nginx's limit_req (500 r/s for every address together, burst 50,
     /// 429 beyond) still finds the service's limit, and does not call it PushSwarm's.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
-    func capacityAgainstNginxLimitReqFindsTheLimit() throws {
+    func capacityAgainstNginxLimitReqFindsTheLimit() async throws {
         let (nginx, port, directory) = try cli.startNginx(
             location: "limit_req zone=all burst=50 nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
             http: "limit_req_zone $host zone=all:1m rate=500r/s;"
@@ -273,7 +273,7 @@ import Testing
             try? FileManager.default.removeItem(at: directory)
         }
         let out = directory.appendingPathComponent("out").path
-        let run = try cli.run([
+        let run = try await cli.run([
             "capacity", "Scenarios/capacity-events.json", "--slo", "errors<1%", "--clock", "wall", "--duration", "4s",
             "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--from", "100/s", "--precision", "10%", "--out", out,
         ])
@@ -290,7 +290,7 @@ import Testing
     /// a date one second ahead looked like months ahead, and every retried request waited for the
     /// ceiling and was still pending when the run ended.
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func aRetryAfterDateIsReadAgainstTheRealCalendarInWallTime() throws {
+    func aRetryAfterDateIsReadAgainstTheRealCalendarInWallTime() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-retry-after-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -318,7 +318,7 @@ import Testing
             defer { peer.stop() }
             #expect(waitForPort(port))
             let out = directory.appendingPathComponent("wall-\(round)").path
-            let run = try cli.run(
+            let run = try await cli.run(
                 // No warm-up: the peer's 429s are for each device's first event in the run.
                 ["run", "Tests/Fixtures/retry-after-date.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up", "--out", out, "--quiet"] + extra
             )
@@ -347,7 +347,7 @@ import Testing
     /// users who tap report `/pushes/opened` with their push's `tracking_token`, events carry the
     /// real time, and a second run of the same seed sends no event the first did.
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func aCampaignReachesDevicesAgainstARealTargetAndTheirTapsReachIt() throws {
+    func aCampaignReachesDevicesAgainstARealTargetAndTheirTapsReachIt() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-campaign-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -359,7 +359,7 @@ import Testing
             defer { peer.stop() }
             #expect(waitForPort(port))
             let out = directory.appendingPathComponent("run-\(round)").path
-            let run = try cli.run(["run", "Tests/Fixtures/campaign-real-target.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
+            let run = try await cli.run(["run", "Tests/Fixtures/campaign-real-target.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
             #expect(run.status == 0, "\(run.error)")
             let report = try summary(out)
             #expect(report["counters"]?["campaigns.launchedLocally"] == .number(1))
@@ -390,7 +390,7 @@ import Testing
     /// its info in the warm-up, then uses the id the service issued for every later request. With
     /// `--no-warm-up` nothing registers first.
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func installsFromBeforeTheRunRegisterWithARealTargetFirstAndKeepWhatItIssued() throws {
+    func installsFromBeforeTheRunRegisterWithARealTargetFirstAndKeepWhatItIssued() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-warm-up-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -412,7 +412,7 @@ import Testing
             let out = directory.appendingPathComponent("run-\(warmUp)").path
             var arguments = ["run", "Tests/Fixtures/warm-up-pushexpress.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"]
             if !warmUp { arguments.append("--no-warm-up") }
-            let run = try cli.run(arguments)
+            let run = try await cli.run(arguments)
             #expect(run.status == 0, "\(run.error)")
             let report = try summary(out)
             let captured = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
@@ -455,7 +455,7 @@ import Testing
     /// for the next install or, after the last, at the warm-up's end; it used to wait for that
     /// (60 s here, 170 s in the finding), and the run after it with it.
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func aWarmUpRetryAfterA503FiresOnTime() throws {
+    func aWarmUpRetryAfterA503FiresOnTime() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-warm-retry-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -478,7 +478,7 @@ import Testing
              "warmUp": {"rate": "20/m", "maxDuration": "60s"}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
         let out = directory.appendingPathComponent("run").path
-        let run = try cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
+        let run = try await cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
         #expect(run.status == 0, "\(run.error)")
         let section = try #require(try summary(out)["warmUp"], "summary.json reports the warm-up")
         #expect(section["byStatus"]?["503"] == .number(3) && section["byStatus"]?["200"] == .number(3), "\(section)")
@@ -494,7 +494,7 @@ import Testing
     /// its pace, below nginx's 7/s. A handful of 429s (each retried as the SDK does), every install
     /// registered, and a run of 2 events a second an address after it meets no 429.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
-    func aWarmUpBacksOffAPerAddressLimitAndTheRunStartsWithItDrained() throws {
+    func aWarmUpBacksOffAPerAddressLimitAndTheRunStartsWithItDrained() async throws {
         let (nginx, port, directory) = try cli.startNginx(
             location: "limit_req zone=perip nodelay; limit_req_status 429; root html; error_page 405 =200 @ok;",
             http: "limit_req_zone $binary_remote_addr zone=perip:1m rate=7r/s;"
@@ -511,7 +511,7 @@ import Testing
              "behaviour": {"newInstallShare": 0, "eventMix": {"screen_viewed": 1}, "tokenRotationsPerDay": 0}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
         let out = directory.appendingPathComponent("run").path
-        let run = try cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
+        let run = try await cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
         #expect(run.status == 0, "\(run.error)")
         let report = try summary(out)
         let section = try #require(report["warmUp"], "summary.json reports the warm-up")
@@ -526,7 +526,7 @@ import Testing
     /// 80 warm-up `ic_token`s carried any version). All five platforms' devices, warm-up included,
     /// against a stand-in that takes everything; each UUID-shaped value in a path or a body is checked.
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func everyUUIDSentOnEveryPlatformIsVersionFour() throws {
+    func everyUUIDSentOnEveryPlatformIsVersionFour() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-uuids-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -540,7 +540,7 @@ import Testing
         defer { peer.stop() }
         #expect(waitForPort(port))
         let out = directory.appendingPathComponent("run").path
-        let run = try cli.run([
+        let run = try await cli.run([
             "run", "Tests/Fixtures/all-platforms-wall-vs-simulated.json", "--clock", "wall", "--duration", "3s", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet",
         ])
         #expect(run.status == 0, "\(run.error)")
@@ -560,7 +560,7 @@ import Testing
     /// none registered (issue 35: 100 requests had timed out 7 s in, and the warm-up went on to
     /// its 5 minutes).
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func aWarmUpWhoseRequestsAllTimeOutEndsWithItsLastRetry() throws {
+    func aWarmUpWhoseRequestsAllTimeOutEndsWithItsLastRetry() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-warm-timeout-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -584,7 +584,7 @@ import Testing
              "warmUp": {"rate": "100/s", "maxDuration": "60s"}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
         let out = directory.appendingPathComponent("run").path
-        let run = try cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
+        let run = try await cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out, "--quiet"])
         #expect(run.status == 0, "\(run.error)")
         let section = try #require(try summary(out)["warmUp"], "summary.json reports the warm-up")
         #expect(section["timeouts"] == .number(15), "three tries each: \(section)")
@@ -598,7 +598,7 @@ import Testing
     /// service never issued. Spec 003: "Store aquired ic_id … In case of any error … retry
     /// infinitely"; "Generate UUIDv4 (or UUIDv7) to use as ic_token".
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func aWarmUpCutShortSaysSoAndNoInstallInventsAnInstanceID() throws {
+    func aWarmUpCutShortSaysSoAndNoInstallInventsAnInstanceID() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-warm-cut-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -622,7 +622,7 @@ import Testing
              "warmUp": {"rate": "100/s", "maxDuration": "3s"}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
         let out = directory.appendingPathComponent("run").path
-        let run = try cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out])
+        let run = try await cli.run(["run", file, "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--out", out])
         #expect(run.status == 0, "\(run.error)")
         let section = try #require(try summary(out)["warmUp"], "summary.json reports the warm-up")
         #expect(section["complete"] == .bool(false), "\(section)")
@@ -712,7 +712,7 @@ import Testing
     /// grow by its own refresh (Tests/Browser/dashboard.py reads the page over the DevTools
     /// protocol; each wait ends on a change in the page, not after a set time).
     @Test(.enabled(if: which("chromium") != nil && which("curl") != nil && pythonHasWebsockets(), "needs chromium, curl and Python's websockets"))
-    func theLiveDashboardDrawsTheChartsAndItsCountGrowsWhileTheRunGoes() throws {
+    func theLiveDashboardDrawsTheChartsAndItsCountGrowsWhileTheRunGoes() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-dashboard-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -731,7 +731,7 @@ import Testing
         #expect(page.hasPrefix("<!DOCTYPE html>") && page.contains("<script>"), "the page")
         #expect(!page.contains("src=") && !page.contains("href="), "one file: no script, style or image from anywhere else")
 
-        let browser = try cli.run(["python3", "Tests/Browser/dashboard.py", "http://127.0.0.1:\(port)/", "12"], executable: "/usr/bin/env")
+        let browser = try await cli.run(["python3", "Tests/Browser/dashboard.py", "http://127.0.0.1:\(port)/", "12"], executable: "/usr/bin/env")
         #expect(browser.status == 0, "\(browser.error.suffix(600))")
         let seen = browser.output
         let shown = try JSONParser.parse(seen.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -740,7 +740,7 @@ import Testing
         let later = try #require(shown["later"]?["value"]?.numberValue)
         #expect(first > 0 && later > first, "the count grew on the open page: \(seen)")
 
-        process.waitUntilExit()
+        await exited(process)
         #expect(process.terminationStatus == 0)
         // What the page showed is the run's own count, on its way to the total.
         let sent = try #require(summary(out)["requests"]?["sent"]?.numberValue)
@@ -751,7 +751,7 @@ import Testing
     /// crashes nor hangs, stays within a small address space, ends on time, and accounts for
     /// every request it sent (an answer, a transport error by reason, or a timeout).
     @Test(.enabled(if: which("python3") != nil, "needs python3"))
-    func aHostileServerIsCountedNeverACrashOrAHang() throws {
+    func aHostileServerIsCountedNeverACrashOrAHang() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-hostile-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -797,7 +797,7 @@ import Testing
         // 1.4 GiB of address space: what the runtime reserves and a little; a run that buffered
         // what the server announced (a chunk near Int.max) could not fit.
         let command = "ulimit -v 1468006 && exec \"$0\" run Tests/Fixtures/hostile-server.json --clock wall --target http://127.0.0.1:\(port) --no-warm-up --out \(out) --quiet"
-        let run = try cli.run(["-c", command, CommandLineTests.binary.path], executable: "/bin/sh")
+        let run = try await cli.run(["-c", command, CommandLineTests.binary.path], executable: "/bin/sh")
         #expect(run.status == 0, "\(run.error)")
         let report = try summary(out)
         let requests = try #require(report["requests"])
@@ -816,7 +816,7 @@ import Testing
     /// sending 300 events a second to the loopback mock, which takes about 40 ms to answer, keep
     /// about 6 requests in flight per address. With a cap of 1 each address holds one connection
     /// and the others wait for it; with the default (64) they open several.
-    @Test func connectionsPerSourceAddressCapsEachAddressesConnections() throws {
+    @Test func connectionsPerSourceAddressCapsEachAddressesConnections() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-conns-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -830,7 +830,7 @@ import Testing
                  "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
                 """#.utf8).write(to: URL(fileURLWithPath: file))
             let out = directory.appendingPathComponent(name).path
-            let run = try cli.run(["run", file, "--clock", "wall", "--out", out, "--quiet"])
+            let run = try await cli.run(["run", file, "--clock", "wall", "--out", out, "--quiet"])
             #expect(run.status == 0, "\(run.error)")
             let report = try summary(out)
             guard case .object(let operations)? = report["operations"] else { Issue.record("no operations"); return }
@@ -841,7 +841,7 @@ import Testing
         #expect((connections["default"] ?? 0) > 4, "the default opens more when requests overlap: \(connections)")
     }
 
-    @Test func jitterCutsRetryAmplificationInWallTimeToo() throws {
+    @Test func jitterCutsRetryAmplificationInWallTimeToo() async throws {
         // retry-storm.json, short: the same herd against the loopback mock's per-IP limit, retried
         // in lockstep and with full jitter, each for 60 s of wall time.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-storm-\(UUID().uuidString)")
@@ -850,7 +850,7 @@ import Testing
         var dropped: [String: Double] = [:]
         for jitter in ["none", "full"] {
             let out = directory.appendingPathComponent(jitter).path
-            let run = try cli.run(["run", "Tests/Fixtures/retry-storm-\(jitter)-jitter.json", "--clock", "wall", "--out", out, "--quiet"])
+            let run = try await cli.run(["run", "Tests/Fixtures/retry-storm-\(jitter)-jitter.json", "--clock", "wall", "--out", out, "--quiet"])
             #expect(run.status == 0, "\(run.error)")
             let report = try summary(out)
             amplification[jitter] = report["retries"]?["amplification"]?.numberValue
@@ -878,10 +878,10 @@ import Testing
     /// capacity.json: beside two busy loops a debug build stalls at about 130/s), the search
     /// rightly refuses to credit the service with that rate; the answer may then be lower, but
     /// still never above the limit.
-    @Test func capacityAgainstTheLoopbackMockFindsItsConfiguredLimit() throws {
+    @Test func capacityAgainstTheLoopbackMockFindsItsConfiguredLimit() async throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-capacity-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let run = try cli.run([
+        let run = try await cli.run([
             "capacity", "Scenarios/capacity-events.json", "--slo", "errors<1%", "--clock", "wall",
             "--duration", "5s", "--from", "100/s", "--precision", "4%", "--out", out,
         ])
