@@ -28,9 +28,37 @@ import PushSwarmMetrics
     /// thread of its own. A test that waits on a process must not hold one of the concurrency
     /// pool's threads meanwhile: there are as many as cores (two on CI), and the async tests beside
     /// it (servers and clients in this process) would wait for a thread past their time limits.
+    /// At most one process more than cores runs at once (`slots`): the suites start together, and
+    /// thirty wall runs at once would each measure the others.
     func run(_ arguments: [String], executable: String? = nil) async throws -> Outcome {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try Self.runWaiting(arguments, executable: executable) }) }.start()
+        await Self.slots.acquire()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Outcome, any Error>, Never>) in
+            Thread { continuation.resume(returning: Result { try Self.runWaiting(arguments, executable: executable) }) }.start()
+        }
+        await Self.slots.release()
+        return try result.get()
+    }
+
+    static let slots = ProcessSlots(ProcessInfo.processInfo.activeProcessorCount + 1)
+
+    /// A count of processes that may run at once; a test waits for one without holding a thread.
+    actor ProcessSlots {
+        private var free: Int
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        init(_ count: Int) { free = count }
+
+        func acquire() async {
+            if free > 0 {
+                free -= 1
+                return
+            }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        /// Hands the slot to the longest waiting test, or frees it.
+        func release() {
+            if waiting.isEmpty { free += 1 } else { waiting.removeFirst().resume() }
         }
     }
 
@@ -211,6 +239,25 @@ import PushSwarmMetrics
         for key in ["p50", "p90", "p99", "p999", "max"] {
             #expect(summary["operations"]?["smartapppush.events"]?["latencyMs"]?[key]?.numberValue != nil, "\(key)")
         }
+    }
+
+    /// A `--duration` shorter than the scenario's runs a part of it; the campaigns after its end
+    /// are left out, and the run says which (it once went on without them, silently).
+    @Test func aDurationThatEndsBeforeACampaignSaysTheCampaignIsLeftOut() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-short-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func run(_ duration: String) async throws -> (Outcome, JSONValue) {
+            let outcome = try await self.run(["run", "Tests/Fixtures/warm-up-pushexpress.json", "--duration", duration, "--out", directory + "/" + duration, "--quiet"])
+            #expect(outcome.status == 0, "\(outcome.error)")
+            let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + duration + "/summary.json"))))
+            return (outcome, summary)
+        }
+        func launched(_ summary: JSONValue) -> Double { summary["counters"]?["campaigns.launched"]?.numberValue ?? 0 }
+        let (short, shortSummary) = try await run("800ms")
+        #expect(short.error.contains(#"note: --duration 800ms ends the run before a campaign, left out: "offer" at 1s ($.campaigns[0].at)"#), "\(short.error)")
+        let (long, longSummary) = try await run("2s")
+        #expect(!long.error.contains("left out"), "\(long.error)")
+        #expect(launched(shortSummary) == 0 && launched(longSummary) == 1, "campaigns launched: \(launched(shortSummary)), \(launched(longSummary))")
     }
 
     @Test func aFailingThresholdExitsNinetyNineAndFailsItsJUnitCase() async throws {
