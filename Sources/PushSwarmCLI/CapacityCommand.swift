@@ -54,7 +54,7 @@ enum CapacityCommand: Command {
         guard var scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "capacity", usage: usage) else { return .badInput }
         var search: CapacitySearch
         do {
-            RunCommand.applyOverrides(arguments, to: &scenario)
+            for note in RunCommand.applyOverrides(arguments, to: &scenario) { PushSwarmCommand.printError("note: \(note)") }
             let thresholds = try PushSwarmCommand.thresholdArguments(arguments)
             var objective = ServiceLevelObjective(latencyQuantile: 0.99)
             if let sloText = arguments.value("--slo") {

@@ -132,8 +132,12 @@ enum RunCommand: Command {
         var shard: Shard?
         var workers: Int?
         var partitions: Int?
-        // Checked as the words were parsed (RunCommand.declaration).
-        applyOverrides(arguments, to: &scenario)
+        // Checked as the words were parsed (RunCommand.declaration). A shard of --workers leaves
+        // the notes to its parent, which printed them.
+        let notes = applyOverrides(arguments, to: &scenario)
+        if !arguments.flags.contains("--progress-json") {
+            for note in notes { PushSwarmCommand.printError("note: \(note)") }
+        }
         let startAt = arguments.value("--start-at").flatMap(SharedOptions.instantSeconds).map { Date(timeIntervalSince1970: Double($0)) }
         do {
             scenario.thresholds += try PushSwarmCommand.thresholdArguments(arguments)
@@ -397,17 +401,28 @@ enum RunCommand: Command {
     }
 
     /// The options that override the scenario, read; their values were checked as the words were
-    /// parsed (the declarations of `run` and `capacity`).
-    static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) {
+    /// parsed (the declarations of `run` and `capacity`). Returns what a person should know: a
+    /// `--duration` that ends the run before some of the scenario's campaigns leaves them out
+    /// (a minute of a day's scenario is a fair thing to run; the campaign at 6 pm is not in it).
+    static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) -> [String] {
+        var notes: [String] = []
         if let seed = arguments.value("--seed").flatMap({ UInt64($0) }) { scenario.seed = seed }
         if let devices = arguments.value("--devices").flatMap({ Int($0) }) { scenario.devices = devices }
-        if let duration = arguments.value("--duration").flatMap({ SharedOptions.duration($0, atMost: .days(366)) }) { scenario.duration = duration }
+        if let text = arguments.value("--duration"), let duration = SharedOptions.duration(text, atMost: .days(366)) {
+            let after = scenario.campaigns.indices.filter { scenario.campaigns[$0].at > duration }
+            if !after.isEmpty {
+                let named = after.map { "\"\(scenario.campaigns[$0].name)\" at \(scenario.campaigns[$0].at) ($.campaigns[\($0)].at)" }
+                notes.append("--duration \(text) ends the run before \(after.count == 1 ? "a campaign" : "\(after.count) campaigns"), left out: \(named.joined(separator: ", "))")
+            }
+            scenario.duration = duration
+        }
         if let clock = arguments.value("--clock").flatMap(Scenario.ClockKind.init(rawValue:)) { scenario.clock = clock }
         if let seconds = arguments.value("--start").flatMap(SharedOptions.instantSeconds) {
             scenario.startUnixSeconds = seconds
             scenario.startIsExplicit = true
         }
         if let count = arguments.value("--max-waiting").flatMap({ Int($0) }) { scenario.maximumWaiting = count }
+        return notes
     }
 
     /// `20261121-140502`: now, in UTC, for run ids.
