@@ -93,8 +93,28 @@ import Testing
     /// nginx's log alone, and the fitted scenario's simulated run reproduces it: total requests
     /// within 5 %, the 429 share within 3 points, the busiest minute within 10 %, the drain time
     /// within 20 %. The fitted limit and retry rule are nginx's and the clients'.
+    ///
+    /// An incident recorded while the machine was busy is recorded again (five times at most):
+    /// on a CI machine whose other suites run 60 threads at times, the devices' retries and
+    /// nginx's answers went out late, and the log showed the machine's delays as much as the
+    /// limit and the clients' rule (the fit once found 1 retry, not 5). Busy is the wall run's
+    /// own measure: its generator lag p99 over 2 ms (about 1 ms on a quiet machine). A fit that
+    /// misses on a quiet machine fails at once.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
     func aFittedIncidentReproducesNginxsLogInSimulatedTime() async throws {
+        var problems: [String] = []
+        for attempt in 1...5 {
+            let (found, lag) = try await fitAnIncident()
+            problems = found
+            if problems.isEmpty || lag <= 2 { break }
+            print("the incident, attempt \(attempt), recorded with generator lag p99 \(lag) ms: \(problems.count) problems; again")
+        }
+        for problem in problems { Issue.record(Comment(rawValue: problem)) }
+    }
+
+    /// Records the incident, fits its log, checks the fit against it: what is wrong, and the wall
+    /// run's generator lag p99 in milliseconds.
+    private func fitAnIncident() async throws -> (problems: [String], lag: Double) {
         let format = #"$remote_addr [$time_local] "$request" $status $request_time $msec"#
         // Paths relative to nginx's prefix, the peer's directory; POST to a static file is a 405
         // that error_page turns into a 200, after limit_req.
@@ -111,23 +131,29 @@ import Testing
             "run", "Tests/Fixtures/incident-campaign.json", "--clock", "wall", "--target", "http://127.0.0.1:\(port)", "--no-warm-up",
             "--out", directory.appendingPathComponent("wall").path, "--quiet",
         ])
-        #expect(wall.status == 0, "\(wall.error)")
         nginx.stop()
+        guard wall.status == 0 else { return (["the wall run exited \(wall.status): \(wall.error)"], 0) }
+        let recorded = try SummaryArchive.read(String(contentsOfFile: directory.appendingPathComponent("wall/metrics.json").path, encoding: .utf8))
+        let lag = recorded.lagP99Milliseconds ?? 0
         let log = directory.appendingPathComponent("access.log").path
         let scenario = directory.appendingPathComponent("incident.json").path
         let report = directory.appendingPathComponent("check").path
         let fit = try await cli.run(["fit", log, "--nginx-format", format, "--out", scenario, "--check", "--report", report])
-        #expect(fit.status == 0, "\(fit.error)")
+        guard fit.status == 0 else { return (["fit exited \(fit.status): \(fit.error)"], lag) }
+        var problems: [String] = []
+        func check(_ holds: Bool, _ problem: @autoclosure () -> String) {
+            if !holds { problems.append(problem()) }
+        }
 
         // What the fit found: nginx's limit and the clients' rule.
         let fitted = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenario))))
         let platform = fitted["platforms"]?["smartapppush"]
         let limit = platform?["mock"]?["rateLimits"]?.arrayValue?.first
-        #expect(limit?["rate"] == "5/s" && limit?["burst"] == 10 && limit?["nodelay"] == true, "\(String(describing: limit))\n\(fit.output)")
+        check(limit?["rate"] == "5/s" && limit?["burst"] == 10 && limit?["nodelay"] == true, "limit: \(String(describing: limit))\n\(fit.output)")
         let retry = platform?["retry"]?["rateLimited"]
-        #expect(retry?["initialDelay"] == "500ms" && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", "\(String(describing: retry))")
-        #expect(retry?["maxRetries"] == 5 && retry?["jitter"] == "none", "\(String(describing: retry))")
-        #expect(fitted["campaigns"]?.arrayValue?.count == 1)
+        check(retry?["initialDelay"] == "500ms" && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", "retry: \(String(describing: retry))\n\(fit.output)")
+        check(retry?["maxRetries"] == 5 && retry?["jitter"] == "none", "retry: \(String(describing: retry))\n\(fit.output)")
+        check(fitted["campaigns"]?.arrayValue?.count == 1, "campaigns: \(String(describing: fitted["campaigns"]))")
 
         // The log's figures, counted here from nginx's lines: seconds from the first request's start.
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
@@ -160,16 +186,17 @@ import Testing
         }
         let logTotal = Double(logSent.values.reduce(0, +))
         let simulatedTotal = Double(simulatedSent.values.reduce(0, +))
-        #expect(logTotal > 1_000 && Double(logRefused.values.reduce(0, +)) > 0.3 * logTotal, "a storm: \(logTotal) requests")
-        #expect(abs(simulatedTotal - logTotal) <= 0.05 * logTotal, "requests: log \(logTotal), simulated \(simulatedTotal)\n\(fit.output)")
+        check(logTotal > 1_000 && Double(logRefused.values.reduce(0, +)) > 0.3 * logTotal, "a storm: \(logTotal) requests")
+        check(abs(simulatedTotal - logTotal) <= 0.05 * logTotal, "requests: log \(logTotal), simulated \(simulatedTotal)\n\(fit.output)")
         let logShare = Double(logRefused.values.reduce(0, +)) / logTotal
         let simulatedShare = Double(simulatedRefused.values.reduce(0, +)) / simulatedTotal
-        #expect(abs(simulatedShare - logShare) <= 0.03, "429 share: log \(logShare), simulated \(simulatedShare)")
+        check(abs(simulatedShare - logShare) <= 0.03, "429 share: log \(logShare), simulated \(simulatedShare)")
         let logPeak = Double(peakMinute(logSent))
-        #expect(abs(Double(peakMinute(simulatedSent)) - logPeak) <= 0.1 * logPeak, "peak minute: log \(logPeak), simulated \(peakMinute(simulatedSent))")
+        check(abs(Double(peakMinute(simulatedSent)) - logPeak) <= 0.1 * logPeak, "peak minute: log \(logPeak), simulated \(peakMinute(simulatedSent))")
         let logDrain = Double(drain(logRefused))
-        #expect(abs(Double(drain(simulatedRefused)) - logDrain) <= 0.2 * logDrain, "drain: log \(logDrain) s, simulated \(drain(simulatedRefused)) s")
-        #expect(fit.output.contains("429 share"), "the side-by-side table: \(fit.output)")
-        #expect(FileManager.default.fileExists(atPath: report + "/fit-check.html"))
+        check(abs(Double(drain(simulatedRefused)) - logDrain) <= 0.2 * logDrain, "drain: log \(logDrain) s, simulated \(drain(simulatedRefused)) s")
+        check(fit.output.contains("429 share"), "the side-by-side table: \(fit.output)")
+        check(FileManager.default.fileExists(atPath: report + "/fit-check.html"), "no fit-check.html")
+        return (problems, lag)
     }
 }
