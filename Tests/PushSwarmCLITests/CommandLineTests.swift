@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import Testing
 import PushSwarmMetrics
+import PushSwarmTestSupport
 
 /// Runs the built `pushswarm` binary as a user does, checking exit codes, messages and files.
 @Suite struct CommandLineTests {
@@ -24,19 +24,20 @@ import PushSwarmMetrics
         return root.appendingPathComponent(".build/debug/pushswarm")
     }
 
-    /// Runs the binary (or `executable`, such as a shell wrapping it) with `arguments`, on a
-    /// thread of its own. A test that waits on a process must not hold one of the concurrency
-    /// pool's threads meanwhile: there are as many as cores (two on CI), and the async tests beside
-    /// it (servers and clients in this process) would wait for a thread past their time limits.
-    /// At most one process more than cores runs at once (`slots`): the suites start together, and
-    /// thirty wall runs at once would each measure the others.
+    /// Runs the binary (or `executable`, such as a shell wrapping it) with `arguments`, waiting
+    /// for it off the concurrency pool (`onAThreadOfItsOwn`). At most one process more than cores
+    /// runs at once (`slots`): the suites start together, and every CLI suite's first runs at
+    /// once would each measure the others.
     func run(_ arguments: [String], executable: String? = nil) async throws -> Outcome {
         await Self.slots.acquire()
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Outcome, any Error>, Never>) in
-            Thread { continuation.resume(returning: Result { try Self.runWaiting(arguments, executable: executable) }) }.start()
+        do {
+            let outcome = try await Self.launch(arguments, executable: executable)
+            await Self.slots.release()
+            return outcome
+        } catch {
+            await Self.slots.release()
+            throw error
         }
-        await Self.slots.release()
-        return try result.get()
     }
 
     static let slots = ProcessSlots(ProcessInfo.processInfo.activeProcessorCount + 1)
@@ -62,10 +63,10 @@ import PushSwarmMetrics
         }
     }
 
-    /// Runs the process and waits for it on the calling thread. Standard error is drained on a
-    /// thread beside standard output, so that a process filling one pipe while the other is read
-    /// does not wait forever.
-    private static func runWaiting(_ arguments: [String], executable: String?) throws -> Outcome {
+    /// Starts the process and reads its standard output and standard error to their ends, each
+    /// on a thread of its own: a process filling one pipe while the other is read would
+    /// otherwise wait forever.
+    private static func launch(_ arguments: [String], executable: String?) async throws -> Outcome {
         let process = Process()
         process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? Self.binary
         process.arguments = arguments
@@ -75,30 +76,11 @@ import PushSwarmMetrics
         process.standardOutput = output
         process.standardError = error
         try process.run()
-        let errorRead = Drained(error.fileHandleForReading)
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = errorRead.wait()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self), error: String(decoding: errData, as: UTF8.self))
-    }
-
-    /// A pipe read to its end on a thread of its own.
-    private final class Drained: Sendable {
-        private let data = Mutex(Data())
-        private let done = DispatchSemaphore(value: 0)
-
-        init(_ handle: FileHandle) {
-            Thread { [self] in
-                let read = handle.readDataToEndOfFile()
-                data.withLock { $0 = read }
-                done.signal()
-            }.start()
-        }
-
-        func wait() -> Data {
-            done.wait()
-            return data.withLock { $0 }
-        }
+        let (outHandle, errHandle) = (output.fileHandleForReading, error.fileHandleForReading)
+        async let errData = onAThreadOfItsOwn { errHandle.readDataToEndOfFile() }
+        let outData = await onAThreadOfItsOwn { outHandle.readDataToEndOfFile() }
+        await exited(process)
+        return Outcome(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self), error: String(decoding: await errData, as: UTF8.self))
     }
 
     @Test(arguments: [

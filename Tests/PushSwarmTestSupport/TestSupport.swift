@@ -62,16 +62,18 @@ public final class Peer: @unchecked Sendable {
     deinit { stop() }
 }
 
-/// Waits for `process` to end on a thread of its own. A test that waits on a process must not
-/// hold one of the concurrency pool's threads meanwhile: there are as many as cores (two on CI),
-/// and the async tests beside it would wait for a thread past their time limits.
-public func exited(_ process: Process) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        Thread {
-            process.waitUntilExit()
-            continuation.resume()
-        }.start()
+/// `body`, run on a thread of its own and awaited. A test that waits on a process or a pipe must
+/// not hold one of the concurrency pool's threads meanwhile: there are as many as cores (two on
+/// CI), and the async tests beside it would wait for a thread past their time limits.
+public func onAThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
     }
+}
+
+/// Waits for `process` to end, on a thread of its own.
+public func exited(_ process: Process) async {
+    await onAThreadOfItsOwn { process.waitUntilExit() }
 }
 
 /// Finds a program on PATH, nil when it is not installed.
