@@ -50,7 +50,7 @@ public struct Story: Sendable, Equatable {
         self.tickSeconds = tickSeconds
         // The run's own ticks: what came in while it drained after its end is not a minute of it.
         // No timeline holds more than `tickLimit` (an archive may claim a longer run).
-        let runTicks = max(1, Int(min(Double(Timeline.tickLimit), (summary.simulatedSeconds / tickSeconds).rounded(.up))))
+        let runTicks = max(1, min(Timeline.tickLimit, TerminalReport.whole(summary.simulatedSeconds / tickSeconds, .up)))
         // Ticks exist up to the last one with anything in it: a run's quiet end is empty ticks.
         var ownTicks = Array(ticks.prefix(runTicks))
         if ownTicks.count < runTicks { ownTicks += repeatElement(Timeline.Tick(), count: runTicks - ownTicks.count) }
@@ -226,7 +226,10 @@ public struct Story: Sendable, Equatable {
     /// Requests per second: whole above 100, one decimal above 10, two below.
     static func rate(_ value: Double) -> String {
         if value >= 100 { return TerminalReport.group(UInt64(TerminalReport.whole(value))) }
-        if value >= 10 { return "\(TerminalReport.whole(value * 10) / 10).\(TerminalReport.whole(value * 10) % 10)" }
+        if value >= 10 {
+            let tenths = TerminalReport.whole(value * 10)
+            return "\(tenths / 10).\(tenths % 10)"
+        }
         return TerminalReport.format2(value)
     }
 
