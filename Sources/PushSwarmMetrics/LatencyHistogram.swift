@@ -43,6 +43,9 @@ public struct LatencyHistogram: Sendable, Equatable {
 
     public var isEmpty: Bool { totalCount == 0 }
 
+    /// How many buckets a histogram of `defaultHighestTrackableValue` has.
+    static let defaultCountsLength = LatencyHistogram().counts.count
+
     /// A histogram from its saved form (`buckets` as count indices and counts); nil when an index
     /// is outside this range, so a damaged file is refused rather than misread.
     public init?(restoring buckets: [(index: Int, count: UInt64)], minimum: UInt64, maximum: UInt64, sum: UInt64) {

@@ -335,7 +335,9 @@ public enum SummaryArchive {
                 item.transportErrors = try count("transportErrors", of: entry, at: path)
                 item.timeouts = try count("timeouts", of: entry, at: path)
                 item.activeDevices = try count("activeDevices", of: entry, at: path)
-                item.latency = SparseHistogram(buckets: try buckets(entry["buckets"], "\(path).buckets"), maximum: try count("max", of: entry, at: path))
+                guard let latency = SparseHistogram(buckets: try buckets(entry["buckets"], "\(path).buckets"), maximum: try count("max", of: entry, at: path))
+                else { throw fail("\(path).buckets", "a bucket index is outside the histogram") }
+                item.latency = latency
                 restored.append(item)
             }
             timeline.restore(restored)

@@ -291,9 +291,13 @@ public struct SparseHistogram: Sendable, Equatable {
         zip(indices, counts).map { (Int($0), $1) }
     }
 
-    /// A histogram from its saved form.
-    public init(buckets: [(index: Int, count: UInt64)], maximum: UInt64) {
-        for (index, count) in buckets where count > 0 { add(count: count, at: index) }
+    /// A histogram from its saved form; nil where an index is outside `LatencyHistogram`'s
+    /// buckets, as `LatencyHistogram(restoring:)` (an archive's indices are anyone's numbers).
+    public init?(buckets: [(index: Int, count: UInt64)], maximum: UInt64) {
+        for (index, count) in buckets {
+            guard index >= 0, index < LatencyHistogram.defaultCountsLength else { return nil }
+            if count > 0 { add(count: count, at: index) }
+        }
         self.maximum = maximum
     }
 }

@@ -247,6 +247,17 @@ import Testing
             #expect(TerminalReport.render(read, reportPath: nil).contains("PushSwarm"))
             #expect(HTMLReport.render(read).contains("<html"))
         }
+        // A timeline interval's bucket index past the histogram's (CI's fuzzer: 67,620 trapped
+        // the HTML report's latency chart) is refused, as the run's own histograms' are.
+        let text = SummaryArchive.text(of: Self.summary())
+        let interval = try #require(text.firstMatch(of: /"intervals":\[(\{[^}]*?"buckets":\[)\[[0-9]+,/), "an interval with buckets")
+        let damaged = text.replacingCharacters(in: interval.range, with: "\"intervals\":[\(interval.1)[67620,")
+        do {
+            _ = try SummaryArchive.read(damaged)
+            Issue.record("an interval's bucket index 67620 was read")
+        } catch {
+            #expect(error.path.hasPrefix("$.metrics.timeline.intervals[") && error.path.hasSuffix("].buckets") && error.message.contains("outside the histogram"), "\(error)")
+        }
         #expect(TerminalReport.format2(1e19) == "1e+19")
         #expect(TerminalReport.format2(-12.345) == "-12.35")
     }
