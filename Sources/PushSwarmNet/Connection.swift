@@ -11,6 +11,14 @@ protocol ConnectionDelegate: AnyObject {
     /// The peer closed, the network failed, or TLS failed. Not called after the owner's own
     /// `close()`.
     func connectionClosed(_ connection: Connection, error: NetError?)
+    /// Everything queued has been written, after a write that the socket did not take at once
+    /// (a server that stopped answering a pipelining client because its answers backed up
+    /// resumes here).
+    func connectionDrained(_ connection: Connection)
+}
+
+extension ConnectionDelegate {
+    func connectionDrained(_ connection: Connection) {}
 }
 
 /// One non-blocking TCP socket, optionally under TLS, owned by one event loop.
@@ -32,6 +40,9 @@ final class Connection: Selectable, @unchecked Sendable {
     /// Set while a TLS write is blocked on reading (renegotiation, key update).
     private var tlsWriteWantsRead = false
     private var closingAfterWrites = false
+    /// Set while the owner takes no more bytes (its buffer of unanswered requests is full):
+    /// the socket is not read, and the peer's sends back up into its own buffers.
+    private var readsPaused = false
     /// The address of the peer as accepted (servers): host order IPv4, 0 otherwise.
     let peerIPv4: UInt32
 
@@ -112,6 +123,17 @@ final class Connection: Selectable, @unchecked Sendable {
 
     var isOpen: Bool { state == .open }
 
+    /// Bytes queued and not yet taken by the socket.
+    var queuedWriteBytes: Int { pending.count - pendingOffset }
+
+    /// Stops or resumes reading the socket (a bound on what the owner buffers for a peer that
+    /// sends faster than it is answered).
+    func pauseReads(_ paused: Bool) {
+        guard paused != readsPaused else { return }
+        readsPaused = paused
+        updateInterest()
+    }
+
     /// Queues bytes; they go out as soon as the socket takes them.
     func write(_ bytes: Span<UInt8>) {
         guard state != .closed, bytes.count > 0 else { return }
@@ -186,7 +208,11 @@ final class Connection: Selectable, @unchecked Sendable {
                 flush()
                 guard state == .open else { return }
             }
-            if events & UInt32(PS_EPOLLIN | PS_EPOLLHUP | PS_EPOLLERR | PS_EPOLLRDHUP) != 0 {
+            if readsPaused {
+                // Not reading: a hang-up or an error (always reported) ends the connection
+                // instead of waking the loop again and again.
+                if events & UInt32(PS_EPOLLHUP | PS_EPOLLERR) != 0 { fail(nil) }
+            } else if events & UInt32(PS_EPOLLIN | PS_EPOLLHUP | PS_EPOLLERR | PS_EPOLLRDHUP) != 0 {
                 readAvailable()
             }
         case .closed:
@@ -220,7 +246,7 @@ final class Connection: Selectable, @unchecked Sendable {
 
     private func readAvailable() {
         let buffer = loop.readBuffer
-        while state == .open {
+        while state == .open && !readsPaused {
             let count: Int
             if let tls {
                 let result = buffer.read(from: tls.handle)
@@ -295,6 +321,13 @@ final class Connection: Selectable, @unchecked Sendable {
             if pendingOffset == pending.count {
                 pending.removeAll(keepingCapacity: true)
                 pendingOffset = 0
+                if closingAfterWrites {
+                    close()
+                    return
+                }
+                updateInterest()
+                delegate?.connectionDrained(self)
+                return
             }
         }
         if closingAfterWrites && pendingOffset == pending.count {
@@ -306,7 +339,7 @@ final class Connection: Selectable, @unchecked Sendable {
 
     private func updateInterest() {
         guard state == .open else { return }
-        var wanted = UInt32(PS_EPOLLIN | PS_EPOLLRDHUP)
+        var wanted = readsPaused && !tlsWriteWantsRead ? 0 : UInt32(PS_EPOLLIN | PS_EPOLLRDHUP)
         if pendingOffset < pending.count && !tlsWriteWantsRead { wanted |= UInt32(PS_EPOLLOUT) }
         setInterest(wanted)
     }

@@ -74,7 +74,7 @@ private struct EchoService: MockService {
 }
 
 /// The one-service platform the fault tests serve (devices never run against it).
-private struct EchoConfiguration: PlatformConfiguration {
+struct EchoConfiguration: PlatformConfiguration {
     var mockBehaviour: MockBehaviour
     func makeMock() -> any MockService { EchoService() }
     func partitionCopy() -> any PlatformConfiguration { EchoConfiguration(mockBehaviour: mockBehaviour.partitionCopy()) }

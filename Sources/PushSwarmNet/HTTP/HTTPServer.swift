@@ -149,6 +149,10 @@ public final class HTTPServer: Sendable {
         let malformedRequests = Atomic<Int>(0)
         let webSocketsOpen = Atomic<Int>(0)
         let acceptErrors = Atomic<Int>(0)
+        /// The most bytes one connection made the server hold at once: requests read and not yet
+        /// handled, and answers not yet taken by the peer (bounded per connection; see
+        /// `ServerConnection.maxQueuedAnswerBytes`).
+        let heldBytesPeak = Atomic<Int>(0)
         private let untilIdle = Mutex<[CheckedContinuation<Void, Never>]>([])
 
         /// Returns once no connection or WebSocket is open: at once if none is, else when the
@@ -183,6 +187,15 @@ public final class HTTPServer: Sendable {
             for continuation in waiting { continuation.resume() }
         }
 
+        func held(_ bytes: Int) {
+            var peak = heldBytesPeak.load(ordering: .relaxed)
+            while bytes > peak {
+                let (exchanged, original) = heldBytesPeak.compareExchange(expected: peak, desired: bytes, ordering: .relaxed)
+                if exchanged { return }
+                peak = original
+            }
+        }
+
         /// The counts now, by name.
         public var snapshot: [(name: String, value: Int)] {
             [
@@ -192,6 +205,7 @@ public final class HTTPServer: Sendable {
                 ("malformed_requests_total", malformedRequests.load(ordering: .relaxed)),
                 ("websockets_open", webSocketsOpen.load(ordering: .relaxed)),
                 ("accept_errors_total", acceptErrors.load(ordering: .relaxed)),
+                ("connection_held_bytes_peak", heldBytesPeak.load(ordering: .relaxed)),
             ]
         }
     }

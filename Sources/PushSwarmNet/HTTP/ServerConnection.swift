@@ -94,6 +94,17 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
     private var currentIsHead = false
     private var timer: LoopTimer?
     private var webSocket: WebSocket?
+    /// Set while `processBuffered` runs: an answer given inline by the handler returns to its
+    /// loop instead of recursing into the next request (a pipelining client once overflowed the
+    /// stack after about 1,000 requests).
+    private var processing = false
+
+    /// Answers written and not yet taken by the peer past which no further pipelined request is
+    /// handled until they drain, and unhandled request bytes past which the socket is not read:
+    /// what one connection can make the server hold, as nginx bounds it with its buffers and
+    /// HTTP/2 with its stream limit.
+    static let maxQueuedAnswerBytes = 1 << 20
+    static let maxBufferedRequestBytes = 1 << 18
 
     fileprivate init(listener: Listener) {
         self.listener = listener
@@ -124,30 +135,52 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
 
     // MARK: requests
 
+    /// Handles the requests buffered, one after another, while each is answered at once; stops
+    /// at one answered later (`respond` comes back here), at answers the peer is not taking
+    /// (`connectionDrained` comes back here), or at an incomplete request (the next read does).
     private func processBuffered() {
-        guard !awaitingAnswer, webSocket == nil, let connection else { return }
-        let message: HTTPMessage?
-        do {
-            message = try parser.next()
-        } catch {
-            listener.server.statistics.malformedRequests.add(1, ordering: .relaxed)
-            reject(status: error.status, reason: error.reason)
-            return
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
+        while !awaitingAnswer, webSocket == nil, let connection {
+            if connection.queuedWriteBytes > Self.maxQueuedAnswerBytes {
+                // The peer sends but does not read: wait for the drain, as long as a request may
+                // take to arrive.
+                armWriteTimer()
+                break
+            }
+            let message: HTTPMessage?
+            do {
+                message = try parser.next()
+            } catch {
+                listener.server.statistics.malformedRequests.add(1, ordering: .relaxed)
+                reject(status: error.status, reason: error.reason)
+                return
+            }
+            guard let message else { break }
+            timer?.cancel()
+            awaitingAnswer = true
+            currentKeepAlive = message.keepAlive
+            currentIsHead = message.startLine.0 == "HEAD"
+            lastHandshakeKey = message.header("sec-websocket-key")
+            lastHandshakeVersion = message.header("sec-websocket-version")
+            listener.server.statistics.requests.add(1, ordering: .relaxed)
+            let request = ServerRequest(
+                method: message.startLine.0, target: message.startLine.1, headers: message.headers, body: message.body,
+                peer: connection.peerAddress
+            )
+            let responder = HTTPResponder(connection: self, loop: connection.loop, upgrade: request.isWebSocketUpgrade)
+            listener.server.handler(request, responder)
         }
-        guard let message else { return }
-        timer?.cancel()
-        awaitingAnswer = true
-        currentKeepAlive = message.keepAlive
-        currentIsHead = message.startLine.0 == "HEAD"
-        lastHandshakeKey = message.header("sec-websocket-key")
-        lastHandshakeVersion = message.header("sec-websocket-version")
-        listener.server.statistics.requests.add(1, ordering: .relaxed)
-        let request = ServerRequest(
-            method: message.startLine.0, target: message.startLine.1, headers: message.headers, body: message.body,
-            peer: connection.peerAddress
-        )
-        let responder = HTTPResponder(connection: self, loop: connection.loop, upgrade: request.isWebSocketUpgrade)
-        listener.server.handler(request, responder)
+        // What is left unparsed is one incomplete request (the parser's limits bound it) unless
+        // answers are outstanding; then the socket waits.
+        if let connection, webSocket == nil {
+            listener.server.statistics.held(parser.bufferedCount + connection.queuedWriteBytes)
+            connection.pauseReads(
+                (awaitingAnswer || connection.queuedWriteBytes > Self.maxQueuedAnswerBytes)
+                    && parser.bufferedCount > Self.maxBufferedRequestBytes
+            )
+        }
     }
 
     func respond(_ response: Response) {
@@ -162,6 +195,15 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
             return
         }
         if parser.isIdle { armIdleTimer() } else { armReadTimer() }
+        // Inside `processBuffered` (the handler answered at once) its loop takes the next request.
+        processBuffered()
+    }
+
+    func connectionDrained(_ connection: Connection) {
+        guard webSocket == nil else { return }
+        if !awaitingAnswer {
+            if parser.isIdle { armIdleTimer() } else { armReadTimer() }
+        }
         processBuffered()
     }
 
@@ -270,6 +312,14 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
         timer?.cancel()
         timer = listener.loop.schedule(afterNanoseconds: listener.server.configuration.idleTimeoutNanoseconds) { [weak self] in
             self?.drop(reset: false)
+        }
+    }
+
+    /// A client that stops taking its answers is dropped (as nginx's `send_timeout`).
+    private func armWriteTimer() {
+        timer?.cancel()
+        timer = listener.loop.schedule(afterNanoseconds: listener.server.configuration.requestReadTimeoutNanoseconds) { [weak self] in
+            self?.drop(reset: true)
         }
     }
 
