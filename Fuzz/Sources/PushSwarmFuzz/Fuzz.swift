@@ -44,6 +44,7 @@ enum FuzzTarget: String, CaseIterable {
     case metricsArchive = "metrics-archive"
     case pushReceiver = "push-receiver"
     case accessLog = "access-log"
+    case serverPipeline = "server-pipeline"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -59,6 +60,7 @@ enum FuzzTarget: String, CaseIterable {
         case .mockSocket: Self.mockSocket(bytes)
         case .metricsArchive: Self.metricsArchive(bytes)
         case .pushReceiver: Self.pushReceiver(bytes)
+        case .serverPipeline: Self.serverPipeline(bytes)
         case .accessLog: Self.accessLog(bytes)
         }
     }
@@ -178,6 +180,46 @@ enum FuzzTarget: String, CaseIterable {
         for second in 0..<2 {
             _ = mocks.exchange(platform: platform, request, from: SourceAddress(index: 0), at: Instant.start + .seconds(Double(second)))
         }
+    }
+
+    /// A server on a loop of its own: a request whose target has an even length is answered by
+    /// the handler at once, an odd one a moment later (both paths of the server's loop over
+    /// pipelined requests).
+    static let pipelineServer: HTTPServer = {
+        let server = HTTPServer(group: EventLoopGroup(threads: 1, name: "fuzz-server")) { request, responder in
+            let response = Response(status: 200, body: Array(request.target.utf8))
+            if request.target.utf8.count % 2 == 0 {
+                responder.respond(response)
+            } else {
+                responder.respond(response, afterNanoseconds: 10_000)
+            }
+        }
+        try! server.start(at: SocketAddress(ip: .loopback, port: 0))
+        return server
+    }()
+
+    /// The input, in pieces of 1 to 256 bytes (the first byte picks), on one connection to a real
+    /// server, then the end of the input: the server answers what it can and closes, and the
+    /// peer reads to the end (a hang is libFuzzer's timeout).
+    static func serverPipeline(_ input: [UInt8]) {
+        guard let first = input.first else { return }
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0 else { return }
+        pipelineServer.serve(connectedSocket: ends[0])
+        let peer = ends[1]
+        defer { close(peer) }
+        let bytes = Array(input.dropFirst())
+        let piece = Int(first) + 1
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + piece)
+            let sent = bytes[offset..<end].withUnsafeBytes { send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { break }
+            offset += sent
+        }
+        shutdown(peer, Int32(SHUT_WR))
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while read(peer, &buffer, buffer.count) > 0 {}
     }
 
     /// A Smartico session: each line of the input is one message on the socket.

@@ -277,6 +277,17 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Serves `fd`, a stream socket connected already (one end of a socketpair: the fuzzer's
+    /// pipelined input), on the first loop's listener, as if it had been accepted there. Closes
+    /// it when the server does not listen.
+    public func serve(connectedSocket fd: Int32) {
+        guard let listener = listeners.withLock({ $0.first }) else {
+            close(fd)
+            return
+        }
+        listener.loop.execute { listener.adopt(fd, peer: 0) }
+    }
+
     /// Stops accepting and closes every connection.
     public func stop() {
         let all = listeners.withLock { list -> [Listener] in
