@@ -26,8 +26,18 @@ enum LiveShards {
             self.clock = clock
         }
 
+        /// Set once standard output refused a record (its reader went away: `| head`, or the
+        /// `--workers` parent killed): the stream ends there, and the run goes on to its report.
+        private let ended = Atomic(false)
+
         func write(_ progress: RunProgress) {
-            FileHandle.standardOutput.write(Data(record(progress)))
+            guard !ended.load(ordering: .acquiring) else { return }
+            do {
+                try FileHandle.standardOutput.write(contentsOf: Data(record(progress)))
+            } catch {
+                guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                FileHandle.standardError.write(Data("pushswarm: --progress-json: standard output was closed; the progress stream ends here and the run goes on to its report\n".utf8))
+            }
         }
 
         /// One record's text: the header line and the archive line.

@@ -270,4 +270,18 @@ import PushSwarmTestSupport
         let invalid = try await run(["validate", file])
         #expect(invalid.status == 2 && invalid.error.contains("$.thresholds[1]: \"lots\" is not a number"))
     }
+
+    /// A reader of `--progress-json` that goes away (`| head -1`, or the `--workers` parent
+    /// killed) ends the stream and nothing else: the run goes on to its report and exits 0. A
+    /// write into the broken pipe once trapped (a `try!` inside FileHandle: SIGILL, no report).
+    @Test func aProgressStreamWhoseReaderWentAwayEndsAndTheRunReports() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-progress-head-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let command = "'\(Self.binary.path)' run Scenarios/quickstart.json --clock wall --duration 3s --no-warm-up --progress-json --out '\(directory)' | head -1; exit ${PIPESTATUS[0]}"
+        let outcome = try await run(["-c", command], executable: "/bin/bash")
+        #expect(outcome.status == 0, "\(outcome.error)")
+        #expect(outcome.output.hasPrefix(#"{"elapsedMicroseconds":"#) && outcome.output.split(separator: "\n").count == 1)
+        #expect(outcome.error.contains("--progress-json: standard output was closed; the progress stream ends here and the run goes on to its report"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/summary.json"))
+    }
 }
