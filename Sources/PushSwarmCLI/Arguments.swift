@@ -30,7 +30,13 @@ struct Arguments {
                     options[name, default: []].append(inline)
                 } else {
                     guard index < words.count else { throw UsageError("\(name) needs a value") }
-                    options[name, default: []].append(words[index])
+                    // `--run-id --quiet` forgot the id: an option's own name is never its value.
+                    let next = words[index]
+                    let nextName = next.firstIndex(of: "=").map { String(next[..<$0]) } ?? next
+                    if nextName.hasPrefix("-"), valued.contains(nextName) || switches.contains(nextName) || nextName == "-h" {
+                        throw UsageError("\(name) needs a value; found the option \(nextName)")
+                    }
+                    options[name, default: []].append(next)
                     index += 1
                 }
             } else {

@@ -35,9 +35,10 @@ enum CompareCommand: Command {
             OptionDeclaration("--junit", "FILE", "Also write it as JUnit XML: a test case per row, failed when worse."),
         ],
         footer: """
-            Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input, 3 cannot judge
-            (the runs differ in scenario, scenario file, seed, clock, fleet or length, a run's generator
-            fell behind, or a headline figure has too few samples and nothing judged is worse).
+            Exit codes: 0 no change worse than the tolerance, 1 worse, 2 bad input or an output
+            file that cannot be written, 3 cannot judge (the runs differ in scenario, scenario
+            file, seed, clock, fleet or length, a run's generator fell behind, or a headline figure
+            has too few samples and nothing judged is worse).
             """
     )
 
@@ -79,8 +80,9 @@ enum CompareCommand: Command {
             do {
                 try Data(text().utf8).write(to: URL(fileURLWithPath: path))
             } catch {
-                PushSwarmCommand.printError("cannot write \(path): \(error.localizedDescription)")
-                return .failure
+                // Not "worse" (1): a CI job would read a full disk as a regression.
+                PushSwarmCommand.printError("\(option): cannot write \(path): \(error.localizedDescription)")
+                return .badInput
             }
         }
         switch comparison.outcome {

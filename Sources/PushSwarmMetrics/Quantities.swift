@@ -14,16 +14,25 @@ public enum Quantity {
         return perMille % 10 == 0 ? "p\(perMille / 10)" : "p\(perMille)"
     }
 
-    /// A latency written with its unit (`200ms`, `1.5s`) in milliseconds; nil without a unit or a number.
+    /// A latency written with its unit (`200ms`, `1.5s`) in milliseconds; nil without a unit or a
+    /// finite number (`1e400ms` is no latency).
     public static func milliseconds(_ text: some StringProtocol) -> Double? {
-        if text.hasSuffix("ms") { return Double(text.dropLast(2)) }
-        if text.hasSuffix("s") { return Double(text.dropLast()).map { $0 * 1_000 } }
-        return nil
+        let value: Double?
+        if text.hasSuffix("ms") {
+            value = Double(text.dropLast(2))
+        } else if text.hasSuffix("s") {
+            value = Double(text.dropLast()).map { $0 * 1_000 }
+        } else {
+            value = nil
+        }
+        return value.flatMap { $0.isFinite ? $0 : nil }
     }
 
-    /// A share written as a percentage (`1%`) or a fraction (`0.01`); nil when it is not a number.
+    /// A share written as a percentage (`1%`) or a fraction (`0.01`); nil when it is not a finite
+    /// number (`1e400%`, `nan`).
     public static func share(_ text: some StringProtocol) -> Double? {
-        text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
+        let value = text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
+        return value.flatMap { $0.isFinite ? $0 : nil }
     }
 }
 

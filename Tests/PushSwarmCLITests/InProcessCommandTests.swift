@@ -84,6 +84,12 @@ import Testing
             (BenchCommand.declaration, ["--connections", "0"], "--connections: expected a whole number from 1"),
             (CompareCommand.declaration, ["--min-samples", "x"], "--min-samples: expected a whole number from 0"),
             (CompareCommand.declaration, ["--tolerance", "-5%"], "--tolerance: expected a share such as 10% or 0.1"),
+            // Past Double's range: infinity is no tolerance.
+            (CompareCommand.declaration, ["--tolerance", "1e400%"], "--tolerance: expected a share such as 10% or 0.1"),
+            (CompareCommand.declaration, ["--latency-floor", "1e400ms"], "--latency-floor: expected a duration such as 1ms"),
+            // An option's own name is not a value: `--run-id --quiet` forgot the id.
+            (RunCommand.declaration, ["--run-id", "--quiet"], "--run-id needs a value; found the option --quiet"),
+            (RunCommand.declaration, ["--out", "--seed=3"], "--out needs a value; found the option --seed"),
             (BenchCommand.declaration, ["--connections", "10001"], "--connections: expected a whole number from 1 to 10000"),
             (BenchCommand.declaration, ["--duration", "2h"], "--duration: expected a duration above zero and at most 1h"),
             (RunCommand.declaration, ["--duration", "400d"], "--duration: expected a duration above zero and at most 366 days"),

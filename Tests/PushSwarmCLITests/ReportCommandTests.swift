@@ -69,6 +69,9 @@ import Testing
         #expect(junit.contains("name=\"p99(smartapppush.events)\"><failure message=\"worse than the baseline beyond 10.00 %"), "\(junit)")
         // The other way round it is faster: not worse.
         #expect(try await cli.run(["compare", "\(work)/slow", "\(work)/base"]).status == 0)
+        // An output file that cannot be written is exit 2, not 1: a CI job reads 1 as a regression.
+        let unwritable = try await cli.run(["compare", "\(work)/base", "\(work)/again", "--json", "\(work)/no-such-directory/compare.json"])
+        #expect(unwritable.status == 2 && unwritable.error.contains("--json: cannot write \(work)/no-such-directory/compare.json"), "\(unwritable.error)")
         // Another seed is another load: neither the same nor worse, exit 3 with the reason.
         let seed = try await cli.run(["run", normal, "--devices", "1000", "--duration", "6h", "--seed", "2", "--out", "\(work)/seed", "--quiet"])
         #expect(seed.status == 0, "\(seed.error)")
