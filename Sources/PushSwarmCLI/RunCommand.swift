@@ -421,7 +421,14 @@ enum RunCommand: Command {
             scenario.startUnixSeconds = seconds
             scenario.startIsExplicit = true
         }
-        if let count = arguments.value("--max-waiting").flatMap({ Int($0) }) { scenario.maximumWaiting = count }
+        if let count = arguments.value("--max-waiting").flatMap({ Int($0) }) {
+            scenario.maximumWaiting = count
+            let perSource = max(1, scenario.network.devicesPerSourceAddress)
+            let addresses = (scenario.devices + perSource - 1) / perSource
+            if count < addresses {
+                notes.append("--max-waiting \(count) is below the fleet's \(addresses) NAT addresses: \(addresses - count) of them hold no waiting request at a time, and their open-model arrivals are shed")
+            }
+        }
         return notes
     }
 

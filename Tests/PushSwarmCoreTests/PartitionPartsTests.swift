@@ -6,7 +6,7 @@ import Testing
     /// Addresses of 4 devices, the partition holding fleet indices 10..<20: its first address
     /// (8..<12) is cut short by the range, and so gets half the share of the others.
     @Test func sharesFollowEachAddresssDevices() {
-        let ceiling = WaitingCeiling(maximumWaiting: 100, devicesPerSourceAddress: 4, devices: 10..<20, processDevices: 20)
+        let ceiling = WaitingCeiling(maximumWaiting: 100, devicesPerSourceAddress: 4, devices: 10..<20, process: 0..<20)
         // 10..<12 (2 devices), 12..<16 (4), 16..<20 (4): 5 waiting requests a device.
         #expect(ceiling.shares == [10, 20, 20])
         #expect(ceiling.queueLimits == ceiling.shares, "with --max-waiting set, devices queue no more than the share")
@@ -16,13 +16,30 @@ import Testing
     /// Without `--max-waiting`, what devices queue themselves is at least the floor of 8 a
     /// device (`MemoryEstimate.deviceQueueFloor`), the bound the memory check weighs.
     @Test func withoutMaxWaitingDevicesMayQueueTheFloor() {
-        let ceiling = WaitingCeiling(maximumWaiting: nil, devicesPerSourceAddress: 5, devices: 0..<10, processDevices: 1_000_000)
+        let ceiling = WaitingCeiling(maximumWaiting: nil, devicesPerSourceAddress: 5, devices: 0..<10, process: 0..<1_000_000)
         #expect(ceiling.shares == [5, 5], "one a device at a million devices")
         #expect(ceiling.queueLimits == [40, 40])
     }
 
+    /// `--max-waiting` is strict whatever the number of addresses: the shares of every partition
+    /// of the process add up to it exactly, in a shard whose fleet indices do not start at 0 too.
+    /// Each address once had a share of at least 1: `--max-waiting 1000` over 4,000 addresses held
+    /// 3,999.
+    @Test(arguments: [(1_000, 4_000, 1), (1_000, 3, 7), (7, 50, 3), (100_000, 997, 13)])
+    func theSharesAddUpToTheCeilingExactly(maximum: Int, addresses: Int, perSource: Int) {
+        let shard = 4_000..<(4_000 + addresses * perSource - 1)
+        let cut = shard.lowerBound + (addresses / 3) * perSource
+        let partitions = [shard.lowerBound..<cut, cut..<shard.upperBound]
+        let total = partitions.reduce(0) { sum, range in
+            let ceiling = WaitingCeiling(maximumWaiting: maximum, devicesPerSourceAddress: perSource, devices: range, process: shard)
+            #expect(ceiling.shares.allSatisfy { $0 >= 0 })
+            return sum + ceiling.shares.reduce(0) { $0 + Int($1) }
+        }
+        #expect(total == maximum)
+    }
+
     @Test func arrivalsStopAtTheShareAndQueuesPastTheLimitAreReported() {
-        var ceiling = WaitingCeiling(maximumWaiting: 8, devicesPerSourceAddress: 2, devices: 0..<4, processDevices: 4)
+        var ceiling = WaitingCeiling(maximumWaiting: 8, devicesPerSourceAddress: 2, devices: 0..<4, process: 0..<4)
         ceiling.start(pending: { $0 == 3 ? 1 : 0 }, devices: 4)
         #expect(ceiling.isCounting)
         #expect(ceiling.waiting == [0, 1])
@@ -39,7 +56,7 @@ import Testing
     }
 
     @Test func anEmptyPartitionHasNoAddresses() {
-        let ceiling = WaitingCeiling(maximumWaiting: nil, devicesPerSourceAddress: 5, devices: 10..<10, processDevices: 100)
+        let ceiling = WaitingCeiling(maximumWaiting: nil, devicesPerSourceAddress: 5, devices: 10..<10, process: 0..<100)
         #expect(ceiling.shares.isEmpty && !ceiling.isCounting)
     }
 }

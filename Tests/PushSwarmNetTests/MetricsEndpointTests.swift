@@ -1,6 +1,7 @@
 import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmTestSupport
 @testable import PushSwarmNet
 import Testing
 
@@ -63,6 +64,45 @@ import Testing
         // Every sample line is `name{labels} value`.
         for line in lines where !line.hasPrefix("#") {
             #expect(line.split(separator: " ").last.flatMap { Double($0) } != nil, "\(line)")
+        }
+    }
+
+    /// One writer for the format (`PrometheusText`), for the run's endpoint and the built-in
+    /// mock's alike: label values are escaped (`\\`, `\"`, `\n`), and what both serve passes
+    /// Prometheus's own linter. The mock once wrote its lines by hand, unescaped.
+    @Test(.enabled(if: which("promtool") != nil, "needs promtool (apt-get install prometheus)"))
+    func labelValuesWithQuotesAndNewlinesPassPromtoolFromBothEndpoints() async throws {
+        #expect(PrometheusText.escape("a\"b\nc\\d") == #"a\"b\nc\\d"#)
+        var progress = Self.progress()
+        progress.metrics.droppedByReason["a \"quoted\"\nreason\\"] = 1
+        let labels = MetricsEndpoint.RunLabels(scenario: "quick\"start\nsecond line", runID: "r\\1", shard: "1/1")
+        let runText = MetricsEndpoint.text(progress, labels: labels)
+        #expect(runText.contains(#"pushswarm_dropped_total{scenario="quick\"start\nsecond line",run_id="r\\1",shard="1/1",reason="a \"quoted\"\nreason\\"} 1"#))
+        let mocks = MockFleet(platforms: ["echo": EchoConfiguration(mockBehaviour: MockBehaviour())], seed: 1)
+        let server = MockServer(mocks: mocks, group: testGroup, clock: WallClock())
+        try server.start(at: SocketAddress(ip: .loopback, port: 0))
+        defer { server.stop() }
+        #expect(await HTTPClient(group: testGroup).send(HTTPClientRequest(method: "GET", url: TargetURL("http://127.0.0.1:\(server.port)/anything")!)).response?.status == 200)
+        let mockText = server.metricsText()
+        #expect(mockText.contains(#"pushswarm_mock_requests_total{operation="echo",status="200"} 1"#), "\(mockText)")
+        for text in [runText, mockText] {
+            let (status, output) = await onAThreadOfItsOwn { () -> (Int32, String) in
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: which("promtool")!)
+                process.arguments = ["check", "metrics"]
+                let input = Pipe()
+                let output = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                process.standardError = output
+                do { try process.run() } catch { return (-1, "\(error)") }
+                input.fileHandleForWriting.write(Data(text.utf8))
+                try? input.fileHandleForWriting.close()
+                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                return (process.terminationStatus, said)
+            }
+            #expect(status == 0, "promtool: \(output)")
         }
     }
 

@@ -149,7 +149,7 @@ final class Partition: @unchecked Sendable {
 
     init(
         number: Int, scenario: Scenario, fleet: Fleet, executor: any PartitionExecutor, transport: any RunTransport, mocks: MockFleet?,
-        devices range: Range<Int>, positions: GroupPositions, processDevices: Int, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String]? = nil, heldPushes: [ExternalPush] = []
+        devices range: Range<Int>, positions: GroupPositions, processDevices: Range<Int>, countsRunEvents: Bool, progress: ProgressBoard?, warmUp: WarmUpSettings? = nil, memories: [Int: String]? = nil, heldPushes: [ExternalPush] = []
     ) {
         self.number = number
         self.scenario = scenario
@@ -161,7 +161,7 @@ final class Partition: @unchecked Sendable {
         self.range = range
         self.positions = positions
         ceiling = WaitingCeiling(
-            maximumWaiting: scenario.maximumWaiting, devicesPerSourceAddress: scenario.network.devicesPerSourceAddress, devices: range, processDevices: processDevices
+            maximumWaiting: scenario.maximumWaiting, devicesPerSourceAddress: scenario.network.devicesPerSourceAddress, devices: range, process: processDevices
         )
         pushGateway = TokenIndex(minimumCapacity: range.count)
         self.countsRunEvents = countsRunEvents

@@ -141,13 +141,14 @@ public final class Run: @unchecked Sendable {
             ProgressBoard(partitions: setups.count, duration: scenario.duration, devices: setups.reduce(0) { $0 + $1.devices.count }, report: report)
         }
         let positions = GroupPositions.census(scenario, ranges: setups.map(\.devices))
+        let processDevices = (setups.map(\.devices.lowerBound).min() ?? 0)..<(setups.map(\.devices.upperBound).max() ?? 0)
         let partitions = setups.enumerated().map { number, setup in
             // Each partition makes its devices from its own copy of the scenario, so that no
             // object they retain on every event is another partition's (`String.partitionCopy`).
             let local = scenario.partitionCopy()
             return Partition(
                 number: number, scenario: local, fleet: Fleet(scenario: local), executor: setup.executor, transport: setup.transport, mocks: setup.mocks,
-                devices: setup.devices, positions: positions[number], processDevices: setups.reduce(0) { $0 + $1.devices.count }, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
+                devices: setup.devices, positions: positions[number], processDevices: processDevices, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
                 warmUp: warmUp, memories: memories, heldPushes: heldPushes[number] ?? []
             )
         }

@@ -2,8 +2,12 @@
 /// holds it: counted per NAT address, the unit a partition holds whole, so that what is shed
 /// does not depend on the partition count, and no count is shared between threads.
 ///
-/// Each address gets a share of the ceiling in proportion to its devices: an open-model arrival
-/// finding its address at its share is shed. A device queueing requests itself (retries kept for
+/// Each address gets a share of the ceiling in proportion to its devices, rounded so that the
+/// process's shares add up to the ceiling exactly (an address's share is the ceiling's part up to
+/// its last device less the part up to its first): an open-model arrival finding its address at
+/// its share is shed. With fewer waiting requests allowed than addresses, some addresses have a
+/// share of 0 (`--max-waiting` is strict; the run says so). Each address once had at least 1,
+/// and `--max-waiting 1000` over 4,000 addresses held 3,999. A device queueing requests itself (retries kept for
 /// the next launch against a failing service) may take its address up to `queueLimits`, the share
 /// or, without `--max-waiting`, at least `MemoryEstimate.deviceQueueFloor` a device; past it, the
 /// device drops its oldest waiting request.
@@ -20,20 +24,31 @@ struct WaitingCeiling {
     private let perSource: Int
     private let lowerBound: Int
 
-    /// `devices`: the partition's fleet indices (whole addresses); `processDevices`: the devices of
-    /// the whole process, whose ceiling the partitions share.
-    init(maximumWaiting: Int?, devicesPerSourceAddress: Int, devices range: Range<Int>, processDevices: Int) {
+    /// `devices`: the partition's fleet indices (whole addresses); `process`: the fleet indices of
+    /// the whole process (its shard), whose ceiling the partitions share.
+    init(maximumWaiting: Int?, devicesPerSourceAddress: Int, devices range: Range<Int>, process: Range<Int>) {
+        let processDevices = process.count
         let perSource = max(1, devicesPerSourceAddress)
         self.perSource = perSource
         lowerBound = range.lowerBound
         let addresses = range.isEmpty ? 0 : (range.upperBound - 1) / perSource - range.lowerBound / perSource + 1
         let ceiling = maximumWaiting ?? MemoryEstimate.defaultMaximumWaiting(devices: processDevices)
-        let perDevice = Double(ceiling) / Double(max(1, processDevices))
-        let devicesAt = (0..<addresses).map { place in
-            let first = (range.lowerBound / perSource + place) * perSource
-            return min(first + perSource, range.upperBound) - max(first, range.lowerBound)
+        /// The ceiling's part up to fleet index `index`, exact: the product is taken in double
+        /// width, and the quotient is at most the ceiling.
+        func part(upTo index: Int) -> Int {
+            let devices = min(max(0, index - process.lowerBound), processDevices)
+            guard processDevices > 0 else { return 0 }
+            return processDevices.dividingFullWidth(max(0, ceiling).multipliedFullWidth(by: devices)).quotient
         }
-        shares = devicesAt.map { Int32(clamping: max(1, Int((perDevice * Double($0)).rounded(.down)))) }
+        var devicesAt: [Int] = []
+        var shares: [Int32] = []
+        for place in 0..<addresses {
+            let first = max((range.lowerBound / perSource + place) * perSource, range.lowerBound)
+            let last = min((range.lowerBound / perSource + place + 1) * perSource, range.upperBound)
+            devicesAt.append(last - first)
+            shares.append(Int32(clamping: part(upTo: last) - part(upTo: first)))
+        }
+        self.shares = shares
         let floor = maximumWaiting == nil ? MemoryEstimate.deviceQueueFloor : 0
         queueLimits = zip(shares, devicesAt).map { max($0, Int32(clamping: floor * $1)) }
         waiting = Array(repeating: 0, count: addresses)

@@ -40,7 +40,7 @@ public final class MetricsEndpoint: LiveEndpoint {
             self.shard = shard
         }
 
-        var text: String { "scenario=\"\(MetricsEndpoint.escape(scenario))\",run_id=\"\(MetricsEndpoint.escape(runID))\",shard=\"\(MetricsEndpoint.escape(shard))\"" }
+        var labels: PrometheusText.Labels { PrometheusText.Labels([("scenario", scenario), ("run_id", runID), ("shard", shard)]) }
     }
 
     public init(labels: RunLabels) {
@@ -85,81 +85,73 @@ public final class MetricsEndpoint: LiveEndpoint {
     /// The text format: counters as `_total`, latency and service time as histograms in seconds.
     public static func text(_ progress: RunProgress, labels: RunLabels) -> String {
         let metrics = progress.metrics
-        let run = labels.text
-        var lines: [String] = []
-        func family(_ name: String, _ type: String, _ help: String) {
-            lines.append("# HELP \(name) \(help)")
-            lines.append("# TYPE \(name) \(type)")
-        }
-        family("pushswarm_run_elapsed_seconds", "gauge", "How far the run is on its timeline.")
-        lines.append("pushswarm_run_elapsed_seconds{\(run)} \(progress.elapsed.seconds)")
-        family("pushswarm_run_duration_seconds", "gauge", "The run's length.")
-        lines.append("pushswarm_run_duration_seconds{\(run)} \(progress.duration.seconds)")
-        family("pushswarm_devices", "gauge", "Devices in the run.")
-        lines.append("pushswarm_devices{\(run)} \(progress.devices)")
-        family("pushswarm_devices_active", "gauge", "Devices that sent a request in the latest whole interval.")
-        lines.append("pushswarm_devices_active{\(run)} \(progress.activeDevices)")
+        let run = labels.labels
+        var out = PrometheusText()
+        out.family("pushswarm_run_elapsed_seconds", .gauge, help: "How far the run is on its timeline.")
+        out.sample("pushswarm_run_elapsed_seconds", run, progress.elapsed.seconds)
+        out.family("pushswarm_run_duration_seconds", .gauge, help: "The run's length.")
+        out.sample("pushswarm_run_duration_seconds", run, progress.duration.seconds)
+        out.family("pushswarm_devices", .gauge, help: "Devices in the run.")
+        out.sample("pushswarm_devices", run, progress.devices)
+        out.family("pushswarm_devices_active", .gauge, help: "Devices that sent a request in the latest whole interval.")
+        out.sample("pushswarm_devices_active", run, progress.activeDevices)
         if let open = progress.openConnections {
-            family("pushswarm_http_connections_open", "gauge", "HTTP connections open now in the client's pools.")
-            lines.append("pushswarm_http_connections_open{\(run)} \(open)")
+            out.family("pushswarm_http_connections_open", .gauge, help: "HTTP connections open now in the client's pools.")
+            out.sample("pushswarm_http_connections_open", run, open)
         }
         let counters = metrics.counters
-        family("pushswarm_sockets_open", "gauge", "Devices' platform sockets (WebSocket) open now.")
-        lines.append("pushswarm_sockets_open{\(run)} \(metrics.socketsOpen)")
-        let operations = metrics.operations.sorted { $0.key < $1.key }
-        family("pushswarm_requests_sent_total", "counter", "Requests sent, retries included, by operation.")
-        for (name, operation) in operations { lines.append("pushswarm_requests_sent_total{\(run),operation=\"\(escape(name))\"} \(operation.sent)") }
-        family("pushswarm_retries_total", "counter", "Retries sent, by operation.")
-        for (name, operation) in operations { lines.append("pushswarm_retries_total{\(run),operation=\"\(escape(name))\"} \(operation.retries)") }
-        family("pushswarm_responses_total", "counter", "Answers, by operation, status and status class (2xx, 4xx...).")
-        for (name, operation) in operations {
+        out.family("pushswarm_sockets_open", .gauge, help: "Devices' platform sockets (WebSocket) open now.")
+        out.sample("pushswarm_sockets_open", run, metrics.socketsOpen)
+        let operations = metrics.operations.sorted { $0.key < $1.key }.map { (run.with("operation", $0.key), $0.value) }
+        out.family("pushswarm_requests_sent_total", .counter, help: "Requests sent, retries included, by operation.")
+        for (labels, operation) in operations { out.sample("pushswarm_requests_sent_total", labels, operation.sent) }
+        out.family("pushswarm_retries_total", .counter, help: "Retries sent, by operation.")
+        for (labels, operation) in operations { out.sample("pushswarm_retries_total", labels, operation.retries) }
+        out.family("pushswarm_responses_total", .counter, help: "Answers, by operation, status and status class (2xx, 4xx...).")
+        for (labels, operation) in operations {
             for (status, count) in operation.byStatus.sorted(by: { $0.key < $1.key }) {
-                lines.append("pushswarm_responses_total{\(run),operation=\"\(escape(name))\",status=\"\(status)\",status_class=\"\(status / 100)xx\"} \(count)")
+                out.sample("pushswarm_responses_total", labels.with("status", "\(status)").with("status_class", "\(status / 100)xx"), count)
             }
         }
-        family("pushswarm_rate_limited_total", "counter", "Answers 429 (Too Many Requests), by operation.")
-        for (name, operation) in operations { lines.append("pushswarm_rate_limited_total{\(run),operation=\"\(escape(name))\"} \(operation.byStatus[429] ?? 0)") }
-        family("pushswarm_dropped_total", "counter", "Requests given up on (retries exhausted, ...), by reason.")
+        out.family("pushswarm_rate_limited_total", .counter, help: "Answers 429 (Too Many Requests), by operation.")
+        for (labels, operation) in operations { out.sample("pushswarm_rate_limited_total", labels, operation.byStatus[429] ?? 0) }
+        out.family("pushswarm_dropped_total", .counter, help: "Requests given up on (retries exhausted, ...), by reason.")
         for (reason, count) in metrics.droppedByReason.sorted(by: { $0.key < $1.key }) {
-            lines.append("pushswarm_dropped_total{\(run),reason=\"\(escape(reason))\"} \(count)")
+            out.sample("pushswarm_dropped_total", run.with("reason", reason), count)
         }
-        family("pushswarm_workload_arrivals_total", "counter", "Arrivals of the open workloads that started.")
-        lines.append("pushswarm_workload_arrivals_total{\(run)} \(counters["workload.arrivals"] ?? 0)")
-        family("pushswarm_workload_shed_total", "counter", "Arrivals that never started: shed behind a busy device or at the waiting ceiling, or missed (the generator over a second late).")
+        out.family("pushswarm_workload_arrivals_total", .counter, help: "Arrivals of the open workloads that started.")
+        out.sample("pushswarm_workload_arrivals_total", run, counters["workload.arrivals"] ?? 0)
+        out.family("pushswarm_workload_shed_total", .counter, help: "Arrivals that never started: shed behind a busy device or at the waiting ceiling, or missed (the generator over a second late).")
         let shed = counters["workload.shed"] ?? 0
         let ceiling = counters["workload.shedAtWaitingCeiling"] ?? 0
-        lines.append("pushswarm_workload_shed_total{\(run),reason=\"deviceBusy\"} \(shed - min(shed, ceiling))")
-        lines.append("pushswarm_workload_shed_total{\(run),reason=\"waitingCeiling\"} \(ceiling)")
-        lines.append("pushswarm_workload_shed_total{\(run),reason=\"missedStart\"} \(counters["workload.missedStarts"] ?? 0)")
-        family("pushswarm_transport_errors_total", "counter", "Requests that failed on the wire, by operation.")
-        for (name, operation) in operations { lines.append("pushswarm_transport_errors_total{\(run),operation=\"\(escape(name))\"} \(operation.transportErrors)") }
-        family("pushswarm_timeouts_total", "counter", "Requests that timed out, by operation.")
-        for (name, operation) in operations { lines.append("pushswarm_timeouts_total{\(run),operation=\"\(escape(name))\"} \(operation.timeouts)") }
+        out.sample("pushswarm_workload_shed_total", run.with("reason", "deviceBusy"), shed - min(shed, ceiling))
+        out.sample("pushswarm_workload_shed_total", run.with("reason", "waitingCeiling"), ceiling)
+        out.sample("pushswarm_workload_shed_total", run.with("reason", "missedStart"), counters["workload.missedStarts"] ?? 0)
+        out.family("pushswarm_transport_errors_total", .counter, help: "Requests that failed on the wire, by operation.")
+        for (labels, operation) in operations { out.sample("pushswarm_transport_errors_total", labels, operation.transportErrors) }
+        out.family("pushswarm_timeouts_total", .counter, help: "Requests that timed out, by operation.")
+        for (labels, operation) in operations { out.sample("pushswarm_timeouts_total", labels, operation.timeouts) }
         let bounds = latencyBounds.map { UInt64(($0 * 1_000_000).rounded()) }
-        func series(_ name: String, _ labels: String, _ values: LatencyHistogram) {
+        func series(_ name: String, _ labels: PrometheusText.Labels, _ values: LatencyHistogram) {
             for (bound, count) in zip(latencyBounds, values.cumulativeCounts(atOrBelow: bounds)) {
-                lines.append("\(name)_bucket{\(labels),le=\"\(bound)\"} \(count)")
+                out.sample("\(name)_bucket", labels.with("le", "\(bound)"), count)
             }
-            lines.append("\(name)_bucket{\(labels),le=\"+Inf\"} \(values.totalCount)")
-            lines.append("\(name)_sum{\(labels)} \(Double(values.sum) / 1_000_000)")
-            lines.append("\(name)_count{\(labels)} \(values.totalCount)")
+            out.sample("\(name)_bucket", labels.with("le", "+Inf"), values.totalCount)
+            out.sample("\(name)_sum", labels, Double(values.sum) / 1_000_000)
+            out.sample("\(name)_count", labels, values.totalCount)
         }
         func histogram(_ name: String, _ help: String, _ histogram: (OperationMetrics) -> LatencyHistogram) {
-            family(name, "histogram", help)
-            for (operation, metrics) in operations { series(name, "\(run),operation=\"\(escape(operation))\"", histogram(metrics)) }
+            out.family(name, .histogram, help: help)
+            for (labels, metrics) in operations { series(name, labels, histogram(metrics)) }
         }
         histogram("pushswarm_latency_seconds", "Latency from the intended start to the answer, by operation.") { $0.latency }
         histogram("pushswarm_service_time_seconds", "Time from sending a request to its answer, by operation.") { $0.serviceTime }
-        family("pushswarm_generator_lag_seconds", "histogram", "How late the generator reached its due events: over a few milliseconds, the machine is the bottleneck.")
+        out.family("pushswarm_generator_lag_seconds", .histogram, help: "How late the generator reached its due events: over a few milliseconds, the machine is the bottleneck.")
         series("pushswarm_generator_lag_seconds", run, metrics.durations["generatorLag"] ?? LatencyHistogram())
-        family("pushswarm_events_total", "counter", "The run's named counts (notifications, sockets, workload, ...).")
+        out.family("pushswarm_events_total", .counter, help: "The run's named counts (notifications, sockets, workload, ...).")
         for (name, count) in counters.sorted(by: { $0.key < $1.key }) {
-            lines.append("pushswarm_events_total{\(run),name=\"\(escape(name))\"} \(count)")
+            out.sample("pushswarm_events_total", run.with("name", name), count)
         }
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        return out.text
     }
 }

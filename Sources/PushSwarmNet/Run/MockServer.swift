@@ -157,42 +157,37 @@ public final class MockServer: Sendable {
 
     /// Requests answered by operation and status, ledger counts, and the server's connections.
     public func metricsText() -> String {
-        var lines = [
-            "# HELP pushswarm_mock_requests_total Requests the mock answered, by operation and status.",
-            "# TYPE pushswarm_mock_requests_total counter",
-        ]
+        var out = PrometheusText()
+        out.family("pushswarm_mock_requests_total", .counter, help: "Requests the mock answered, by operation and status.")
         var all: [String: [Int: UInt64]] = [:]
         for partition in counts {
             for (operation, statuses) in partition.value.withLock({ $0 }) { all[operation, default: [:]].merge(statuses, uniquingKeysWith: +) }
         }
         for (operation, statuses) in all.sorted(by: { $0.key < $1.key }) {
             for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
-                lines.append("pushswarm_mock_requests_total{operation=\"\(operation)\",status=\"\(status)\"} \(count)")
+                out.sample("pushswarm_mock_requests_total", PrometheusText.Labels([("operation", operation), ("status", "\(status)")]), count)
             }
         }
-        let ledgers = self.ledgers
-        lines.append("# HELP pushswarm_mock_ledger_accepted_total Distinct items the mock accepted, by operation.")
-        lines.append("# TYPE pushswarm_mock_ledger_accepted_total counter")
-        for (_, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+        let ledgers = self.ledgers.sorted { $0.key < $1.key }
+        out.family("pushswarm_mock_ledger_accepted_total", .counter, help: "Distinct items the mock accepted, by operation.")
+        for (_, ledger) in ledgers {
             for (operation, count) in ledger.acceptedByOperation.sorted(by: { $0.key < $1.key }) {
-                lines.append("pushswarm_mock_ledger_accepted_total{operation=\"\(operation)\"} \(count)")
+                out.sample("pushswarm_mock_ledger_accepted_total", PrometheusText.Labels([("operation", operation)]), count)
             }
         }
-        lines.append("# HELP pushswarm_mock_ledger_duplicates_total Items accepted again (same fingerprint), by operation.")
-        lines.append("# TYPE pushswarm_mock_ledger_duplicates_total counter")
-        for (_, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+        out.family("pushswarm_mock_ledger_duplicates_total", .counter, help: "Items accepted again (same fingerprint), by operation.")
+        for (_, ledger) in ledgers {
             for (operation, count) in ledger.duplicatesByOperation.sorted(by: { $0.key < $1.key }) {
-                lines.append("pushswarm_mock_ledger_duplicates_total{operation=\"\(operation)\"} \(count)")
+                out.sample("pushswarm_mock_ledger_duplicates_total", PrometheusText.Labels([("operation", operation)]), count)
             }
         }
-        lines.append("# TYPE pushswarm_mock_sessions_open gauge")
-        lines.append("pushswarm_mock_sessions_open \(openSessionCount)")
+        out.family("pushswarm_mock_sessions_open", .gauge, help: "WebSocket sessions open now.")
+        out.sample("pushswarm_mock_sessions_open", PrometheusText.Labels(), openSessionCount)
         for (name, value) in server.statistics.snapshot {
-            let type = name.hasSuffix("_total") ? "counter" : "gauge"
-            lines.append("# TYPE pushswarm_mock_\(name) \(type)")
-            lines.append("pushswarm_mock_\(name) \(value)")
+            out.family("pushswarm_mock_\(name)", name.hasSuffix("_total") ? .counter : .gauge, help: "The mock's HTTP server: \(name.replacingOccurrences(of: "_", with: " ")).")
+            out.sample("pushswarm_mock_\(name)", PrometheusText.Labels(), value)
         }
-        return lines.joined(separator: "\n") + "\n"
+        return out.text
     }
 
     public func ledgerJSON(withKeys: Bool) -> JSONValue {
