@@ -76,37 +76,125 @@ enum LiveShards {
         var fromInterval: Int
     }
 
-    /// Reads records out of a shard's standard output, line by line.
+    /// Why a shard's line or record was passed over. Counted by the reader, and told after the run.
+    enum Refusal: String, CaseIterable, Sendable, Error {
+        case unreadable = "a record that does not read"
+        case lineTooLong = "a line over 16 MiB"
+        case elapsedOutOfRange = "an elapsed time outside the run"
+        case durationMismatch = "a run length other than the scenario's"
+        case devicesOutOfRange = "more devices than the fleet"
+        case intervalLength = "an interval length other than the run's"
+        case intervalsOutOfRange = "intervals past the run's end"
+    }
+
+    /// What the parent knows of the run its shards stream: a record that says otherwise is not
+    /// the shard's (a broken or hostile stream) and is refused.
+    struct Expectation: Sendable {
+        var durationMicroseconds: Int64
+        var devices: Int
+        var intervalMicroseconds: Int64
+        /// Intervals a record may reach: the run's and as many again for draining past its end.
+        var maximumIntervals: Int
+
+        init(durationMicroseconds: Int64, devices: Int) {
+            self.durationMicroseconds = durationMicroseconds
+            self.devices = devices
+            intervalMicroseconds = Timeline.interval(forRunMicroseconds: durationMicroseconds)
+            maximumIntervals = 2 * Int(durationMicroseconds / intervalMicroseconds + 1) + 60
+        }
+    }
+
+    /// One shard's reader, shared by the pipe's handler and the parent, which reads its refusals
+    /// once the shard has ended.
+    final class SharedReader: Sendable {
+        let reader: Mutex<Reader>
+
+        init(expecting expectation: Expectation) {
+            reader = Mutex(Reader(expecting: expectation))
+        }
+    }
+
+    /// Reads records out of a shard's standard output, line by line, in time linear in what it
+    /// reads and memory bounded by `maximumLineBytes`.
     struct Reader {
+        /// A record's line holds the intervals since the last record: kilobytes. Past this, the
+        /// line is skipped to its end (a stream without newlines once made the parent rescan its
+        /// whole buffer on every read).
+        static let maximumLineBytes = 16 << 20
+        let expectation: Expectation
         private var pending: [UInt8] = []
+        /// Where the search for the next newline goes on from (what was searched holds none).
+        private var searched = 0
+        private var skippingLongLine = false
         private var header: JSONObject?
+        /// What was refused, by reason.
+        private(set) var refused: [Refusal: Int] = [:]
+
+        init(expecting expectation: Expectation) {
+            self.expectation = expectation
+        }
 
         /// The records that `bytes` completes. A line that is not part of a record is skipped;
-        /// a record that does not read is dropped whole (the next one replaces it).
+        /// a record that does not read or holds figures outside the run is refused whole (the
+        /// next one replaces it).
         mutating func feed(_ bytes: some Sequence<UInt8>) -> [Record] {
             pending.append(contentsOf: bytes)
             var records: [Record] = []
-            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(pending[..<end])
-                pending.removeSubrange(...end)
+            var start = 0
+            while let end = pending[searched...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(pending[start..<end])
+                start = end + 1
+                searched = start
+                if skippingLongLine {
+                    skippingLongLine = false
+                    continue
+                }
                 if let header {
                     self.header = nil
-                    if let record = Self.record(header: header, archive: line) { records.append(record) }
+                    switch Self.record(header: header, archive: line, expecting: expectation) {
+                    case .success(let record): records.append(record)
+                    case .failure(let refusal): refused[refusal, default: 0] += 1
+                    }
                 } else if case .object(let object)? = try? JSONParser.parse(line), object["fromInterval"] != nil {
                     header = object
                 }
             }
+            pending.removeSubrange(..<start)
+            searched = pending.count
+            if pending.count > Self.maximumLineBytes {
+                if !skippingLongLine { refused[.lineTooLong, default: 0] += 1 }
+                skippingLongLine = true
+                header = nil
+                pending.removeAll()
+                searched = 0
+            }
             return records
         }
 
-        private static func record(header: JSONObject, archive: [UInt8]) -> Record? {
+        /// What was refused, as a sentence for the parent to print; nil when nothing was.
+        var refusals: String? {
+            guard !refused.isEmpty else { return nil }
+            let total = refused.values.reduce(0, +)
+            let reasons = Refusal.allCases.compactMap { reason in refused[reason].map { "\(reason.rawValue): \($0)" } }
+            return "\(total) \(total == 1 ? "record" : "records") refused (\(reasons.joined(separator: "; ")))"
+        }
+
+        private static func record(header: JSONObject, archive: [UInt8], expecting expected: Expectation) -> Result<Record, Refusal> {
             guard let summary = try? SummaryArchive.read(String(decoding: archive, as: UTF8.self)),
                 let elapsed = whole(header["elapsedMicroseconds"]), let duration = whole(header["durationMicroseconds"]),
                 let devices = whole(header["devices"]), let from = whole(header["fromInterval"])
-            else { return nil }
+            else { return .failure(.unreadable) }
+            guard Int64(duration) == expected.durationMicroseconds else { return .failure(.durationMismatch) }
+            guard Int64(elapsed) <= expected.durationMicroseconds else { return .failure(.elapsedOutOfRange) }
+            guard devices <= expected.devices else { return .failure(.devicesOutOfRange) }
+            let timeline = summary.metrics.timeline
+            guard timeline.intervalMicroseconds == expected.intervalMicroseconds else { return .failure(.intervalLength) }
+            guard from <= expected.maximumIntervals, timeline.intervals.count <= expected.maximumIntervals - from else {
+                return .failure(.intervalsOutOfRange)
+            }
             var progress = RunProgress(elapsed: TimeSpan(microseconds: Int64(elapsed)), duration: TimeSpan(microseconds: Int64(duration)), metrics: summary.metrics, devices: devices)
             progress.openConnections = whole(header["openConnections"])
-            return Record(progress: progress, fromInterval: from)
+            return .success(Record(progress: progress, fromInterval: from))
         }
 
         /// A count from a peer: whole, not negative, and within what a run can hold.

@@ -57,6 +57,8 @@ enum WorkersRun {
         // One progress at a time reaches the listeners, in the order the board made them.
         let publishing = Mutex(())
         var processes: [(shard: Int, process: Process, directory: String)] = []
+        let expectation = LiveShards.Expectation(durationMicroseconds: scenario.duration.microseconds, devices: scenario.devices)
+        var readers: [(shard: Int, reader: LiveShards.SharedReader)] = []
         for index in 1...workers {
             let shardDirectory = (directory as NSString).appendingPathComponent("shard-\(index)")
             let process = Process()
@@ -65,14 +67,15 @@ enum WorkersRun {
             if let onProgress {
                 process.arguments?.append("--progress-json")
                 let output = Pipe()
-                let reader = Mutex(LiveShards.Reader())
+                let shared = LiveShards.SharedReader(expecting: expectation)
+                readers.append((index, shared))
                 output.fileHandleForReading.readabilityHandler = { handle in
                     let bytes = handle.availableData
                     guard !bytes.isEmpty else {
                         handle.readabilityHandler = nil
                         return
                     }
-                    for record in reader.withLock({ $0.feed(bytes) }) {
+                    for record in shared.reader.withLock({ $0.feed(bytes) }) {
                         publishing.withLock { _ in onProgress(board.update(shard: index, with: record)) }
                     }
                 }
@@ -105,6 +108,11 @@ enum WorkersRun {
             }
         }
         finishProgress()
+        for (index, reader) in readers {
+            if let refusals = reader.reader.withLock({ $0.refusals }) {
+                FileHandle.standardError.write(Data("pushswarm: shard \(index)/\(workers)'s progress stream: \(refusals); the merged report is read from its files\n".utf8))
+            }
+        }
         guard failed.isEmpty else {
             PushSwarmCommand.printError(failed.joined(separator: "; ") + "; no merged report (the shards that finished left theirs in \(directory))")
             return .failure

@@ -26,9 +26,12 @@ import PushSwarmMetrics
         return progress
     }
 
+    /// The run the parent knows: a minute of 1,200 devices (the records above are of 60 s runs).
+    static let expectation = LiveShards.Expectation(durationMicroseconds: 60_000_000, devices: 1_200)
+
     @Test func aRecordReadsBackAsItWasWritten() throws {
         let writer = LiveShards.Writer(scenario: "s", clock: "wall")
-        var reader = LiveShards.Reader()
+        var reader = LiveShards.Reader(expecting: Self.expectation)
         let sent = progress(seconds: 3, perSecond: 10, devices: 500)
         // Split anywhere: a pipe hands over what it has.
         let bytes = writer.record(sent)
@@ -49,7 +52,7 @@ import PushSwarmMetrics
     /// them back together, and the shards' together.
     @Test func recordsCarryOnlyNewIntervalsAndTheBoardAddsTheShardsUp() throws {
         let writer = LiveShards.Writer(scenario: "s", clock: "wall")
-        var reader = LiveShards.Reader()
+        var reader = LiveShards.Reader(expecting: Self.expectation)
         let first = try #require(reader.feed(writer.record(progress(seconds: 3, perSecond: 10, devices: 500))).first)
         let second = try #require(reader.feed(writer.record(progress(seconds: 5, perSecond: 10, devices: 500))).first)
         // The first record was 3.5 s in: intervals 0 to 2 were whole, and are not sent again.
@@ -60,7 +63,7 @@ import PushSwarmMetrics
         _ = board.update(shard: 1, with: first)
         var whole = board.update(shard: 1, with: second)
         #expect(whole.metrics.timeline.intervals.map(\.sent) == [10, 10, 10, 10, 10])
-        var otherReader = LiveShards.Reader()
+        var otherReader = LiveShards.Reader(expecting: Self.expectation)
         let other = try #require(otherReader.feed(LiveShards.Writer(scenario: "s", clock: "wall").record(progress(seconds: 4, perSecond: 1, devices: 700))).first)
         whole = board.update(shard: 2, with: other)
         #expect(whole.devices == 1_200)
@@ -74,7 +77,7 @@ import PushSwarmMetrics
     /// A line that is not a record, a header whose numbers are negative or not whole, an archive
     /// that does not read: passed over, and the next good record is read.
     @Test func whatIsNotARecordIsPassedOver() throws {
-        var reader = LiveShards.Reader()
+        var reader = LiveShards.Reader(expecting: Self.expectation)
         let good = LiveShards.Writer(scenario: "s", clock: "wall").record(progress(seconds: 1, perSecond: 2, devices: 10))
         let noise: [String] = [
             "/tmp/report/summary.json\n",
@@ -90,5 +93,39 @@ import PushSwarmMetrics
         #expect(records.count == 1)
         #expect(records.first?.progress.metrics.sent == 2)
     }
-}
 
+    /// A hostile or broken shard stream: records whose figures are outside the run the parent
+    /// started are refused and counted by reason, and the parent goes on reading. `fromInterval`
+    /// 10^9 once made the parent allocate a billion intervals (SIGABRT), an interval of 1 µs
+    /// trapped a merge (SIGILL), and a 20 MB line without a newline was rescanned on every read.
+    @Test func recordsOutsideTheRunAreRefusedAndCounted() throws {
+        var reader = LiveShards.Reader(expecting: Self.expectation)
+        let writer = LiveShards.Writer(scenario: "s", clock: "wall")
+        let good = writer.record(progress(seconds: 2, perSecond: 3, devices: 10))
+        let text = String(decoding: good, as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let (header, archive) = (lines[0], lines[1])
+        func crafted(header change: (String) -> String = { $0 }, archive edit: (String) -> String = { $0 }) -> [UInt8] {
+            Array((change(header) + "\n" + edit(archive) + "\n").utf8)
+        }
+        var records: [LiveShards.Record] = []
+        records += reader.feed(crafted(header: { $0.replacingOccurrences(of: #""fromInterval":0"#, with: #""fromInterval":1000000000"#) }))
+        records += reader.feed(crafted(header: { $0.replacingOccurrences(of: #""fromInterval":0"#, with: #""fromInterval":1000000000000000"#) }))
+        records += reader.feed(crafted(archive: { $0.replacingOccurrences(of: #""intervalMicroseconds":1000000"#, with: #""intervalMicroseconds":1"#) }))
+        records += reader.feed(crafted(header: { $0.replacingOccurrences(of: #""durationMicroseconds":60000000"#, with: #""durationMicroseconds":999999999999"#) }))
+        records += reader.feed(crafted(header: { $0.replacingOccurrences(of: #""devices":10"#, with: #""devices":1000000"#) }))
+        // 20 MB without a newline, fed in 1 MB reads, then the end of that line.
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20)
+        for _ in 0..<20 { records += reader.feed(chunk) }
+        records += reader.feed(Array("tail of the long line\n".utf8))
+        #expect(records.isEmpty)
+        records += reader.feed(good)
+        #expect(records.count == 1 && records.first?.progress.metrics.sent == 6, "the next good record is read")
+        #expect(reader.refused[.intervalsOutOfRange] == 2)
+        #expect(reader.refused[.intervalLength] == 1)
+        #expect(reader.refused[.durationMismatch] == 1)
+        #expect(reader.refused[.devicesOutOfRange] == 1)
+        #expect(reader.refused[.lineTooLong] == 1)
+        #expect(reader.refusals?.hasPrefix("6 records refused (a line over 16 MiB: 1;") == true, "\(reader.refusals ?? "")")
+    }
+}
