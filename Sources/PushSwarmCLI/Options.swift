@@ -12,6 +12,21 @@ struct OptionDeclaration: Sendable {
     let help: String
     /// What is wrong with a value; nil when it is good.
     let check: @Sendable (String) -> String?
+    /// What `run --workers` does with the option (declared for `run`'s options; nil elsewhere).
+    private(set) var shards: ShardPassing?
+
+    /// What `run --workers N` does with an option it was given: the shard processes' argument
+    /// lists are made from these, so that an option added to `run` is passed on, kept by the
+    /// parent or refused by its declaration, never left out by a list kept by hand (one once
+    /// left out `--max-waiting`, and shards ran with the default ceiling).
+    enum ShardPassing: Sendable, Equatable {
+        /// Each shard gets it as given (every value of a repeated option).
+        case forwarded
+        /// The parent acts on it, or gives each shard its own; why.
+        case parent(String)
+        /// It does not go with --workers; why.
+        case refused(String)
+    }
 
     init(_ name: String, _ value: String? = nil, _ help: String, check: @escaping @Sendable (String) -> String? = { _ in nil }) {
         self.name = name
@@ -22,7 +37,16 @@ struct OptionDeclaration: Sendable {
 
     /// The same option with the help another command gives it.
     func help(_ text: String) -> OptionDeclaration {
-        OptionDeclaration(name, value, text, check: check)
+        var declaration = OptionDeclaration(name, value, text, check: check)
+        declaration.shards = shards
+        return declaration
+    }
+
+    /// The same option, saying what `run --workers` does with it.
+    func shards(_ passing: ShardPassing) -> OptionDeclaration {
+        var declaration = self
+        declaration.shards = passing
+        return declaration
     }
 
     /// A check: a whole number within `range`.

@@ -13,8 +13,12 @@ enum RunCommand: Command {
             metrics.json (exact, for `pushswarm compare` and `pushswarm merge`).
             """,
         options: [
-            SharedOptions.seed, SharedOptions.devices, SharedOptions.duration, SharedOptions.clock, SharedOptions.target,
-            SharedOptions.insecure, SharedOptions.caFile, SharedOptions.threshold, SharedOptions.junit,
+            SharedOptions.seed.shards(.forwarded), SharedOptions.devices.shards(.forwarded), SharedOptions.duration.shards(.forwarded),
+            SharedOptions.clock.shards(.forwarded), SharedOptions.target.shards(.forwarded), SharedOptions.insecure.shards(.forwarded),
+            SharedOptions.caFile.shards(.forwarded),
+            // Each shard judges them too (its own report says so); the parent judges the merged run.
+            SharedOptions.threshold.shards(.forwarded),
+            SharedOptions.junit.shards(.parent("the parent writes the merged run's JUnit")),
             OptionDeclaration(
                 "--shard", "I/N",
                 """
@@ -23,7 +27,7 @@ enum RunCommand: Command {
                 judges the thresholds on the whole run.
                 """,
                 check: { Shard(parsing: $0) == nil ? "expected I/N with 1 <= I <= N, such as 2/4; found \"\($0)\"" : nil }
-            ),
+            ).shards(.refused("the parent runs the shards itself")),
             OptionDeclaration(
                 "--workers", "N",
                 """
@@ -32,7 +36,7 @@ enum RunCommand: Command {
                 Each shard has its own built-in mock; see docs/distributed.md.
                 """,
                 check: OptionDeclaration.wholeNumber(1...64)
-            ),
+            ).shards(.parent("the parent starts the shards")),
             OptionDeclaration(
                 "--partitions", "P",
                 """
@@ -42,8 +46,8 @@ enum RunCommand: Command {
                 one per core). Simulated results do not depend on P.
                 """,
                 check: OptionDeclaration.wholeNumber(1...256)
-            ),
-            SharedOptions.maxWaiting,
+            ).shards(.forwarded),
+            SharedOptions.maxWaiting.shards(.forwarded),
             OptionDeclaration(
                 "--start-at", "TIME",
                 """
@@ -51,7 +55,7 @@ enum RunCommand: Command {
                 shards started one by one put their load on together.
                 """,
                 check: SharedOptions.instantCheck
-            ),
+            ).shards(.forwarded),
             OptionDeclaration(
                 "--start", "TIME",
                 """
@@ -61,7 +65,7 @@ enum RunCommand: Command {
                 scenario's start.
                 """,
                 check: SharedOptions.instantCheck
-            ),
+            ).shards(.forwarded),
             OptionDeclaration(
                 "--metrics-listen", "A",
                 """
@@ -69,7 +73,7 @@ enum RunCommand: Command {
                 text format at http://A/metrics (A such as 127.0.0.1:9464).
                 With --workers, the whole run's, added up from the shards.
                 """
-            ),
+            ).shards(.parent("the parent serves the whole run's metrics, added up from its shards")),
             OptionDeclaration(
                 "--metrics-linger", "D",
                 """
@@ -78,7 +82,7 @@ enum RunCommand: Command {
                 none; Ctrl-C ends it), so that the last scrape sees the end.
                 """,
                 check: { SharedOptions.linger($0) == nil ? "expected a duration from 0 to 1h, such as 15s; found \"\($0)\"" : nil }
-            ),
+            ).shards(.parent("the parent serves the whole run's metrics")),
             OptionDeclaration(
                 "--run-id", "ID",
                 """
@@ -88,7 +92,7 @@ enum RunCommand: Command {
                 that Prometheus adds them up. Default: scenario, time and seed.
                 """,
                 check: { RunCommand.isRunID($0) ? nil : "expected 1 to 100 letters, digits, '.', '_' or '-', such as nightly-42; found \"\($0)\"" }
-            ),
+            ).shards(.parent("every shard gets the parent's run id")),
             OptionDeclaration(
                 "--dashboard", "A",
                 """
@@ -98,7 +102,7 @@ enum RunCommand: Command {
                 refreshed each second while the run goes (with --workers, the
                 whole run's).
                 """
-            ),
+            ).shards(.parent("the parent serves the whole run's page")),
             OptionDeclaration(
                 "--push-listen", "A",
                 """
@@ -108,7 +112,7 @@ enum RunCommand: Command {
                 names (404 UNREGISTERED for none), which shows, taps and reports
                 it with its own data. See docs/push-listen.md.
                 """
-            ),
+            ).shards(.refused("a push reaches one process's devices; give each --shard process its own port instead")),
             OptionDeclaration(
                 "--progress-json", nil,
                 """
@@ -117,10 +121,10 @@ enum RunCommand: Command {
                 as metrics.json writes them (one line). --workers reads its shards
                 this way.
                 """
-            ),
-            SharedOptions.warmUp, SharedOptions.noWarmUp,
-            OptionDeclaration("--out", "DIR", "Write the report into DIR instead of Reports/<run-id>."),
-            SharedOptions.quiet,
+            ).shards(.parent("the parent reads its shards' streams and writes the whole run's")),
+            SharedOptions.warmUp.shards(.forwarded), SharedOptions.noWarmUp.shards(.forwarded),
+            OptionDeclaration("--out", "DIR", "Write the report into DIR instead of Reports/<run-id>.").shards(.parent("each shard writes into the parent's directory, under shard-I")),
+            SharedOptions.quiet.shards(.parent("shards are always quiet; the parent prints")),
         ]
     )
 
@@ -144,8 +148,12 @@ enum RunCommand: Command {
             shard = arguments.value("--shard").flatMap(Shard.init(parsing:))
             workers = arguments.value("--workers").flatMap { Int($0) }
             partitions = arguments.value("--partitions").flatMap { Int($0) }
-            if workers != nil && shard != nil {
-                throw ScenarioError(path: "--workers", message: "runs the shards itself; it does not go with --shard")
+            if workers != nil {
+                for option in declaration.options where arguments.value(option.name) != nil || arguments.flags.contains(option.name) {
+                    if case .refused(let why) = option.shards {
+                        throw ScenarioError(path: option.name, message: "does not go with --workers: \(why)")
+                    }
+                }
             }
         } catch {
             PushSwarmCommand.printError("\(error)")
@@ -166,10 +174,6 @@ enum RunCommand: Command {
         where arguments.value(option) != nil {
             guard scenario.clock == .wall else {
                 PushSwarmCommand.printError("\(option) needs --clock wall (\(why))")
-                return .badInput
-            }
-            guard workers == nil || option != "--push-listen" else {
-                PushSwarmCommand.printError("\(option) does not go with --workers: a push reaches one process's devices; give each --shard process its own port instead")
                 return .badInput
             }
         }

@@ -13,18 +13,17 @@ import Synchronization
 /// machine's cores. The shards are exactly those of `--shard i/N`, so the merged report is the
 /// one `pushswarm merge` would make of them.
 enum WorkersRun {
-    /// `onProgress` (the parent's progress line, `--metrics-listen`, `--dashboard`) gets the whole
-    /// run's progress, made of what the shards stream (`LiveShards`), as each shard reports;
-    /// `finishProgress` runs once the shards are done, before the report.
-    static func main(
-        _ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments,
-        onProgress: (@Sendable (RunProgress) -> Void)?, listeners: [any LiveEndpoint], finishProgress: () -> Void
-    ) async -> PushSwarmCommand.ExitCode {
-        guard let file = arguments.positionals.first else { return .badInput }
-        // One run id for every shard: their reports and metrics say which run they are of.
+    /// What every shard process is given besides its `--shard`, `--out` and `--quiet`: the run's
+    /// id, each option `run` declares `.forwarded` as it was given (`OptionDeclaration.shards`),
+    /// and, for a wall run without a calendar start, this process's (one calendar for all).
+    static func shardArguments(_ arguments: Arguments, runID: String, scenario: Scenario) -> [String] {
         var forwarded: [String] = ["--run-id", runID]
-        for option in ["--seed", "--devices", "--duration", "--clock", "--ca-file", "--start-at", "--start", "--partitions"] {
-            if let value = arguments.value(option) { forwarded += [option, value] }
+        for option in RunCommand.declaration.options where option.shards == .forwarded {
+            if option.value == nil {
+                if arguments.flags.contains(option.name) { forwarded.append(option.name) }
+            } else {
+                for value in arguments.values(option.name) { forwarded += [option.name, value] }
+            }
         }
         if scenario.clock == .wall, !scenario.startIsExplicit {
             // One calendar for every worker: today's, as this process reads it (from when they
@@ -33,10 +32,18 @@ enum WorkersRun {
             let calendarStart = arguments.value("--start-at").flatMap(SharedOptions.instantSeconds) ?? now
             forwarded += ["--start", String(max(now, calendarStart))]
         }
-        for option in ["--target", "--threshold"] {
-            for value in arguments.values(option) { forwarded += [option, value] }
-        }
-        for flag in ["--insecure", "--warm-up", "--no-warm-up"] where arguments.flags.contains(flag) { forwarded.append(flag) }
+        return forwarded
+    }
+
+    /// `onProgress` (the parent's progress line, `--metrics-listen`, `--dashboard`) gets the whole
+    /// run's progress, made of what the shards stream (`LiveShards`), as each shard reports;
+    /// `finishProgress` runs once the shards are done, before the report.
+    static func main(
+        _ scenario: Scenario, workers: Int, runID: String, directory: String, arguments: Arguments,
+        onProgress: (@Sendable (RunProgress) -> Void)?, listeners: [any LiveEndpoint], finishProgress: () -> Void
+    ) async -> PushSwarmCommand.ExitCode {
+        guard let file = arguments.positionals.first else { return .badInput }
+        let forwarded = shardArguments(arguments, runID: runID, scenario: scenario)
 
         let quiet = arguments.flags.contains("--quiet")
         if !quiet {

@@ -1,6 +1,8 @@
 import Foundation
 @testable import PushSwarmCLI
+import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmPlatforms
 import Testing
 
 /// The commands called in-process, as the executable's one line calls them: option declarations
@@ -55,6 +57,44 @@ import Testing
             Issue.record("\(command) accepted an undeclared option")
         } catch {
             #expect(error.message == "unknown option --no-such-option")
+        }
+    }
+
+    /// `run --workers`: every option `run` declares says what the parent does with it, and each
+    /// one passed on reaches every shard's argument list, with every value of a repeated one; the
+    /// others are the parent's or refused with a reason. The list was once kept by hand and left
+    /// out `--max-waiting`.
+    @Test func everyRunOptionGivenToWorkersReachesTheShardsOrIsTheParentsOrRefused() throws {
+        let declaration = RunCommand.declaration
+        var words = ["FILE"]
+        var expected: [[String]] = []
+        for option in declaration.options {
+            let passing = try #require(option.shards, "\(option.name) does not say what --workers does with it")
+            switch passing {
+            case .forwarded:
+                if option.value == nil {
+                    words.append(option.name)
+                    expected.append([option.name])
+                } else {
+                    // Twice: a repeatable option (--target, --threshold) passes on every value,
+                    // and any other as given (the shard reads the last, as this process does).
+                    let value = Self.goodValue(for: option.name)
+                    words += [option.name, value, option.name, value]
+                    expected.append([option.name, value])
+                }
+            case .parent(let why), .refused(let why):
+                #expect(!why.isEmpty, "\(option.name)")
+            }
+        }
+        #expect(expected.contains(["--max-waiting", "7"]))
+        let arguments = try #require(try declaration.arguments(words))
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(try Data(contentsOf: URL(fileURLWithPath: path("Scenarios/quickstart.json")))))
+        let shard = WorkersRun.shardArguments(arguments, runID: "r-1", scenario: scenario)
+        #expect(Array(shard.prefix(2)) == ["--run-id", "r-1"])
+        for pair in expected {
+            let found = shard.indices.filter { index in index + pair.count <= shard.count && Array(shard[index..<index + pair.count]) == pair }.count
+            // As given: a switch once, each value of an option (given twice here) in its turn.
+            #expect(found == (pair.count == 1 ? 1 : 2), "\(pair) is \(found) times in the shards' arguments \(shard)")
         }
     }
 

@@ -87,7 +87,7 @@ import Testing
         (["merge"], "merge takes the report directories"),
         (["run", "Scenarios/quickstart.json", "--shard", "5/4"], "--shard: expected I/N with 1 <= I <= N"),
         (["run", "Scenarios/quickstart.json", "--workers", "0"], "--workers: expected a whole number from 1 to 64"),
-        (["run", "Scenarios/quickstart.json", "--workers", "2", "--shard", "1/2"], "--workers: runs the shards itself"),
+        (["run", "Scenarios/quickstart.json", "--workers", "2", "--shard", "1/2"], "--shard: does not go with --workers: the parent runs the shards itself"),
         (["run", "Scenarios/quickstart.json", "--start-at", "tomorrow"], "--start-at: expected an instant as RFC 3339"),
         (["run", "Scenarios/quickstart.json", "--metrics-listen", "127.0.0.1:9464"], "--metrics-listen needs --clock wall"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-listen", "localhost"], "--metrics-listen: expected ADDRESS:PORT"),
@@ -95,7 +95,7 @@ import Testing
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--metrics-linger", "2h"], "--metrics-linger: expected a duration from 0 to 1h"),
         (["run", "Scenarios/quickstart.json", "--dashboard", "127.0.0.1:8089"], "--dashboard needs --clock wall"),
         (["run", "Scenarios/quickstart.json", "--clock", "wall", "--dashboard", "localhost"], "--dashboard: expected ADDRESS:PORT"),
-        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--push-listen", "127.0.0.1:8089", "--workers", "2"], "--push-listen does not go with --workers"),
+        (["run", "Scenarios/quickstart.json", "--clock", "wall", "--push-listen", "127.0.0.1:8089", "--workers", "2"], "--push-listen: does not go with --workers"),
     ])
     func badReportArgumentsExitTwoWithAMessage(arguments: [String], expected: String) async throws {
         let outcome = try await cli.run(arguments)
