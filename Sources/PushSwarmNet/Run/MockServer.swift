@@ -183,9 +183,11 @@ public final class MockServer: Sendable {
         }
         out.family("pushswarm_mock_sessions_open", .gauge, help: "WebSocket sessions open now.")
         out.sample("pushswarm_mock_sessions_open", PrometheusText.Labels(), openSessionCount)
+        // The HTTP server's own counts, apart from the services' (its requests_total counts every
+        // request, /metrics and /ledger too, and once clashed with the family above).
         for (name, value) in server.statistics.snapshot {
-            out.family("pushswarm_mock_\(name)", name.hasSuffix("_total") ? .counter : .gauge, help: "The mock's HTTP server: \(name.replacingOccurrences(of: "_", with: " ")).")
-            out.sample("pushswarm_mock_\(name)", PrometheusText.Labels(), value)
+            out.family("pushswarm_mock_http_\(name)", name.hasSuffix("_total") ? .counter : .gauge, help: "The mock's HTTP server: \(name.replacingOccurrences(of: "_", with: " ")).")
+            out.sample("pushswarm_mock_http_\(name)", PrometheusText.Labels(), value)
         }
         return out.text
     }
