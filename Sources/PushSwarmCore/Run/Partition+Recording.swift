@@ -13,6 +13,13 @@ extension Partition {
     }
 
     func send(_ outgoing: OutgoingRequest, device index: Int, now: Instant) {
+        // A warm-up paces every request per address (installs, their follow-ups, retries): one
+        // that is not the address's turn waits for it.
+        if warmUp != nil, warmUpGap > .zero, !takeWarmUpTurn(outgoing, device: index, now: now) { return }
+        sendNow(outgoing, device: index, now: now)
+    }
+
+    func sendNow(_ outgoing: OutgoingRequest, device index: Int, now: Instant) {
         recordSent(operation: outgoing.operation, retryNumber: outgoing.retryNumber, device: index, at: now)
         inFlight += 1
         let slot = slots[index]

@@ -11,7 +11,10 @@ extension Partition {
     func startWarmUp(_ warmUp: WarmUpSettings) {
         warmUpStates = Array(repeating: .none, count: range.count)
         let perAddress = warmUp.perAddressRate ?? scenario.platforms.values.compactMap(\.perAddressRequestsPerSecond).min()
-        if let perAddress { warmUpGap = .seconds(1 / perAddress) }
+        // A tenth under the limit: two requests the loop sends a gap apart reach the service a
+        // little closer or further apart, and a limiter without burst (nginx `limit_req`
+        // `burst=0`) refuses one that comes a millisecond early.
+        if let perAddress { warmUpGap = .seconds(1.1 / perAddress) }
         var turns: [Int: Int] = [:]
         makeDevices { index, profile, _ in
             guard profile.isInstalledAtStart else { return }
@@ -28,21 +31,64 @@ extension Partition {
         }
     }
 
+    /// A warm-up request of device `index`: true when it is its address's turn (taken: the
+    /// caller sends it now); else it waits behind the address's held requests for a turn
+    /// (`sendHeldWarmUpRequest`). Turns are a gap apart, and a 429's pause moves the next one, so
+    /// it holds back every request from the address: installs, their follow-ups, retries.
+    func takeWarmUpTurn(_ outgoing: OutgoingRequest, device index: Int, now: Instant) -> Bool {
+        let place = addressPlace(of: index)
+        var gate = warmUpGates[place] ?? WarmUpGate(next: now, gap: warmUpGap)
+        if heldSends[place, default: []].isEmpty && gate.next <= now {
+            gate.next = now + gate.gap
+            warmUpGates[place] = gate
+            return true
+        }
+        warmUpGates[place] = gate
+        if heldSends[place, default: []].isEmpty { queue.schedule(.warmUpTurn(place: place), at: gate.next) }
+        heldSends[place, default: []].append((index, outgoing))
+        return false
+    }
+
+    /// The address's turn came: its oldest held request goes (unless a 429 moved the turn later
+    /// meanwhile), and the next turn is booked for the rest.
+    func sendHeldWarmUpRequest(place: Int, at time: Instant) {
+        guard var held = heldSends[place], !held.isEmpty, var gate = warmUpGates[place] else { return }
+        guard time >= gate.next else { return queue.schedule(.warmUpTurn(place: place), at: gate.next) }
+        let (index, outgoing) = held.removeFirst()
+        heldSends[place] = held.isEmpty ? nil : held
+        gate.next = time + gate.gap
+        warmUpGates[place] = gate
+        sendNow(outgoing, device: index, now: time)
+        if !held.isEmpty { queue.schedule(.warmUpTurn(place: place), at: time + gate.gap) }
+    }
+
     /// A warm-up's answer: a 429 pauses the device's address for its `Retry-After` (1 s without
-    /// one) and doubles the gap between its installs (once a pause), so the warm-up backs off a
+    /// one) and doubles the gap between its requests (once a pause), so the warm-up backs off a
     /// service's limiter instead of filling it.
     func warmUpAnswered(_ completion: ExchangeCompletion, device index: Int, at time: Instant) {
         warmUpStates[index] = completion.isSuccess ? .going : .failing
         guard case .response(let response) = completion.outcome, response.status == 429 else { return }
         let pause = response.header("Retry-After").flatMap { RetryAfter.parse($0, unixNow: Int64(Date().timeIntervalSince1970)) } ?? .seconds(1)
         let place = addressPlace(of: index)
-        let gate = warmUpGates[place] ?? (next: time, gap: warmUpGap)
+        var gate = warmUpGates[place] ?? WarmUpGate(next: time, gap: warmUpGap)
         // One slow-down a pause: 429s to requests sent before it add none.
-        let slows = time >= gate.next
+        let slows = time >= gate.pausedUntil
         let gap = slows ? max(TimeSpan(microseconds: gate.gap.microseconds * 2), .milliseconds(100)) : gate.gap
-        // The refused install's own retry goes after about the pause (its SDK's rule); the
-        // address's next install a gap after that, not beside it.
-        warmUpGates[place] = (next: max(gate.next, time + min(pause, .seconds(60)) + gap), gap: gap)
+        // Every request from the address waits out the pause (the refused one's own retry, by
+        // its SDK's rule, too), and the next goes a gap after it.
+        let resume = time + min(pause, .seconds(60))
+        if slows { gate.pausedUntil = resume }
+        gate.gap = gap
+        gate.next = max(gate.next, resume + gap)
+        warmUpGates[place] = gate
         if slows { metrics.increment("warmUp.slowedOn429") }
     }
+}
+
+/// One NAT address's warm-up pace: the earliest its next request may go, the gap between its
+/// requests (doubled by a 429, once a pause), and the end of its latest pause.
+struct WarmUpGate {
+    var next: Instant
+    var gap: TimeSpan
+    var pausedUntil = Instant.start
 }

@@ -39,6 +39,9 @@ final class Partition: @unchecked Sendable {
         case progressTick
         /// The warm-up of device number `index` (an install from before the run).
         case warmUp(Int)
+        /// The turn of the address at `place` to send its next warm-up request held in
+        /// `heldSends[place]`.
+        case warmUpTurn(place: Int)
     }
 
     let number: Int
@@ -65,12 +68,14 @@ final class Partition: @unchecked Sendable {
     private var heldPushes: [ExternalPush]
     /// A warm-up's: where each device's warm-up stands (empty in a run proper).
     var warmUpStates: [WarmUpState] = []
-    /// A warm-up's pace per NAT address (by its place in the partition): the earliest its next
-    /// install may start, and the gap between its installs, doubled by each 429.
-    var warmUpGates: [Int: (next: Instant, gap: TimeSpan)] = [:]
-    /// The gap between one address's installs the warm-up starts with (zero: paced by the
-    /// fleet's rate alone).
+    /// A warm-up's pace per NAT address (by its place in the partition).
+    var warmUpGates: [Int: WarmUpGate] = [:]
+    /// The gap between one address's requests the warm-up starts with (zero: paced by the fleet's
+    /// install rate alone).
     var warmUpGap = TimeSpan.zero
+    /// Warm-up requests waiting for their address's turn (`Item.warmUpTurn`), in order, by
+    /// address place: at most about one install's requests, as installs wait for a free address.
+    var heldSends: [Int: [(device: Int, request: OutgoingRequest)]] = [:]
 
     enum WarmUpState: UInt8 {
         /// Not an install from before the run: nothing to register.
@@ -259,16 +264,20 @@ final class Partition: @unchecked Sendable {
             transport.timerFired(token, at: time)
         case .warmUp(let index):
             guard !isDraining else { return }
-            let place = addressPlace(of: index)
-            if let gate = warmUpGates[place] {
-                // The address was answered 429: its installs wait for the pause and go at its pace.
-                guard time >= gate.next else { return queue.schedule(.warmUp(index), at: gate.next) }
-                warmUpGates[place] = (next: time + gate.gap, gap: gate.gap)
+            // The address's requests are behind (paced, or paused by a 429): the install starts
+            // when its address is free, so that what waits is one install's requests at most.
+            if let gate = warmUpGates[addressPlace(of: index)], gate.next > time {
+                return queue.schedule(.warmUp(index), at: gate.next)
             }
             metrics.increment("warmUp.installs")
             warmUpStates[index] = .going
             let actions = slots[index].device.assumeIsolated { $0.warmUp(now: time) }
             execute(actions, device: index, now: time, isDraining: false)
+        case .warmUpTurn(let place):
+            // Past the warm-up's end nothing more is sent: the devices still hold their held
+            // requests, reported pending.
+            guard !isDraining else { return }
+            sendHeldWarmUpRequest(place: place, at: time)
         case .externalPush(let token, let data, let isDataOnly):
             if warmUp != nil {
                 // The run proper's devices show it when they start.
