@@ -10,13 +10,20 @@ import Testing
 /// `--dashboard`, `--push-listen`) answers 100,000 pipelined requests on one connection in full.
 /// Each answer once recursed into the next request (`processBuffered` → handler → `respond` →
 /// `processBuffered`), and about 1,000 of them overflowed the stack: the mock and a wall run
-/// with `--metrics-listen` died with signal 11.
+/// with `--metrics-listen` died with signal 11. Each server here has loops of its own: a flood on
+/// the shared `testGroup` would hold up the other suites' servers past their read timeouts.
 @Suite struct PipeliningTests {
     static let count = 100_000
 
+    private func ownGroup(_ name: String) -> EventLoopGroup {
+        EventLoopGroup(threads: 1, name: "pipelining-\(name)")
+    }
+
     @Test func theMockAnswersEveryPipelinedRequest() async throws {
         let mocks = MockFleet(platforms: ["echo": EchoConfiguration(mockBehaviour: MockBehaviour())], seed: 1)
-        let server = MockServer(mocks: mocks, group: testGroup, clock: WallClock())
+        let group = ownGroup("mock")
+        defer { group.shutdown() }
+        let server = MockServer(mocks: mocks, group: group, clock: WallClock())
         try server.start(at: SocketAddress(ip: .loopback, port: 0))
         defer { server.stop() }
         let statuses = await pipeline(port: server.port, "GET /ledger HTTP/1.1\r\nHost: mock\r\n\r\n", times: Self.count)
@@ -40,7 +47,9 @@ import Testing
     }
 
     @Test func thePushReceiverAnswersEveryPipelinedSend() async throws {
-        let receiver = PushReceiver(group: testGroup, transports: [])
+        let group = ownGroup("push")
+        defer { group.shutdown() }
+        let receiver = PushReceiver(group: group, transports: [])
         try receiver.start(at: SocketAddress(ip: .loopback, port: 0))
         defer { receiver.stop() }
         let statuses = await pipeline(port: receiver.port, "GET /v1/nothing HTTP/1.1\r\nHost: fcm\r\n\r\n", times: Self.count)
@@ -51,7 +60,9 @@ import Testing
     /// handling requests and reading the socket, so that what it holds for the connection
     /// (answers queued, requests not yet handled) stays bounded; it goes on once the client reads.
     @Test func aClientThatDoesNotReadIsNotBufferedWithoutBound() async throws {
-        let server = try startServer { _, responder in
+        let group = ownGroup("bound")
+        defer { group.shutdown() }
+        let server = try startServer(group: group) { _, responder in
             responder.respond(Response(status: 200, body: Array(repeating: UInt8(ascii: "a"), count: 1_000)))
         }
         defer { server.stop() }
