@@ -25,6 +25,9 @@ enum ValidateCommand: Command {
         print("memory: about \(MemoryEstimate.format(estimate.bytes)) as one process (\(estimate.devices) devices at \(MemoryEstimate.bytesPerDevice) bytes, "
             + "up to \(estimate.waiting) waiting requests at \(MemoryEstimate.bytesPerWaitingRequest) bytes); \(MemoryEstimate.format(space)) of address space "
             + "with what the runtime reserves: it runs under ulimit -v \((space + 1_023) / 1_024) or more")
+        for overrun in scenario.perAddressOverruns {
+            PushSwarmCommand.printError("warning: \(overrun.warning(devices: scenario.devices))")
+        }
         return .success
     }
 }

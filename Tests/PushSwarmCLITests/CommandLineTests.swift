@@ -188,7 +188,21 @@ import PushSwarmTestSupport
             let outcome = try await run(["validate", file])
             #expect(outcome.status == 0, "\(file): \(outcome.error)")
             #expect(outcome.output.contains("valid scenario"))
+            // No shipped scenario's open load trips its own service's per-address limit.
+            #expect(!outcome.error.contains("warning:"), "\(file): \(outcome.error)")
         }
+        // One that does is told which groups and how many addresses would fit: the nightly with
+        // 400 installs an address (50 addresses) offers SmartAppPush's 36/s each.
+        let directory = NSTemporaryDirectory() + "pushswarm-overrun-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let nightly = try String(contentsOfFile: Self.root.path + "/Scenarios/nightly.json", encoding: .utf8)
+        let crowded = nightly.replacingOccurrences(of: #""devicesPerSourceIP": 20"#, with: #""devicesPerSourceIP": 400"#)
+        #expect(crowded != nightly)
+        try crowded.write(toFile: directory + "/crowded.json", atomically: true, encoding: .utf8)
+        let warned = try await run(["validate", directory + "/crowded.json"])
+        #expect(warned.status == 0)
+        #expect(warned.error.contains("warning: $.groups[0], $.groups[1] (smartapppush) offer 36 requests/s per address at their peak (1800/s over 50 addresses), over the 10/s per address that smartapppush's own mock allows: 180 addresses or more fit (network.devicesPerSourceIP 111 or fewer)"), "\(warned.error)")
     }
 
     @Test func helpIsThereForEveryCommand() async throws {

@@ -40,7 +40,7 @@ extension Partition {
                 let major = UInt16(number)
                 guard !members.isEmpty else { continue }
                 if !workload.isPoisson {
-                    let pattern = ArrivalStream.Pattern.even(next: positions.before[number], members: positions.total[number], first: positions.before[number])
+                    let pattern = ArrivalStream.Pattern.even(EvenTurns(members: positions.total[number], first: positions.before[number], count: members.count))
                     arrivalStreams.append(ArrivalStream(group: number, devices: 0..<members.count, rank: EventRank(major: major, minor: 0), clock: clock, pattern: pattern))
                     continue
                 }
