@@ -445,13 +445,18 @@ public struct DeviceLifecycle: Sendable {
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    /// Fills `range` of `buffer` with random base64url characters, six bits of the stream each.
+    /// Fills `range` of `buffer` with random base64url characters, six bits of the stream each,
+    /// mixed with the run's nonce (wall runs): a token no earlier run of the seed sent, where two
+    /// nights once sent the same FCM tokens and a service de-duplicated the second. Simulated
+    /// runs (nonce 0) stay the same for a seed.
     private static func base64URL(into buffer: inout MutableSpan<UInt8>, _ range: Range<Int>, random: inout SeededRandom) {
         var bits: UInt64 = 0
         var available = 0
+        var word: UInt64 = 0
         for index in range {
             if available < 6 {
-                bits = random.next()
+                word &+= 1
+                bits = random.next() ^ (random.identifierNonce &* (word | 1))
                 available = 64
             }
             buffer[index] = alphabet[Int(bits & 63)]
