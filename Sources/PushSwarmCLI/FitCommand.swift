@@ -92,15 +92,29 @@ enum FitCommand: Command {
         let operations = LogOperations(platforms: PlatformRegistry.all)
         var reader = AccessLogReader(format: format)
         var profile = LogProfile()
-        for file in files {
+        let budget = memoryBudget(under: .current())
+        var overBudget = false
+        for file in files where !overBudget {
             do {
-                try reader.read(file) { record in
+                try reader.read(file) { (record: AccessLogRecord) -> Bool in
                     profile.add(record, operation: operations.operation(method: record.method, path: record.path))
+                    // Weighed every 4,096 requests: the estimate is a few additions.
+                    if profile.kept & 4_095 == 0, let budget, profile.estimatedBytes > budget.bytes { overBudget = true }
+                    return !overBudget
                 }
             } catch {
                 PushSwarmCommand.printError("\(file): \(error)")
                 return .badInput
             }
+        }
+        if overBudget, let budget {
+            let addresses = TerminalReport.group(UInt64(profile.byAddress.count))
+            PushSwarmCommand.printError(
+                "the logs hold more than fit can keep in memory: \(TerminalReport.group(UInt64(profile.kept))) requests from \(addresses) addresses, read so far, "
+                    + "take about \(MemoryEstimate.format(profile.estimatedBytes)), over the \(MemoryEstimate.format(budget.bytes)) it may use (\(budget.why)). "
+                    + "Give it the incident's window alone (the minutes around the storm: a few million requests), or run it where more memory is free."
+            )
+            return .badInput
         }
         if reader.records == 0 || reader.unreadCount * 2 > reader.lines {
             let first = reader.unread.first.map { "; the first: \($0)" } ?? ""
@@ -112,6 +126,18 @@ enum FitCommand: Command {
         print(Self.render(profile, limiter: limiter, reader: reader, files: files))
         guard arguments.value("--out") != nil || arguments.flags.contains("--check") else { return .success }
         return await FitCheck.fitAndCheck(profile, limiter: limiter, reader: reader, files: files, arguments: arguments)
+    }
+
+    /// What the requests `fit` keeps may take: half of what the process may use (the fits and the
+    /// simulated `--check` need room besides), by the tightest of `ulimit -v` (less what the
+    /// runtime reserves), the container's limit and the memory available; nil when none is known.
+    static func memoryBudget(under limits: MemoryEstimate.Limits) -> (bytes: Int, why: String)? {
+        var candidates: [(Int, String)] = []
+        if let space = limits.addressSpace { candidates.append((space - MemoryEstimate.reservedAddressSpace - MemoryEstimate.baseBytes, "ulimit -v \(space / 1_024)")) }
+        if let cgroup = limits.cgroup { candidates.append((cgroup - MemoryEstimate.baseBytes, "the container's memory.max")) }
+        if let available = limits.available { candidates.append((available - MemoryEstimate.baseBytes, "the machine's MemAvailable")) }
+        guard let tightest = candidates.min(by: { $0.0 < $1.0 }) else { return nil }
+        return (max(0, tightest.0) / 2, "half of what \(tightest.1) leaves")
     }
 
     static func render(_ profile: LogProfile, limiter fitted: LimiterFit?, reader: AccessLogReader, files: [String]) -> String {
@@ -161,7 +187,7 @@ enum FitCommand: Command {
         }
         if profile.unknownRequests > 0 {
             let top = profile.unknownPaths.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }.prefix(5)
-            lines.append("paths no platform serves: \(group(profile.unknownRequests)) requests (" + top.map { "\($0.key) \(group($0.value))" }.joined(separator: ", ")
+            lines.append("paths no platform serves: \(group(profile.unknownRequests)) requests (" + top.map { "\(LogValues.printable($0.key)) \(group($0.value))" }.joined(separator: ", ")
                 + (profile.unknownPaths.count > 5 || profile.otherUnknownPaths > 0 ? ", …" : "") + ")")
         }
         return lines.joined(separator: "\n")

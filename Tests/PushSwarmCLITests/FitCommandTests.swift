@@ -60,6 +60,29 @@ import Testing
         #expect(week.error.contains("the logs span 8 days"), "\(week.error)")
     }
 
+    /// A log larger than the memory `fit` may use is exit 2 with a message naming the way out,
+    /// not a signal (a 29 MB gzip of valid lines once ended in SIGABRT, "failed to allocate 3.3
+    /// GB"). Under `ulimit -v` 1.1 GiB (the runtime reserves 1 GiB of address space) 400,000
+    /// requests from 100,000 addresses do not fit; without the limit they do.
+    @Test func aLogPastTheMemoryItMayUseExitsTwoNotASignal() async throws {
+        let log = NSTemporaryDirectory() + "pushswarm-big-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let generate = """
+            import sys
+            with open(sys.argv[1], "w") as f:
+                for i in range(400000):
+                    a = i % 100000
+                    f.write(f'10.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255} - - [26/Nov/2026:18:{i // 20000 % 60:02d}:{i // 400 % 60:02d} +0000] "POST /events HTTP/1.1" 200 12 "-" "okhttp"\\n')
+            """
+        _ = try cli.shell("python3", ["-c", generate, log])
+        let limited = try await cli.run(["-c", "ulimit -v 1153434; exec \"$0\" fit \"$1\"", CommandLineTests.binary.path, log], executable: "/bin/bash")
+        #expect(limited.status == 2, "\(limited.error)")
+        #expect(limited.error.contains("the logs hold more than fit can keep in memory") && limited.error.contains("Give it the incident's window alone"), "\(limited.error)")
+        let free = try await cli.run(["fit", log])
+        #expect(free.status == 0, "\(free.error)")
+        #expect(free.output.contains("400,000 lines, 400,000 read, 0 not"), "\(free.output)")
+    }
+
     /// The committed incident (nginx's gzipped log of the run the README's counterfactuals
     /// edit): the fit finds nginx's limit and the clients' rule, and `--check` prints the
     /// simulation beside the log, which it lands within the issue's tolerances.

@@ -164,4 +164,29 @@ import Testing
         #expect(JSONLogFields.microseconds(unixTime: 1_795_716_000_500_000) == Self.base + 500_000)
         #expect(JSONLogFields.microseconds(unixTime: -1) == nil && JSONLogFields.microseconds(unixTime: .infinity) == nil)
     }
+
+    /// What a log holds is printed, never obeyed (issue 49): escapes, bells and NULs in a line come
+    /// out written as `\u{1B}`, and a start outside 1970 to 9999 (a duration longer than the
+    /// time it is taken from) is a line that is not a record, where it once reached the fitted
+    /// scenario and `fit` exited 1 asking to be told.
+    @Test func controlBytesAreEscapedAndAStartOutsideTheCalendarIsNotARecord() throws {
+        let format = AccessLogFormat.nginx(try NginxLogFormat(Self.custom))
+        let hostile = Array("203.0.113.7 [26/Nov/2026:18:00:00 +0000] \"GET /\u{1B}[2J\u{7}x\u{0} HTTP/1.1\" 999x".utf8)
+        do {
+            _ = try format.record(hostile.span)
+            Issue.record("a line with a bad status was read")
+        } catch {
+            #expect(!error.reason.unicodeScalars.contains { $0.value < 0x20 }, "\(error.reason)")
+        }
+        #expect(LogValues.excerpt(hostile.span).contains("/\\u{1B}[2J\\u{7}x\\u{0} HTTP"))
+        #expect(LogValues.printable("plain /events") == "plain /events")
+        #expect(LogValues.printable("a\u{9B}b\u{7F}") == "a\\u{9B}b\\u{7F}")
+        // $msec 5 s after 1970 with a $request_time of 10 s: the request started before 1970.
+        let early = Array("203.0.113.7 [01/Jan/1970:00:00:05 +0000] \"POST /events HTTP/1.1\" 200 10.000 5.000".utf8)
+        #expect(throws: AccessLogError("the request's start (its time less its duration) is outside the years 1970 to 9999")) {
+            _ = try format.record(early.span)
+        }
+        let fine = Array("203.0.113.7 [01/Jan/1970:00:00:15 +0000] \"POST /events HTTP/1.1\" 200 10.000 15.000".utf8)
+        #expect(try format.record(fine.span).startMicroseconds == 5_000_000)
+    }
 }

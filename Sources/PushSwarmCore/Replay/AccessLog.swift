@@ -45,19 +45,48 @@ public enum AccessLogFormat: Sendable {
 
     /// The record one line holds (without its newline).
     public func record(_ line: Span<UInt8>) throws(AccessLogError) -> AccessLogRecord {
+        let record: AccessLogRecord
         switch self {
-        case .nginx(let format): try format.record(line)
-        case .jsonLines(let fields): try fields.record(line)
-        case .alb: try ALBLog.record(line)
+        case .nginx(let format): record = try format.record(line)
+        case .jsonLines(let fields): record = try fields.record(line)
+        case .alb: record = try ALBLog.record(line)
         }
+        // A scenario's calendar runs from 1970 to 9999: a start outside it (a duration longer
+        // than the time it is taken from) once reached the fitted scenario and failed there.
+        guard Self.startRange.contains(record.startMicroseconds) else {
+            throw AccessLogError("the request's start (its time less its duration) is outside the years 1970 to 9999")
+        }
+        return record
     }
+
+    /// Unix microseconds from 1970-01-01 to the end of 9999.
+    static let startRange: ClosedRange<Int64> = 0...253_402_300_799_999_999
 }
 
 /// A value read out of a line, and the parts of a request line (`GET /path?query HTTP/1.1`).
-enum LogValues {
-    /// The start of a line or a value as a message quotes it: at most 80 bytes.
+public enum LogValues {
+    /// The start of a line or a value as a message quotes it: at most 80 bytes, printable.
     static func excerpt(_ text: Span<UInt8>) -> String {
-        String(decodingUTF8: text.extracting(..<min(text.count, 80)))
+        printable(String(decodingUTF8: text.extracting(..<min(text.count, 80))))
+    }
+
+    /// `text` with its control characters (C0, DEL, C1: a terminal's escapes, bells, NULs) written
+    /// as `\u{1B}`: what a log holds is printed, never obeyed by the terminal.
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// `text` as a count from a log: digits only (no sign), within `maximum`.

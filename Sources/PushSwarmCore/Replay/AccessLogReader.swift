@@ -52,6 +52,16 @@ public struct AccessLogReader {
     /// Reads every line of `path`, handing each record to `consume`. Throws when the file cannot
     /// be opened or its compressed stream is corrupt.
     public mutating func read(_ path: String, _ consume: (AccessLogRecord) -> Void) throws(CompressedFile.Failure) {
+        try read(path) { record in
+            consume(record)
+            return true
+        }
+    }
+
+    /// Reads the lines of `path`, handing each record to `consume`, until it returns false (then
+    /// the rest of the chunk read is passed over and reading stops).
+    public mutating func read(_ path: String, _ consume: (AccessLogRecord) -> Bool) throws(CompressedFile.Failure) {
+        var goesOn = true
         let file = try CompressedFile(path: path)
         let longLine = "longer than \(Self.maximumLineBytes) bytes"
         // The start of a line that has not ended in the chunks read so far; once it passes the
@@ -69,9 +79,11 @@ public struct AccessLogReader {
                 noteUnread(path, lineNumber, longLine, LogValues.excerpt(line))
                 return
             }
+            guard goesOn else { return }
             do {
-                consume(try format.record(line))
+                let record = try format.record(line)
                 records += 1
+                goesOn = consume(record)
             } catch {
                 noteUnread(path, lineNumber, error.reason, LogValues.excerpt(line))
             }
@@ -87,7 +99,7 @@ public struct AccessLogReader {
             pending.removeAll(keepingCapacity: true)
             tooLong = false
         }
-        while try file.next({ chunk in
+        while goesOn, try file.next({ chunk in
             var start = 0
             for index in 0..<chunk.count where chunk[index] == UInt8(ascii: "\n") {
                 let piece = chunk.extracting(start..<index)

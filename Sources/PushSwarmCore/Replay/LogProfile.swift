@@ -70,7 +70,21 @@ public struct LogProfile: Sendable {
         }
         byAddress[record.address, default: []].append(
             LoggedRequest(microseconds: record.startMicroseconds, durationMicroseconds: record.durationMicroseconds, operation: index, status: Int16(record.status)))
+        kept += 1
     }
+
+    /// Requests held for the fits (those of known operations).
+    public private(set) var kept = 0
+
+    /// About what the profile holds, in bytes: each request kept (32 bytes, with the slack of
+    /// growing arrays), each address (its key, its array's header and the allocator's share) and
+    /// each second counted. What `fit` weighs against the memory it may use.
+    public var estimatedBytes: Int {
+        kept * Self.bytesPerRequest + byAddress.count * Self.bytesPerAddress + (perSecond.count + rateLimitedPerSecond.count) * 48
+    }
+
+    public static let bytesPerRequest = 48
+    public static let bytesPerAddress = 160
 
     /// Puts each address's requests in time order (a log is in the order requests ended); the
     /// fits read them so.
