@@ -59,7 +59,7 @@ let package = Package(
         // Runs the built `pushswarm` binary as a user would: exit codes, messages, files written.
         .testTarget(
             name: "PushSwarmCLITests",
-            dependencies: ["pushswarm", "PushSwarmCLI", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmPlatforms", "PushSwarmTestSupport"]
+            dependencies: ["pushswarm", "PushSwarmCLI", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmNet", "PushSwarmPlatforms", "PushSwarmTestSupport"]
         ),
     ]
 )

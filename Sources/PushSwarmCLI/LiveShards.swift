@@ -212,25 +212,37 @@ enum LiveShards {
             var intervals: [Timeline.Interval]
         }
 
-        private let shards = Mutex<[Int: Shard]>([:])
+        private let shards = Mutex<(latest: [Int: Shard], standings: [ShardStanding])>(([:], []))
 
-        init() {}
+        /// `count`: the shards started, numbered from 1.
+        init(shards count: Int = 0) {
+            shards.withLock { $0.standings = Array(repeating: .reporting, count: count) }
+        }
 
         /// Takes shard `index`'s record; returns the whole run's progress with it.
         func update(shard index: Int, with record: Record) -> RunProgress {
             shards.withLock { shards in
-                var intervals = shards[index]?.intervals ?? []
+                var intervals = shards.latest[index]?.intervals ?? []
                 if intervals.count > record.fromInterval { intervals.removeSubrange(record.fromInterval...) }
                 if intervals.count < record.fromInterval { intervals += repeatElement(Timeline.Interval(), count: record.fromInterval - intervals.count) }
                 intervals += record.progress.metrics.timeline.intervals
-                shards[index] = Shard(progress: record.progress, intervals: intervals)
-                return Self.whole(shards.values)
+                shards.latest[index] = Shard(progress: record.progress, intervals: intervals)
+                return Self.whole(shards.latest.values, standings: shards.standings)
+            }
+        }
+
+        /// Shard `index`'s process ended as `standing` says; returns the whole run's progress,
+        /// which marks it (the live view and `/metrics` tell a stopped shard from a live one).
+        func ended(shard index: Int, _ standing: ShardStanding) -> RunProgress {
+            shards.withLock { shards in
+                if shards.standings.indices.contains(index - 1) { shards.standings[index - 1] = standing }
+                return Self.whole(shards.latest.values, standings: shards.standings)
             }
         }
 
         /// The run so far: counts and histograms added up (exact, as `merge` adds them), the
         /// timeline interval by interval, on the timeline of the shard furthest along.
-        private static func whole(_ shards: some Collection<Shard>) -> RunProgress {
+        private static func whole(_ shards: some Collection<Shard>, standings: [ShardStanding]) -> RunProgress {
             var metrics = RunMetrics()
             var elapsed = TimeSpan.zero
             var duration = TimeSpan.zero
@@ -247,6 +259,7 @@ enum LiveShards {
             }
             var progress = RunProgress(elapsed: elapsed, duration: duration, metrics: metrics, devices: devices)
             progress.openConnections = open
+            progress.shards = standings.isEmpty ? nil : standings
             return progress
         }
     }

@@ -60,7 +60,7 @@ enum WorkersRun {
         })
         // The binary itself, by its path (ps shows it as pushswarm, not /proc/self/exe).
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let board = LiveShards.Board()
+        let board = LiveShards.Board(shards: workers)
         // One progress at a time reaches the listeners, in the order the board made them.
         let publishing = Mutex(())
         var processes: [(shard: Int, process: Process, directory: String)] = []
@@ -87,6 +87,16 @@ enum WorkersRun {
                     }
                 }
                 process.standardOutput = output
+                // A shard that ends is marked at once: killed, its last counts would otherwise
+                // read as live until the run ends.
+                process.terminationHandler = { ended in
+                    guard ended.terminationReason != .exit || ended.terminationStatus != 0 else {
+                        _ = board.ended(shard: index, .finished)
+                        return
+                    }
+                    let why = ended.terminationReason == .uncaughtSignal ? "signal \(ended.terminationStatus)" : "exit \(ended.terminationStatus)"
+                    publishing.withLock { _ in onProgress(board.ended(shard: index, .stopped(why: why))) }
+                }
             } else {
                 process.standardOutput = FileHandle.nullDevice
             }

@@ -4,6 +4,7 @@ import Testing
 @testable import PushSwarmCLI
 import PushSwarmCore
 import PushSwarmMetrics
+@testable import PushSwarmNet
 
 /// What a shard streams to `--workers`' parent (`LiveShards`): read back as it was written, a
 /// record's timeline holding only what changed since the last, the whole run added up, and what a
@@ -127,5 +128,27 @@ import PushSwarmMetrics
         #expect(reader.refused[.devicesOutOfRange] == 1)
         #expect(reader.refused[.lineTooLong] == 1)
         #expect(reader.refusals?.hasPrefix("6 records refused (a line over 16 MiB: 1;") == true, "\(reader.refusals ?? "")")
+    }
+
+    /// A shard that stops (killed, crashed) is marked at once: its counts stay (they are what it
+    /// did) but `/metrics` says it no longer reports and the live page says so, where its last
+    /// numbers once read as live until the run ended (issue 49).
+    @Test func aShardThatStoppedIsMarkedInMetricsAndOnThePage() throws {
+        let board = LiveShards.Board(shards: 2)
+        var reader = LiveShards.Reader(expecting: Self.expectation)
+        let record = try #require(reader.feed(LiveShards.Writer(scenario: "s", clock: "wall").record(progress(seconds: 2, perSecond: 5, devices: 10))).first)
+        let live = board.update(shard: 2, with: record)
+        #expect(live.shards == [.reporting, .reporting])
+        let labels = MetricsEndpoint.RunLabels(scenario: "s", runID: "r", shard: "all")
+        #expect(MetricsEndpoint.text(live, labels: labels).contains(#"pushswarm_shard_reporting{scenario="s",run_id="r",shard="all",worker="2/2"} 1"#))
+        let stopped = board.ended(shard: 2, .stopped(why: "signal 9"))
+        #expect(stopped.shards == [.reporting, .stopped(why: "signal 9")])
+        #expect(stopped.metrics.sent == 10, "its counts are kept")
+        let text = MetricsEndpoint.text(stopped, labels: labels)
+        #expect(text.contains(#"pushswarm_shard_reporting{scenario="s",run_id="r",shard="all",worker="2/2"} 0"#))
+        #expect(text.contains(#"pushswarm_shard_reporting{scenario="s",run_id="r",shard="all",worker="1/2"} 1"#))
+        let page = Dashboard.data(stopped, previous: live, scenario: "s")
+        #expect(page["status"]?.stringValue?.contains("shard 2/2 stopped (signal 9): its counts are its last") == true, "\(String(describing: page["status"]))")
+        #expect(board.ended(shard: 1, .finished).shards == [.finished, .stopped(why: "signal 9")])
     }
 }

@@ -70,6 +70,10 @@ public struct RunProgress: Sendable {
     public var devices: Int
     /// Wall time: HTTP connections open now in the client's pools (nil in simulated time).
     public var openConnections: Int?
+    /// A `--workers` parent's shards, by number from 1, as their streams stand (nil for a run
+    /// alone). Counts of a shard that stopped are its last, kept (they are what it did), and this
+    /// says they no longer grow.
+    public var shards: [ShardStanding]?
 
     public init(elapsed: TimeSpan, duration: TimeSpan, metrics: RunMetrics, devices: Int) {
         self.elapsed = elapsed
@@ -120,4 +124,17 @@ extension RunProgress {
         if seconds >= 60 { return "\(seconds / 60)m\(twoDigits(seconds % 60))s" }
         return "\(seconds)s"
     }
+}
+
+/// Where a `--workers` shard's progress stream stands.
+public enum ShardStanding: Sendable, Equatable {
+    /// Started; its records arrive (or will).
+    case reporting
+    /// Its process ended with status 0: its last record is its whole run.
+    case finished
+    /// Its process ended otherwise (killed, crashed): its counts stopped where its last record
+    /// left them; `why` says how it ended.
+    case stopped(why: String)
+
+    public var isReporting: Bool { self == .reporting }
 }

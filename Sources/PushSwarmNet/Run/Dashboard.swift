@@ -93,7 +93,11 @@ public final class Dashboard: LiveEndpoint {
         ]
         let share = progress.duration.microseconds > 0 ? min(1, Double(progress.elapsed.microseconds) / Double(progress.duration.microseconds)) : 0
         let clock = { (seconds: Double) in Story.clock(max(0, seconds), long: false) }
-        let status = "\(clock(progress.elapsed.seconds)) of \(clock(progress.duration.seconds)) (\(Int((share * 100).rounded())) %)"
+        var status = "\(clock(progress.elapsed.seconds)) of \(clock(progress.duration.seconds)) (\(Int((share * 100).rounded())) %)"
+        // A --workers shard that ended early: its counts above are its last, not live.
+        for (number, standing) in (progress.shards ?? []).enumerated() {
+            if case .stopped(let why) = standing { status += " · shard \(number + 1)/\(progress.shards?.count ?? 0) stopped (\(why)): its counts are its last" }
+        }
         return [
             "scenario": .string(scenario), "status": .string(status),
             "elapsedSeconds": .number(progress.elapsed.seconds), "durationSeconds": .number(progress.duration.seconds),

@@ -99,6 +99,12 @@ public final class MetricsEndpoint: LiveEndpoint {
             out.family("pushswarm_http_connections_open", .gauge, help: "HTTP connections open now in the client's pools.")
             out.sample("pushswarm_http_connections_open", run, open)
         }
+        if let shards = progress.shards {
+            out.family("pushswarm_shard_reporting", .gauge, help: "A --workers shard's stream: 1 while its process runs, 0 once it ended (its counts here are its last).")
+            for (number, standing) in shards.enumerated() {
+                out.sample("pushswarm_shard_reporting", run.with("worker", "\(number + 1)/\(shards.count)"), standing.isReporting ? 1 : 0)
+            }
+        }
         let counters = metrics.counters
         out.family("pushswarm_sockets_open", .gauge, help: "Devices' platform sockets (WebSocket) open now.")
         out.sample("pushswarm_sockets_open", run, metrics.socketsOpen)
