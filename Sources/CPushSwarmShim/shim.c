@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -248,26 +249,38 @@ void ps_sha256(const void *data, size_t length, uint8_t out[32]) {
     SHA256_Final(out, &context);
 }
 
-void *ps_gz_open(const char *path) {
-    gzFile file = gzopen(path, "rb");
-    if (file != NULL) gzbuffer(file, 1 << 17);
-    return file;
+void *ps_inflate_open(void) {
+    z_stream *stream = calloc(1, sizeof(z_stream));
+    if (stream == NULL) return NULL;
+    // 15 + 16: a gzip header and trailer around deflate data.
+    if (inflateInit2(stream, 15 + 16) != Z_OK) {
+        free(stream);
+        return NULL;
+    }
+    return stream;
 }
 
-int ps_gz_read(void *file, void *buffer, unsigned length) {
-    return gzread((gzFile)file, buffer, length);
+int ps_inflate_step(void *stream, const uint8_t *input, unsigned input_length, uint8_t *output, unsigned output_length,
+                    unsigned *consumed, unsigned *produced) {
+    z_stream *z = stream;
+    z->next_in = (Bytef *)input;
+    z->avail_in = input_length;
+    z->next_out = output;
+    z->avail_out = output_length;
+    int status = inflate(z, Z_NO_FLUSH);
+    *consumed = input_length - z->avail_in;
+    *produced = output_length - z->avail_out;
+    return status;
 }
 
-const char *ps_gz_error(void *file) {
-    int code = 0;
-    const char *message = gzerror((gzFile)file, &code);
-    return message != NULL ? message : "unknown error";
+const char *ps_inflate_error(void *stream) {
+    z_stream *z = stream;
+    return z->msg != NULL ? z->msg : "corrupt data";
 }
 
-int ps_gz_truncated(void *file) {
-    int code = Z_OK;
-    gzerror((gzFile)file, &code);
-    return code == Z_BUF_ERROR;
-}
+int ps_inflate_reset(void *stream) { return inflateReset((z_stream *)stream); }
 
-void ps_gz_close(void *file) { gzclose((gzFile)file); }
+void ps_inflate_close(void *stream) {
+    inflateEnd((z_stream *)stream);
+    free(stream);
+}

@@ -189,4 +189,35 @@ import Testing
         let fine = Array("203.0.113.7 [01/Jan/1970:00:00:15 +0000] \"POST /events HTTP/1.1\" 200 10.000 15.000".utf8)
         #expect(try format.record(fine.span).startMicroseconds == 5_000_000)
     }
+
+    /// A rotated log is gzip, possibly several members (`cat a.gz b.gz`); what follows the last
+    /// member must be nothing. zlib's gzread skipped trailing bytes without a word, and a log with
+    /// something appended after compression lost its rest silently (issue 49).
+    @Test func bytesAfterTheCompressedStreamAreAnErrorAndMembersFollowEachOther() throws {
+        let gzip = try Data(contentsOf: URL(fileURLWithPath: Self.logs + "/incident.log.gz"))
+        let format = AccessLogFormat.nginx(try NginxLogFormat(Self.custom))
+        func lines(_ data: Data) throws -> Int {
+            let path = NSTemporaryDirectory() + "pushswarm-gzip-\(UUID().uuidString).log.gz"
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try data.write(to: URL(fileURLWithPath: path))
+            var reader = AccessLogReader(format: format)
+            try reader.read(path) { _ in }
+            return reader.lines
+        }
+        let once = try lines(gzip)
+        #expect(once > 1_000)
+        #expect(try lines(gzip + gzip) == 2 * once, "two members: both read")
+        do {
+            _ = try lines(gzip + Data("appended later\n".utf8))
+            Issue.record("bytes after the stream were skipped")
+        } catch {
+            #expect("\(error)" == "15 bytes after the end of the compressed stream are not gzip: the file is damaged or has something appended")
+        }
+        do {
+            _ = try lines(gzip.prefix(gzip.count / 2))
+            Issue.record("a truncated stream was read as whole")
+        } catch {
+            #expect("\(error)" == "the compressed stream ends early: the file is truncated")
+        }
+    }
 }

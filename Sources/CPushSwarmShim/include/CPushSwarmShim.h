@@ -77,18 +77,21 @@ void ps_sha1(const void *data, size_t length, uint8_t out[20]);
 /// where the CPU has it): SmartAppPush's event fingerprints and the mocks' derived identifiers.
 void ps_sha256(const void *data, size_t length, uint8_t out[32]);
 
-/// A file read through zlib's gzread: gzip-compressed or plain, told apart by its first bytes
-/// (access logs rotated as .gz). NULL when it cannot be opened (errno set).
-void *ps_gz_open(const char *path);
-/// Up to `length` bytes of the file's (decompressed) content: the count, 0 at its end, -1 on an
-/// error (a corrupt or truncated gzip stream; `ps_gz_error` says which).
-int ps_gz_read(void *file, void *buffer, unsigned length);
-/// zlib's description of the last error on `file`.
-const char *ps_gz_error(void *file);
-/// 1 when the content ended before its compressed stream did (a truncated .gz file): zlib then
-/// returns what it had and reports end of file.
-int ps_gz_truncated(void *file);
-void ps_gz_close(void *file);
+/// zlib's statuses that `ps_inflate_step` and `ps_inflate_reset` return (zlib.h's values).
+enum { PS_Z_OK = 0, PS_Z_STREAM_END = 1, PS_Z_BUF_ERROR = -5 };
+
+/// zlib's inflate over one gzip member at a time (access logs rotated as .gz), for a reader that
+/// sees where each member ends and what follows it. NULL when zlib cannot start.
+void *ps_inflate_open(void);
+/// Inflates from `input` into `output`: zlib's status (Z_OK, Z_STREAM_END at a member's end,
+/// Z_BUF_ERROR when it needs more input or room, or an error), with the bytes it took and gave.
+int ps_inflate_step(void *stream, const uint8_t *input, unsigned input_length, uint8_t *output, unsigned output_length,
+                    unsigned *consumed, unsigned *produced);
+/// zlib's message for the last error, or "corrupt data".
+const char *ps_inflate_error(void *stream);
+/// Starts the next member.
+int ps_inflate_reset(void *stream);
+void ps_inflate_close(void *stream);
 
 /// Asks the CPU to bring the cache line at `p` in while other work goes on (a hint: no fault, no
 /// effect on what the program computes).
