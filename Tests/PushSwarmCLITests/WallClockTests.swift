@@ -999,10 +999,19 @@ import Testing
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("rate/s"), "the step table is printed")
         let report = try capacityReport(in: out)
-        let capacity = try #require(report["capacityPerSecond"]?.numberValue)
         let steps = report["steps"]?.arrayValue ?? []
         let starved = steps.contains { $0["saturated"] == .bool(true) }
-        #expect(capacity >= (starved ? 100 : 125) && capacity <= 205, "capacity \(capacity)/s against a limit of 200/s:\n\(run.output)")
+        if let capacity = report["capacityPerSecond"]?.numberValue {
+            #expect(capacity >= (starved ? 100 : 125) && capacity <= 205, "capacity \(capacity)/s against a limit of 200/s:\n\(run.output)")
+        } else {
+            // A debug build beside the other suites can be the limit itself (its generator lag
+            // p99 past 100 ms at 150/s, counted from the loop's own items since issue 49): the
+            // search says PushSwarm was the limit, and credits the service with no more than it
+            // held, which is never above its limit.
+            let held = try #require(report["heldPerSecond"]?.numberValue, "\(run.output)")
+            #expect(report["limitedByPushSwarmAtPerSecond"]?.numberValue != nil && starved, "\(run.output)")
+            #expect(held >= 100 && held <= 205, "held \(held)/s against a limit of 200/s:\n\(run.output)")
+        }
         #expect(steps.count >= 4)
     }
 

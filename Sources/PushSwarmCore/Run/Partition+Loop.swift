@@ -12,7 +12,7 @@ extension Partition {
         while let (time, item) = nextItem() {
             now = time
             prefetchNextDevice()
-            handle(item, at: time, lag: .zero)
+            handle(item, at: time, lag: nil)
         }
         return result()
     }
@@ -55,7 +55,7 @@ extension Partition {
         let now = transport.currentTime
         while let next = queue.nextTime, next <= now, next <= end || inFlight > 0 {
             guard let (time, item) = queue.popNext() else { break }
-            handle(item, at: time, lag: time > end ? .zero : now - time)
+            handle(item, at: time, lag: now - time)
             if isDone { return }
         }
         if (now >= end || isWarmedUp) && inFlight == 0 { return finish() }
@@ -72,7 +72,7 @@ extension Partition {
         onLoop()
         guard !isDone else { return }
         let time = transport.currentTime
-        handle(item(for: arrival), at: time, lag: .zero)
+        handle(item(for: arrival), at: time, lag: nil)
         if !isDone && (time >= end || isWarmedUp) && inFlight == 0 { return finish() }
         if !isDone, let next = queue.nextTime, wakeAt.map({ next < $0 }) ?? true { tick(live) }
     }

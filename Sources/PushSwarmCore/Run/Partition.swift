@@ -221,11 +221,15 @@ final class Partition: @unchecked Sendable {
         startWorkloads()
     }
 
-    func handle(_ item: Item, at time: Instant, lag: TimeSpan) {
+    /// `lag`: how late the loop reached an item it had scheduled (wall time); nil for what was
+    /// not scheduled (an answer or a socket event, handled as it arrives) and in simulated time.
+    /// Those once counted as lag 0, half the samples of a request-heavy run, and a loop stalled
+    /// 50 ms every second showed a p99 a quarter lower than it was.
+    func handle(_ item: Item, at time: Instant, lag: TimeSpan?) {
         let isDraining = time > end
         reportProgress(at: time)
         // How late the generator starts what was due (wall time): the run's own saturation.
-        if isWall && !isDraining {
+        if let lag, !isDraining {
             metrics.recordDuration("generatorLag", microseconds: UInt64(max(0, lag.microseconds)))
         }
         switch item {
@@ -305,7 +309,7 @@ final class Partition: @unchecked Sendable {
             scheduleNextArrival(number)
             // An arrival the generator reaches more than a second late did not start when it
             // should have: counted as missed, not sent late (as load testers drop iterations).
-            if lag > Self.maximumStartLag {
+            if let lag, lag > Self.maximumStartLag {
                 metrics.increment("workload.missedStarts")
                 return
             }
