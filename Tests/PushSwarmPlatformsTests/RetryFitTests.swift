@@ -69,7 +69,7 @@ import Testing
         #expect(fit.rule.window == 1_000...12_000, "\(fit.rule.window)")
         // Every address's requests labelled: the retries made, within a few that chance took
         // (a request of another device first in a retry's window).
-        let scenario = try #require(ScenarioFit.fit(profile, retry: fit))
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, traces: PlatformRegistry.campaignTraces))
         #expect(abs(scenario.retries - retries) <= retries * 5 / 100, "labelled \(scenario.retries) of \(retries) retries; \(fit.rule), found \(fit.found) chance \(fit.control)")
         #expect(fit.found > fit.control)
     }
@@ -81,7 +81,7 @@ import Testing
         let (profile, retries) = log(initial: 1, multiplier: 2, cap: 4, refusals: 3, jittered: false, lateEvery: 10)
         let fit = try #require(RetryFit.fit(profile))
         #expect(fit.rule.delay(attempt: 1) == 1_000_000 && fit.rule.maxRetries == 3, "\(fit.rule)")
-        let scenario = try #require(ScenarioFit.fit(profile, retry: fit))
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, traces: PlatformRegistry.campaignTraces))
         #expect(abs(scenario.retries - retries) <= retries * 2 / 100, "labelled \(scenario.retries) of \(retries) retries")
         #expect(scenario.lateRetries >= retries / 20, "\(scenario.lateRetries) late of \(retries)")
     }
@@ -129,9 +129,13 @@ import Testing
         }
         profile.sortByTime()
         let retry = try #require(RetryFit.fit(profile))
-        let fit = try #require(ScenarioFit.fit(profile, retry: retry))
+        // A tap here sends one event besides its open: what a simulation of the taps would find
+        // on /events, and all of its excess (no delivery reported).
+        let fitted = try #require(ScenarioFit.fit(profile, retry: retry, traces: PlatformRegistry.campaignTraces))
+        #expect(fitted.campaigns.first?.deliveryExcess == taps)
+        let fit = fitted.settingTapRequests(["smartapppush": 1])
         #expect(fit.campaigns.count == 1)
-        #expect(fit.campaigns.first?.taps == taps)
+        #expect(fit.campaigns.first?.taps == taps && fit.campaigns.first?.deliveries == 0)
         #expect(fit.firstAttempts["smartapppush.pushes_opened"] == taps)
         #expect(fit.effectiveAddresses == 3 && fit.devices >= taps)
         let text = fit.scenario(name: "fitted", source: .init(files: ["test.log"], lines: 1, records: 1), limiter: nil, retry: retry)
@@ -141,6 +145,59 @@ import Testing
         let parsed = try JSONParser.parse(Array(text.utf8))
         #expect(parsed["platforms"]?["smartapppush"]?["retry"]?["rateLimited"]?["initialDelay"] == "1s")
         #expect(parsed["fit"]?["campaigns.smartapppush-1"]?.stringValue?.hasPrefix("\(taps) taps") == true)
+        #expect(parsed["platforms"]?["smartapppush"]?["sendPushReceived"] == nil, "no delivery reported, none asked for")
+    }
+
+    /// Issue 49, item 1: a campaign whose devices report each push they display (SmartAppPush's
+    /// `push_received`, an event on /events like any other) before a fifth of them tap it. The
+    /// delivery wave comes before the taps and is larger; the fit tells it apart from the taps'
+    /// own events, writes the setting that makes devices report deliveries, the audience that
+    /// reported, its delay from the push, and the taps as a share of it.
+    @Test func aCampaignsDeliveryWaveIsFittedApartFromItsTaps() throws {
+        var profile = LogProfile()
+        var random = SeededRandom(seed: 9, stream: .network)
+        let t0: Int64 = 1_795_716_000_000_000
+        func add(_ at: Int64, _ address: Int, _ path: String, _ operation: String) {
+            profile.add(AccessLogRecord(startMicroseconds: at, address: "203.0.113.\(address)", method: "POST", path: path, status: 200, durationMicroseconds: 1_000), operation: operation)
+        }
+        // A minute of the load before the campaign, and after it: an event every 500 ms.
+        for tick in 0..<240 { add(t0 + Int64(tick) * 500_000, tick % 3, "/events", "smartapppush.events") }
+        // The push leaves at 60 s: 300 devices display it 200-1,000 ms later and report it; every
+        // fifth taps 2-10 s after its display, sending an event and its open.
+        var taps = 0
+        for device in 0..<300 {
+            let displayed = t0 + 60_000_000 + 200_000 + Int64(random.nextUnit() * 800_000)
+            add(displayed, device % 3, "/events", "smartapppush.events")
+            guard device % 5 == 0 else { continue }
+            taps += 1
+            let tap = displayed + 2_000_000 + Int64(random.nextUnit() * 8_000_000)
+            add(tap, device % 3, "/events", "smartapppush.events")
+            add(tap + 30_000, device % 3, "/pushes/opened", "smartapppush.pushes_opened")
+        }
+        profile.sortByTime()
+        let fitted = try #require(ScenarioFit.fit(profile, retry: nil, traces: PlatformRegistry.campaignTraces))
+        let fit = fitted.settingTapRequests(["smartapppush": 1])
+        let campaign = try #require(fit.campaigns.first)
+        #expect(fit.campaigns.count == 1 && campaign.taps == taps)
+        #expect(abs(campaign.deliveries - 300) <= 6, "deliveries \(campaign.deliveries)")
+        // The push left as the wave began (within 20 ms of the first display), and the displays
+        // spread over 800 ms from it.
+        #expect(abs(campaign.atMicroseconds - (t0 + 60_200_000)) <= 20_000, "at \(campaign.atMicroseconds - t0)")
+        let delays = campaign.deliveryOffsetsMicroseconds
+        #expect((delays.max() ?? 0) <= 1_000_000 && (delays.max() ?? 0) >= 600_000, "\(delays.max() ?? 0)")
+        // The taps 2-10 s after their displays (an open less the median display).
+        let opens = campaign.tapOffsetsMicroseconds.sorted()
+        #expect((opens.first ?? 0) >= 1_000_000 && (opens.last ?? 0) <= 11_000_000, "\(opens)")
+        let text = fit.scenario(name: "fitted", source: .init(files: ["test.log"], lines: 1, records: 1), limiter: nil, retry: nil)
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+        #expect(scenario.campaigns.count == 1)
+        let parsed = try JSONParser.parse(Array(text.utf8))
+        #expect(parsed["platforms"]?["smartapppush"]?["sendPushReceived"] == true)
+        let written = try #require(parsed["campaigns"]?.arrayValue?.first)
+        #expect(written["tapRate"]?.numberValue.map { abs($0 - Double(taps) / Double(campaign.deliveries)) < 0.001 } == true, "\(written)")
+        #expect(written["deliveryDelay"]?["constant"] == nil, "\(written)")
+        #expect(fit.devices >= campaign.deliveries)
+        #expect(parsed["fit"]?["campaigns.smartapppush-1"]?.stringValue?.hasPrefix("\(campaign.deliveries) deliveries reported") == true)
     }
 
     /// The open workload: first attempts per minute as a rate a second, and second by second in
@@ -156,7 +213,7 @@ import Testing
             }
         }
         profile.sortByTime()
-        let fit = try #require(ScenarioFit.fit(profile, retry: RetryFit.fit(profile)))
+        let fit = try #require(ScenarioFit.fit(profile, retry: RetryFit.fit(profile), traces: PlatformRegistry.campaignTraces))
         let rates = try #require(fit.background["smartapppush"])
         #expect(rates.count == 180)
         #expect(rates[0..<60].allSatisfy { $0 == 2 } && rates[120..<180].allSatisfy { $0 == 2 })

@@ -1,3 +1,5 @@
+public import PushSwarmMetrics
+
 /// One push platform PushSwarm can simulate: its name, and how to read its part of a scenario.
 ///
 /// Adding a platform is adding a folder in PushSwarmPlatforms with a type conforming to this, and
@@ -15,6 +17,42 @@ public protocol Platform: Sendable {
     /// when the path is not one of this platform's endpoints. `path` has no query and no
     /// `/<platform>` prefix.
     func logOperation(method: String, path: String) -> String?
+
+    /// What a campaign of this platform leaves in an access log, for `fit`. Default: nothing
+    /// `fit` can tell a campaign by.
+    var campaignTrace: CampaignTrace { get }
+}
+
+extension Platform {
+    public var campaignTrace: CampaignTrace { CampaignTrace() }
+}
+
+/// What a campaign leaves in an access log (paths, no bodies), as a platform's SDK sends it:
+/// the operation a tap sends (its open, which marks a campaign), the one a device reports a
+/// delivered push with, and the settings a fitted scenario needs for its devices to send them.
+public struct CampaignTrace: Sendable {
+    /// The operation a tap on a push sends, and nothing else does.
+    public var open: String?
+    /// The operation a device reports a delivered (displayed) push with.
+    public var delivery: String?
+    /// Whether `delivery` carries other traffic too (an event endpoint): then a log tells the
+    /// reports only as the excess over what the taps and the rest of the load send.
+    public var deliveryIsShared: Bool
+    /// The platform's settings (`platforms.<name>`) that make its devices report each delivered
+    /// push; empty when they always do.
+    public var reportingDeliveries: [(String, JSONValue)]
+    /// The platform's mock settings a fitted scenario writes so that its mock's own limit (from
+    /// its spec) does not stand in for the limit the log showed.
+    public var mockWithoutOwnLimit: [(String, JSONValue)]
+
+    public init(open: String? = nil, delivery: String? = nil, deliveryIsShared: Bool = false,
+                reportingDeliveries: [(String, JSONValue)] = [], mockWithoutOwnLimit: [(String, JSONValue)] = []) {
+        self.open = open
+        self.delivery = delivery
+        self.deliveryIsShared = deliveryIsShared
+        self.reportingDeliveries = reportingDeliveries
+        self.mockWithoutOwnLimit = mockWithoutOwnLimit
+    }
 }
 
 /// A platform as one scenario configured it.

@@ -9,6 +9,10 @@ public struct LoadShape: Sendable, Equatable {
     public var byOperation: [String: Int]
     public var perSecond: [Int]
     public var rateLimitedPerSecond: [Int]
+    /// Campaigns' deliveries reported and taps: the fit's, told from the log, or the simulation's
+    /// displays and taps.
+    public var deliveries = 0
+    public var taps = 0
 
     public init(byOperation: [String: Int], firstAttempts: Int, perSecond: [Int], rateLimitedPerSecond: [Int]) {
         self.byOperation = byOperation

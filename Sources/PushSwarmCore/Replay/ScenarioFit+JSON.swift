@@ -62,24 +62,44 @@ extension ScenarioFit {
         }
         root.append(("groups", .array(groups)))
         var campaignValues: [JSONValue] = []
+        var reporting: Set<String> = []
         for (index, campaign) in campaigns.enumerated() {
             let devices = Double(devicesByPlatform[campaign.platform] ?? 1)
             let name = "\(campaign.platform)-\(index + 1)"
             let at = max(0, campaign.atMicroseconds - start * 1_000_000)
-            let (timeToOpen, why) = Self.timeToOpen(campaign.tapOffsetsMicroseconds)
-            campaignValues.append([
-                "name": .string(name), "platform": .string(campaign.platform), "at": .string(Self.span(at)),
-                "audience": .number(min(1, (Double(campaign.taps) / devices * 100_000).rounded() / 100_000)), "tapRate": 1,
-                "deliveryDelay": ["constant": "1ms"], "timeToOpen": timeToOpen,
-            ])
-            notes.append(("campaigns.\(name)", .string("\(campaign.taps) taps: the first attempts of \(Self.openOperations[campaign.platform] ?? "opens") from \(Self.time(campaign.atMicroseconds)) to \(Self.time(campaign.lastOpenMicroseconds)) (opens more than \(Self.campaignGapMicroseconds / 60_000_000) min apart are campaigns of their own); its devices tapped as the burst's earliest first attempts of the platform began (\(why)); every tap is a device of its own, the audience its share of the platform's devices")))
+            let (timeToOpen, why) = Self.distribution(campaign.tapOffsetsMicroseconds, of: "taps")
+            let trace = traces[campaign.platform] ?? CampaignTrace()
+            let opens = "the first attempts of \(trace.open ?? "opens") from \(Self.time(campaign.atMicroseconds + (campaign.openOffsetsMicroseconds.first ?? 0))) to \(Self.time(campaign.lastOpenMicroseconds)) (opens more than \(Self.campaignGapMicroseconds / 60_000_000) min apart are campaigns of their own)"
+            if campaign.deliveries > 0 {
+                reporting.insert(campaign.platform)
+                let (delay, delayWhy) = Self.distribution(campaign.deliveryOffsetsMicroseconds, of: "deliveries")
+                let delivered = Double(max(campaign.deliveries, campaign.taps))
+                campaignValues.append([
+                    "name": .string(name), "platform": .string(campaign.platform), "at": .string(Self.span(at)),
+                    "audience": .number(min(1, (delivered / devices * 100_000).rounded() / 100_000)),
+                    "deliveryDelay": delay, "tapRate": .number(min(1, (Double(campaign.taps) / delivered * 100_000).rounded() / 100_000)), "timeToOpen": timeToOpen,
+                ])
+                let excess = campaign.deliveryExcess ?? campaign.deliveries
+                let told = trace.deliveryIsShared
+                    ? "\(excess) first attempts of \(trace.delivery ?? "its delivery reports") in its window (from the burst's start to a minute after its last open) beyond the rate of the minute before, less what its taps' sessions send on it there (\(excess - campaign.deliveries), simulated)"
+                    : "the first attempts of \(trace.delivery ?? "its delivery reports") in its window beyond the rate of the minute before"
+                notes.append(("campaigns.\(name)", .string("\(campaign.deliveries) deliveries reported: \(told); the push left as the burst of the platform's first attempts began, at \(Self.time(campaign.atMicroseconds)), and its devices displayed it as the burst's earliest first attempts (a device's first request of a campaign is its report; \(delayWhy)). \(campaign.taps) taps: \(opens); the time to open from the display is an open's time less the median delivery's\(campaign.timeToOpenScale == 1 ? "" : ", times \(Self.number(campaign.timeToOpenScale)) (the opens waited in their devices' queues behind refused requests: the scale at which the simulated run sends as many requests as the log)") (\(why)). Every delivery is a device of its own, the audience their share of the platform's devices")))
+            } else {
+                campaignValues.append([
+                    "name": .string(name), "platform": .string(campaign.platform), "at": .string(Self.span(at)),
+                    "audience": .number(min(1, (Double(campaign.taps) / devices * 100_000).rounded() / 100_000)), "tapRate": 1,
+                    "deliveryDelay": ["constant": "1ms"], "timeToOpen": timeToOpen,
+                ])
+                let none = campaign.deliveryExcess == nil ? "" : "; no delivery reports beyond what the taps send (\(trace.delivery ?? "")): its devices report none"
+                notes.append(("campaigns.\(name)", .string("\(campaign.taps) taps: \(opens); its devices tapped as the burst's earliest first attempts of the platform began (\(why)); every tap is a device of its own, the audience its share of the platform's devices\(none)")))
+            }
         }
         if !campaignValues.isEmpty { root.append(("campaigns", .array(campaignValues))) }
         var sections: [(String, JSONValue)] = []
         for platform in platforms {
             var mock: [(String, JSONValue)] = []
             if let service = serviceMicroseconds { mock.append(("latency", ["constant": .string(Self.span(max(1_000, service)))])) }
-            if platform == "smartapppush" { mock.append(("rateLimitPerSecond", 1_000_000)) }
+            mock += (traces[platform] ?? CampaignTrace()).mockWithoutOwnLimit
             if let limiter, limiter.isConvincing {
                 var rule: [(String, JSONValue)] = [("algorithm", "leakyBucket"), ("rate", .string(Self.rate(limiter.perSecond))), ("burst", .number(Double(limiter.burst)))]
                 if limiter.nodelay ?? true { rule.append(("nodelay", true)) }
@@ -94,6 +114,7 @@ extension ScenarioFit {
                     "whenExhausted": "drop", "jitter": .string(rule.jitter.rawValue),
                 ]]))
             }
+            if reportsDeliveries, reporting.contains(platform) { section += (traces[platform] ?? CampaignTrace()).reportingDeliveries }
             section.append(("mock", .object(JSONObject(mock))))
             sections.append((platform, .object(JSONObject(section))))
         }
@@ -135,11 +156,12 @@ extension ScenarioFit {
         return steps
     }
 
-    /// The time to open that draws the taps' offsets best (Kolmogorov–Smirnov distance): a
-    /// uniform spread from the first tap, or a log-normal from the quantiles of their logarithms.
-    static func timeToOpen(_ offsets: [Int64]) -> (JSONValue, String) {
+    /// The delay that draws the offsets best (Kolmogorov–Smirnov distance): a uniform spread
+    /// from the first, or a log-normal from the quantiles of their logarithms. `of`: what they
+    /// are, for the explanation.
+    static func distribution(_ offsets: [Int64], of what: String) -> (JSONValue, String) {
         let sorted = offsets.map { Double(max(1_000, $0)) / 1_000_000 }.sorted()
-        guard sorted.count >= 2, let last = sorted.last else { return (["constant": "1ms"], "one tap") }
+        guard sorted.count >= 2, let last = sorted.last else { return (["constant": "1ms"], "one of \(what)") }
         let uniformDistance = distance(sorted) { min(1, max(0, $0 / last)) }
         let logs = sorted.map { Foundation.log($0) }
         let median = exp(logs[logs.count / 2])
@@ -150,7 +172,7 @@ extension ScenarioFit {
                     "uniform over \(Self.span(Int64(last * 1_000_000))), Kolmogorov–Smirnov distance \(Self.number(uniformDistance)) against a log-normal's \(Self.number(logNormalDistance))")
         }
         return (["lognormal": ["median": .string(Self.span(Int64(median * 1_000_000))), "sigma": .number((sigma * 1_000).rounded() / 1_000)]],
-                "log-normal, median \(Self.span(Int64(median * 1_000_000))), σ \(Self.number(sigma)) from the quantiles of the taps' offsets, Kolmogorov–Smirnov distance \(Self.number(logNormalDistance)) against a uniform's \(Self.number(uniformDistance))")
+                "log-normal, median \(Self.span(Int64(median * 1_000_000))), σ \(Self.number(sigma)) from the quantiles of the \(what)' offsets, Kolmogorov–Smirnov distance \(Self.number(logNormalDistance)) against a uniform's \(Self.number(uniformDistance))")
     }
 
     private static func distance(_ sorted: [Double], _ cdf: (Double) -> Double) -> Double {

@@ -1,37 +1,67 @@
 import PushSwarmMetrics
 
 /// A scenario fitted to an access log: the network (addresses and devices behind them), the
-/// per-address limit, the clients' retry rule, the campaigns whose taps made the bursts of
-/// opens, and the rest of the load as an open workload. Written as JSON a person can read and
-/// edit, every fitted number explained in its `fit` section.
+/// per-address limit, the clients' retry rule, the campaigns (the deliveries their devices
+/// reported and the taps that made the bursts of opens), and the rest of the load as an open
+/// workload. Written as JSON a person can read and edit, every fitted number explained in its
+/// `fit` section.
 ///
-/// The model: a campaign's taps are cold starts, and a cold start sends what the platform's
-/// app sends when it opens from a push (its open, its session's events), from the tapping
-/// device, in the device's own order, retried by the device's own rule. So a burst of opens is
-/// fitted as its cause, not as its arrivals: a tap's requests queued behind a refused one, or a
-/// storm of retries, come out of the simulation as they came out of the devices.
+/// The model: a campaign's pushes are displayed on its audience's devices, which report each
+/// delivery as their platform's SDK does (`CampaignTrace.delivery`), and its taps are cold starts:
+/// a cold start sends what the platform's app sends when it opens from a push (its open, its
+/// session's events), from the tapping device, in the device's own order, retried by the
+/// device's own rule. So a burst is fitted as its cause, not as its arrivals: a tap's requests
+/// queued behind a refused one, or a storm of retries, come out of the simulation as they came
+/// out of the devices.
 public struct ScenarioFit: Sendable {
-    /// The operation a tap on a platform's push sends: what marks a campaign in a log.
-    public static let openOperations: [String: String] = [
-        "smartapppush": "smartapppush.pushes_opened",
-        "flocktory": "flocktory.push_click",
-    ]
     /// The longest log fitted: a week, a second at a time.
     public static let longestSpanSeconds: Int64 = 7 * 86_400
     /// Opens further apart than this belong to different campaigns.
     public static let campaignGapMicroseconds: Int64 = 300_000_000
+    /// How far before a campaign's first open its deliveries are looked for.
+    public static let deliveryLookBackMicroseconds: Int64 = 300_000_000
 
     public struct Campaign: Sendable, Equatable {
         public var platform: String
-        /// The first tap, Unix microseconds.
+        /// When its burst began, Unix microseconds: the first tap, or where its devices reported
+        /// deliveries, the first delivery (the push left then).
         public var atMicroseconds: Int64
         /// Taps: the campaign's first attempts of its platform's open.
         public var taps: Int
-        /// When its devices tapped, from `at`: the earliest first attempts of the platform from
-        /// the burst's start, as many as there were taps, less what the platform sent before it.
-        public var tapOffsetsMicroseconds: [Int64]
+        /// Deliveries its devices reported (0: none told apart in the log).
+        public var deliveries = 0
+        /// The delivery operation's first attempts in the campaign's window beyond the rate of
+        /// the minute before it: the deliveries, and what the taps' sessions sent on it when it
+        /// is shared (`CampaignTrace.deliveryIsShared`); nil without a delivery operation.
+        public var deliveryExcess: Int?
+        /// The platform's first attempts in its burst beyond the rate before it, from `at`, in
+        /// order (the earliest first: each device's first request of the campaign).
+        public var burstOffsetsMicroseconds: [Int64]
+        /// Its opens' first attempts, from `at`.
+        public var openOffsetsMicroseconds: [Int64]
         /// The last first attempt of an open, Unix microseconds.
         public var lastOpenMicroseconds: Int64
+
+        /// When its devices displayed the push, from `at`: the burst's earliest first attempts,
+        /// as many as deliveries.
+        public var deliveryOffsetsMicroseconds: [Int64] { Array(burstOffsetsMicroseconds.prefix(deliveries)) }
+
+        /// When its devices tapped: with deliveries, from the display (an open's offset less the
+        /// median delivery's: the delays add); without, the burst's earliest first attempts as
+        /// many as taps (a cold start's first request leaves as its device taps).
+        public var tapOffsetsMicroseconds: [Int64] {
+            guard deliveries > 0 else { return Array(burstOffsetsMicroseconds.prefix(taps)) }
+            let delivered = deliveryOffsetsMicroseconds
+            let median = delivered.isEmpty ? 0 : delivered[delivered.count / 2]
+            return openOffsetsMicroseconds.map { Int64((Double(max(0, $0 - median)) * timeToOpenScale).rounded()) }
+        }
+
+        /// What the taps' times from the display are scaled by (`settingTimeToOpenScale`): an
+        /// open's first attempt waited in its device's queue behind its refused requests.
+        public var timeToOpenScale = 1.0
+
+        /// The end of the window the campaign's load is counted in: a minute after its last open.
+        public var windowEndMicroseconds: Int64 { lastOpenMicroseconds + 60_000_000 }
     }
 
     public var start: Int64
@@ -53,12 +83,23 @@ public struct ScenarioFit: Sendable {
     public var devicesByPlatform: [String: Int] = [:]
     /// The median time the service took to admit a request, microseconds.
     public var serviceMicroseconds: Int64?
+    /// A request's longest life under the retry rule, seconds.
+    public var requestLifeSeconds = 1.0
+    /// What each platform's campaigns leave in a log (`fit`'s `traces`).
+    public var traces: [String: CampaignTrace] = [:]
+    /// Whether the scenario's devices report deliveries where the log showed them (not in
+    /// `tapProbe`).
+    public var reportsDeliveries = true
 
     /// Fits the parts of a scenario to a profile whose requests are in time order.
-    public static func fit(_ profile: LogProfile, retry: RetryFit?) -> ScenarioFit? {
+    /// `traces`: what each platform's campaigns leave in a log, by platform name
+    /// (`PlatformRegistry.campaignTraces`). A shared delivery operation's deliveries are first
+    /// taken as its whole excess: `settingTapRequests` takes the taps' share out of it.
+    public static func fit(_ profile: LogProfile, retry: RetryFit?, traces: [String: CampaignTrace]) -> ScenarioFit? {
         guard let first = profile.first, let last = profile.last else { return nil }
         let start = LogProfile.second(first)
         var fit = ScenarioFit(start: start, durationSeconds: max(1, Int(LogProfile.second(last) - start) + 1))
+        fit.traces = traces
         let rule = retry?.rule
         // First attempts by platform and operation, in time order.
         var firsts: [String: [(microseconds: Int64, operation: UInt16)]] = [:]
@@ -96,8 +137,11 @@ public struct ScenarioFit: Sendable {
         for platform in firsts.keys.sorted() {
             var requests = firsts[platform] ?? []
             requests.sort { $0.microseconds < $1.microseconds }
-            let openIndex = Self.openOperations[platform].flatMap { open in profile.operationNames.firstIndex(of: open) }.map(UInt16.init)
-            let found = Self.campaigns(platform: platform, requests: requests, open: openIndex, late: openIndex.flatMap { late[$0] } ?? [])
+            let trace = traces[platform] ?? CampaignTrace()
+            let index = { (name: String?) in name.flatMap { profile.operationNames.firstIndex(of: $0) }.map(UInt16.init) }
+            let openIndex = index(trace.open)
+            let found = Self.campaigns(platform: platform, requests: requests, open: openIndex, delivery: index(trace.delivery), late: openIndex.flatMap { late[$0] } ?? [],
+                                       lateDeliveries: index(trace.delivery).flatMap { late[$0] } ?? [], logStart: first, logEnd: last)
             fit.campaigns += found
             let steps = Self.background(requests: requests, open: openIndex, campaigns: found, start: start, seconds: fit.durationSeconds)
             if steps.contains(where: { $0 > 0 }) { fit.background[platform] = steps }
@@ -110,16 +154,8 @@ public struct ScenarioFit: Sendable {
         let sum = counts.reduce(0, +)
         let squares = counts.reduce(0) { $0 + $1 * $1 }
         fit.effectiveAddresses = squares > 0 ? max(1, Int((sum * sum / squares).rounded())) : 1
-        // Devices, per platform: every tap of its largest campaign is a device of its own, and
-        // its open workload finds a free device at its peak while earlier ones still retry (the
-        // peak rate times a request's longest life under the retry rule).
-        let life = Double(Self.lifeMicroseconds(rule)) / 1_000_000
-        for platform in firsts.keys {
-            let taps = fit.campaigns.filter { $0.platform == platform }.map(\.taps).max() ?? 0
-            let peak = fit.background[platform]?.max() ?? 0
-            fit.devicesByPlatform[platform] = max(1, taps, Int((peak * life).rounded(.up)))
-        }
-        fit.devices = min(10_000_000, max(fit.devicesByPlatform.values.reduce(0, +), fit.effectiveAddresses))
+        fit.requestLifeSeconds = Double(Self.lifeMicroseconds(rule)) / 1_000_000
+        fit.sizeDevices()
         return fit
     }
 
@@ -137,9 +173,15 @@ public struct ScenarioFit: Sendable {
     /// The campaigns of one platform: its first attempts of opens, split where they are
     /// `campaignGapMicroseconds` apart, less the retries of opens that came outside their
     /// windows (`late`: where those windows ended; each is one of the opens labelled first
-    /// attempts), as many as fell within the campaign; each campaign's taps start where the
-    /// burst of its platform's first attempts does.
-    static func campaigns(platform: String, requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?, late: [Int64]) -> [Campaign] {
+    /// attempts; `lateDeliveries` the same for the delivery operation), as many as fell within
+    /// the campaign. Each campaign's burst starts where the
+    /// platform's first attempts rise above their rate before it: at the first open's second
+    /// less 2 s, or where the platform reports deliveries, where the rise that ends at the first
+    /// open began (`burstStart`), up to 5 minutes before it.
+    /// The rate before a burst is the minute before it, where the log (from `logStart`) holds half
+    /// of it at least, and none where it does not: the rate the open workload keeps through the
+    /// campaign (`background`).
+    static func campaigns(platform: String, requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?, delivery: UInt16?, late: [Int64], lateDeliveries: [Int64], logStart: Int64, logEnd: Int64) -> [Campaign] {
         guard let open else { return [] }
         let opens = requests.filter { $0.operation == open }.map(\.microseconds)
         var groups: [[Int64]] = []
@@ -150,29 +192,139 @@ public struct ScenarioFit: Sendable {
                 groups.append([instant])
             }
         }
+        var previousEnd = Int64.min
         return groups.map { group in
             let lateRetries = late.filter { $0 >= group[0] && $0 <= group[group.count - 1] }.count
             let taps = max(1, group.count - lateRetries)
+            let onset = delivery == nil
+                ? group[0] - 2_000_000
+                : burstStart(requests, before: group[0], notBefore: max(previousEnd, logStart))
             // The platform's first attempts before the burst: the rate the load had without it.
-            let onset = group[0] - 2_000_000
-            let before = requests.filter { $0.microseconds >= onset - 60_000_000 && $0.microseconds < onset }.count
-            let backgroundPerMicrosecond = Double(before) / 60_000_000
-            // From the onset, the first attempts in order until, less that rate, they are as
-            // many as the taps: a cold start's first request leaves as its device taps.
-            var offsets: [Int64] = []
+            let held = min(60_000_000, onset - logStart)
+            let before = held < 30_000_000 ? [] : requests.filter { $0.microseconds >= onset - held && $0.microseconds < onset }
+            let backgroundPerMicrosecond = held < 30_000_000 ? 0 : Double(before.count) / Double(held)
+            let windowEnd = min(logEnd, group[group.count - 1] + 60_000_000)
+            previousEnd = windowEnd
+            // From the onset, the first attempts in order beyond that rate: a device's first
+            // request of the campaign leaves as its push is displayed, or as it taps.
+            var burst: [Int64] = []
             var taken = 0
             var firstTap: Int64?
-            for request in requests where request.microseconds >= onset {
+            for request in requests where request.microseconds >= onset && request.microseconds <= windowEnd {
                 taken += 1
                 let expected = backgroundPerMicrosecond * Double(request.microseconds - onset)
                 if Double(taken) - expected < 1 { continue }
                 let at = firstTap ?? request.microseconds
                 firstTap = at
-                offsets.append(request.microseconds - at)
-                if offsets.count >= taps { break }
+                burst.append(request.microseconds - at)
+                if delivery == nil && burst.count >= taps { break }
             }
-            return Campaign(platform: platform, atMicroseconds: firstTap ?? group[0], taps: taps, tapOffsetsMicroseconds: offsets, lastOpenMicroseconds: group[group.count - 1])
+            let at = firstTap ?? group[0]
+            var campaign = Campaign(platform: platform, atMicroseconds: at, taps: taps, burstOffsetsMicroseconds: burst,
+                                    openOffsetsMicroseconds: group.map { $0 - at }, lastOpenMicroseconds: group[group.count - 1])
+            if let delivery {
+                // The delivery operation's first attempts in the window, less its rate before it.
+                let rate = held < 30_000_000 ? 0 : Double(before.filter { $0.operation == delivery }.count) / Double(held)
+                // Less the retries that came late (labelled first attempts, counted out by the
+                // windows that took nothing: `lateDeliveries`, where those ended).
+                let lateInWindow = lateDeliveries.filter { $0 >= onset && $0 <= windowEnd }.count
+                let inWindow = requests.filter { $0.operation == delivery && $0.microseconds >= onset && $0.microseconds <= windowEnd }.count - lateInWindow
+                let excess = max(0, Int((Double(inWindow) - rate * Double(windowEnd - onset)).rounded()))
+                campaign.deliveryExcess = excess
+                campaign.deliveries = min(excess, burst.count)
+            }
+            return campaign
         }
+    }
+
+    /// Where the rise of a platform's first attempts that ends at `end` began: the second from
+    /// which the count a second stays furthest above the median second of the span looked in
+    /// (the start of the largest cumulative excess, a change point), from `notBefore`; then,
+    /// within that second and the next, the first request from which the next 100 ms hold a
+    /// quarter of the burst's busiest second's rate (a request of the load before the burst, in
+    /// the same second, is not its start).
+    static func burstStart(_ requests: [(microseconds: Int64, operation: UInt16)], before end: Int64, notBefore: Int64) -> Int64 {
+        let from = max(notBefore, end - deliveryLookBackMicroseconds)
+        let seconds = Int((end - from) / 1_000_000) + 1
+        guard seconds > 1 else { return from }
+        let times = requests.lazy.map(\.microseconds).filter { $0 >= from && $0 < end }
+        var counts = [Int](repeating: 0, count: seconds)
+        for time in times { counts[Int((time - from) / 1_000_000)] += 1 }
+        let typical = Double(counts.sorted()[seconds / 2])
+        // A second counts as raised past half again the typical one, and two requests more.
+        let threshold = typical * 0.5 + 2
+        var best = (sum: 0.0, start: seconds - 1)
+        var sum = 0.0
+        for second in stride(from: seconds - 1, through: 0, by: -1) {
+            sum += Double(counts[second]) - typical - threshold
+            if sum > best.sum { best = (sum, second) }
+        }
+        let bin = from + Int64(best.start) * 1_000_000
+        let busiest = counts[best.start..<min(seconds, best.start + 5)].max() ?? 0
+        let near = Array(times.filter { $0 >= bin && $0 < bin + 3_000_000 })
+        var last = 0
+        for (index, time) in near.enumerated() where time < bin + 2_000_000 {
+            while last < near.count, near[last] < time + 100_000 { last += 1 }
+            if Double(last - index) >= max(1, max(typical + threshold, Double(busiest) / 4) / 10) { return time }
+        }
+        return bin
+    }
+
+    /// The fit with the taps' own requests on each shared delivery operation taken out of its
+    /// excess: `perTap` by platform, what a tap's session sent on it within its campaign's window
+    /// (simulated: `tapProbe`). The deliveries are what is left, where it is a quarter of the
+    /// excess or more (ten at least) and nine tenths of the taps or more (every tapped push was
+    /// displayed, and reported): less is within what the taps' sessions and the load beside them
+    /// vary by.
+    public func settingTapRequests(_ perTap: [String: Double]) -> ScenarioFit {
+        var fit = self
+        for index in fit.campaigns.indices {
+            let campaign = fit.campaigns[index]
+            guard let excess = campaign.deliveryExcess, let share = perTap[campaign.platform] else { continue }
+            let left = Double(excess) - share * Double(campaign.taps)
+            let told = left >= max(10, Double(excess) / 4, 0.9 * Double(campaign.taps))
+            fit.campaigns[index].deliveries = told ? min(campaign.burstOffsetsMicroseconds.count, max(campaign.taps, Int(left.rounded()))) : 0
+        }
+        fit.sizeDevices()
+        return fit
+    }
+
+    /// The scenario `settingTapRequests` needs simulated: the fit's taps alone, each where its
+    /// open's first attempt was in the log, no delivery reported, no limit and no open workload,
+    /// to the end of the last campaign's window. What it sends on a shared delivery operation,
+    /// per tap, is the taps' share of that operation's excess.
+    public func tapProbe() -> ScenarioFit {
+        var probe = self
+        probe.background = [:]
+        probe.reportsDeliveries = false
+        for index in probe.campaigns.indices {
+            probe.campaigns[index].deliveries = 0
+            probe.campaigns[index].burstOffsetsMicroseconds = probe.campaigns[index].openOffsetsMicroseconds.map { max(0, $0) }.sorted()
+        }
+        probe.sizeDevices()
+        if let end = campaigns.map(\.windowEndMicroseconds).max() {
+            probe.durationSeconds = max(1, min(durationSeconds, Int((end - start * 1_000_000) / 1_000_000) + 1))
+        }
+        return probe
+    }
+
+    /// The fit with each reporting campaign's times to open scaled by `scale`.
+    public func settingTimeToOpenScale(_ scale: Double) -> ScenarioFit {
+        var fit = self
+        for index in fit.campaigns.indices where fit.campaigns[index].deliveries > 0 { fit.campaigns[index].timeToOpenScale = scale }
+        return fit
+    }
+
+    /// Devices, per platform: every delivery and every tap of its largest campaign is a device
+    /// of its own, and its open workload finds a free device at its peak while earlier ones
+    /// still retry (the peak rate times a request's longest life under the retry rule).
+    mutating func sizeDevices() {
+        for platform in firstAttempts.keys.map(Self.platform(of:)) {
+            let most = campaigns.filter { $0.platform == platform }.map { max($0.taps, $0.deliveries) }.max() ?? 0
+            let peak = background[platform]?.max() ?? 0
+            devicesByPlatform[platform] = max(1, most, Int((peak * requestLifeSeconds).rounded(.up)))
+        }
+        devices = min(10_000_000, max(devicesByPlatform.values.reduce(0, +), effectiveAddresses))
     }
 
     /// The open workload of one platform: its first attempts other than opens, per minute as a

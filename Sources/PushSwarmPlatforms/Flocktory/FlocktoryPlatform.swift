@@ -28,6 +28,12 @@ public struct FlocktoryPlatform: Platform {
     public func logOperation(method: String, path: String) -> String? {
         FlocktoryMessages.operation(forPath: path)
     }
+
+    /// A shown push fetches its `iconUrl` (`/t/show/…`), a tapped one its `landingUrl`
+    /// (`/t/click/…`): both always, and nothing else does.
+    public var campaignTrace: CampaignTrace {
+        CampaignTrace(open: "flocktory.push_click", delivery: "flocktory.push_show")
+    }
 }
 
 struct FlocktoryConfiguration: PlatformConfiguration {

@@ -47,6 +47,15 @@ public struct SmartAppPushPlatform: Platform {
     public func logOperation(method: String, path: String) -> String? {
         SmartAppPushMessages.operation(forPath: path)
     }
+
+    /// A tap sends `POST /pushes/opened` ("only when the user **taps**"); a delivered push is a
+    /// `push_received` event on `/events`, beside every other event, from apps that send it
+    /// (`sendPushReceived`). The mock's 10 requests/s per IP is the spec's, set aside for the
+    /// log's own limit.
+    public var campaignTrace: CampaignTrace {
+        CampaignTrace(open: "smartapppush.pushes_opened", delivery: "smartapppush.events", deliveryIsShared: true,
+                      reportingDeliveries: [("sendPushReceived", true)], mockWithoutOwnLimit: [("rateLimitPerSecond", 1_000_000)])
+    }
 }
 
 /// SmartAppPush as one scenario configured it.
