@@ -4,6 +4,10 @@ import PushSwarmMetrics
 import PushSwarmNet
 
 enum BenchCommand: Command {
+    static let duration = TypedOption<TimeSpan>(
+        "--duration", "D", "How long (default 10s).",
+        problem: { "expected a duration above zero and at most 1h, such as 10s; found \"\($0)\"" }, read: { SharedOptions.duration($0, atMost: .hours(1)) }
+    )
     static let declaration = CommandDeclaration(
         synopsis: "pushswarm bench URL [--scenario FILE] [--connections N] [--duration D] [--json]",
         about: """
@@ -16,10 +20,7 @@ enum BenchCommand: Command {
         options: [
             OptionDeclaration("--scenario", "FILE", "Where the requests come from (default Scenarios/quickstart.json)."),
             OptionDeclaration("--connections", "N", "Connections (default 64).", check: OptionDeclaration.wholeNumber(1...10_000)),
-            OptionDeclaration(
-                "--duration", "D", "How long (default 10s).",
-                check: { SharedOptions.duration($0, atMost: .hours(1)) == nil ? "expected a duration above zero and at most 1h, such as 10s" : nil }
-            ),
+            duration.declaration,
             OptionDeclaration("--loops", "N", "Event loops (threads; default one per core).", check: OptionDeclaration.wholeNumber(1...1_024)),
             OptionDeclaration("--json", nil, "Print one JSON line instead of text."),
         ]
@@ -34,7 +35,7 @@ enum BenchCommand: Command {
         }
         // Checked as the words were parsed (BenchCommand.declaration).
         let connections = arguments.value("--connections").flatMap { Int($0) } ?? 64
-        let duration = arguments.value("--duration").flatMap { SharedOptions.duration($0, atMost: .hours(1)) } ?? .seconds(10)
+        let duration = arguments.value(duration) ?? .seconds(10)
         guard let scenario = PushSwarmCommand.loadScenario(arguments.value("--scenario") ?? "Scenarios/quickstart.json") else { return .badInput }
         let requests = await RequestSampler.sample(scenario, count: 20_000)
         guard !requests.isEmpty else {

@@ -38,14 +38,14 @@ enum CapacityCommand: Command {
                 simulated (default) or wall (each step in real time, against the
                 built-in mocks or --target).
                 """
-            ),
+            ).declaration,
             SharedOptions.target.help("Wall clock: the service to measure, as for `run`."),
             SharedOptions.insecure, SharedOptions.caFile,
             SharedOptions.warmUp.help("With --target: have the installs register before each step\n(default as for `run`)."),
             SharedOptions.noWarmUp.help("With --target: skip the installs' registration before each step."),
-            SharedOptions.seed, SharedOptions.devices,
-            SharedOptions.duration.help("Each step's length: seconds, or with units (90s, 30m)."),
-            SharedOptions.maxWaiting,
+            SharedOptions.seed.declaration, SharedOptions.devices.declaration,
+            SharedOptions.duration.help("Each step's length: seconds, or with units (90s, 30m).").declaration,
+            SharedOptions.maxWaiting.declaration,
             OptionDeclaration("--out", "DIR", "Write capacity.json into DIR instead of Reports/<run-id>."),
         ]
     )

@@ -24,7 +24,7 @@ enum MockCommand: Command {
             """,
         options: [
             OptionDeclaration("--listen", "ADDRESS:PORT", "Where to listen (default 127.0.0.1:8080; [::1]:8080 for IPv6)."),
-            SharedOptions.seed.help("Seed of the mocks' randomness (latency, faults)."),
+            SharedOptions.seed.help("Seed of the mocks' randomness (latency, faults).").declaration,
         ]
     )
 
@@ -54,13 +54,7 @@ enum MockCommand: Command {
                 }
             }
         }
-        if let text = arguments.value("--seed") {
-            guard let value = UInt64(text) else {
-                PushSwarmCommand.printError("--seed: expected a whole number from 0, found \"\(text)\"")
-                return .badInput
-            }
-            seed = value
-        }
+        if let value = arguments.value(SharedOptions.seed) { seed = value }
 
         let group = EventLoopGroup()
         // One share of the mocks per loop, by source address, unless a mock keeps state across

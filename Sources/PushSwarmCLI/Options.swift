@@ -156,3 +156,46 @@ extension Command {
         }
     }
 }
+
+/// An option whose value a command reads as a `Value`: one function both checks each value given
+/// (its declaration's `check`, as the words are parsed) and reads it for the command
+/// (`Arguments.value(_:)`), so that what is accepted and what is used cannot part (a check that
+/// took `--seed -1` while the read took nothing once left the scenario's seed in place).
+struct TypedOption<Value: Sendable>: Sendable {
+    let declaration: OptionDeclaration
+    let read: @Sendable (String) -> Value?
+
+    /// `problem`: what is said of a text `read` does not take.
+    init(_ name: String, _ value: String, _ help: String, problem: @escaping @Sendable (String) -> String, read: @escaping @Sendable (String) -> Value?) {
+        self.read = read
+        declaration = OptionDeclaration(name, value, help, check: { text in read(text) == nil ? problem(text) : nil })
+    }
+
+    private init(declaration: OptionDeclaration, read: @escaping @Sendable (String) -> Value?) {
+        self.declaration = declaration
+        self.read = read
+    }
+
+    var name: String { declaration.name }
+
+    /// The same option with the help another command gives it.
+    func help(_ text: String) -> TypedOption { TypedOption(declaration: declaration.help(text), read: read) }
+
+    /// The declaration, saying what `run --workers` does with it.
+    func shards(_ passing: OptionDeclaration.ShardPassing) -> OptionDeclaration { declaration.shards(passing) }
+
+    /// A whole number within `range`.
+    static func wholeNumber(_ name: String, _ value: String, _ help: String, in range: ClosedRange<Int>) -> TypedOption<Int> {
+        TypedOption<Int>(name, value, help, problem: { "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \"\($0)\"" }) { text in
+            Int(text).flatMap { range.contains($0) ? $0 : nil }
+        }
+    }
+}
+
+extension Arguments {
+    /// The option's last value, read as its declaration reads it: checked so as the words were
+    /// parsed (`CommandDeclaration.arguments`), so nil only where it was not given.
+    func value<Value>(_ option: TypedOption<Value>) -> Value? {
+        value(option.name).flatMap(option.read)
+    }
+}

@@ -5,6 +5,61 @@ import PushSwarmNet
 import PushSwarmSystem
 
 enum RunCommand: Command {
+    // The options of `run` alone whose values it reads as more than text.
+    static let shard = TypedOption<Shard>(
+        "--shard", "I/N",
+        """
+        Run only shard I of N: the devices the whole run has at those
+        indices (whole NAT addresses), for `pushswarm merge`, which
+        judges the thresholds on the whole run.
+        """,
+        problem: { "expected I/N with 1 <= I <= N, such as 2/4; found \"\($0)\"" }, read: Shard.init(parsing:)
+    )
+    static let workers = TypedOption<Int>.wholeNumber(
+        "--workers", "N",
+        """
+        Run the fleet as N shard processes on this machine and merge
+        them (more sockets than one process may open; more cores).
+        Each shard has its own built-in mock; see docs/distributed.md.
+        """,
+        in: 1...64
+    )
+    static let partitions = TypedOption<Int>.wholeNumber(
+        "--partitions", "P",
+        """
+        Run the fleet as P shared-nothing partitions in this process,
+        each on its own thread (an event loop in wall time) with its
+        own devices, scheduler and share of the built-in mocks (default:
+        one per core). Simulated results do not depend on P.
+        """,
+        in: 1...256
+    )
+    static let startAt = SharedOptions.instant(
+        "--start-at",
+        """
+        Wait until TIME (RFC 3339 or Unix seconds) before starting:
+        shards started one by one put their load on together.
+        """
+    )
+    static let start = SharedOptions.instant(
+        "--start",
+        """
+        The calendar the devices stamp their events with starts at TIME
+        (RFC 3339 or Unix seconds), overriding the scenario's "start".
+        Wall runs otherwise use the real time; simulated runs the
+        scenario's start.
+        """
+    )
+    static let metricsLinger = TypedOption<TimeSpan>(
+        "--metrics-linger", "D",
+        """
+        With --metrics-listen: after the report, keep serving the run's
+        final values for D (default 15s, one scrape interval; 0 for
+        none; Ctrl-C ends it), so that the last scrape sees the end.
+        """,
+        problem: { "expected a duration from 0 to 1h, such as 15s; found \"\($0)\"" }, read: SharedOptions.linger
+    )
+
     static let declaration = CommandDeclaration(
         synopsis: "pushswarm run FILE [options]",
         about: """
@@ -19,53 +74,12 @@ enum RunCommand: Command {
             // Each shard judges them too (its own report says so); the parent judges the merged run.
             SharedOptions.threshold.shards(.forwarded),
             SharedOptions.junit.shards(.parent("the parent writes the merged run's JUnit")),
-            OptionDeclaration(
-                "--shard", "I/N",
-                """
-                Run only shard I of N: the devices the whole run has at those
-                indices (whole NAT addresses), for `pushswarm merge`, which
-                judges the thresholds on the whole run.
-                """,
-                check: { Shard(parsing: $0) == nil ? "expected I/N with 1 <= I <= N, such as 2/4; found \"\($0)\"" : nil }
-            ).shards(.refused("the parent runs the shards itself")),
-            OptionDeclaration(
-                "--workers", "N",
-                """
-                Run the fleet as N shard processes on this machine and merge
-                them (more sockets than one process may open; more cores).
-                Each shard has its own built-in mock; see docs/distributed.md.
-                """,
-                check: OptionDeclaration.wholeNumber(1...64)
-            ).shards(.parent("the parent starts the shards")),
-            OptionDeclaration(
-                "--partitions", "P",
-                """
-                Run the fleet as P shared-nothing partitions in this process,
-                each on its own thread (an event loop in wall time) with its
-                own devices, scheduler and share of the built-in mocks (default:
-                one per core). Simulated results do not depend on P.
-                """,
-                check: OptionDeclaration.wholeNumber(1...256)
-            ).shards(.forwarded),
+            shard.shards(.refused("the parent runs the shards itself")),
+            workers.shards(.parent("the parent starts the shards")),
+            partitions.shards(.forwarded),
             SharedOptions.maxWaiting.shards(.forwarded),
-            OptionDeclaration(
-                "--start-at", "TIME",
-                """
-                Wait until TIME (RFC 3339 or Unix seconds) before starting:
-                shards started one by one put their load on together.
-                """,
-                check: SharedOptions.instantCheck
-            ).shards(.forwarded),
-            OptionDeclaration(
-                "--start", "TIME",
-                """
-                The calendar the devices stamp their events with starts at TIME
-                (RFC 3339 or Unix seconds), overriding the scenario's "start".
-                Wall runs otherwise use the real time; simulated runs the
-                scenario's start.
-                """,
-                check: SharedOptions.instantCheck
-            ).shards(.forwarded),
+            startAt.shards(.forwarded),
+            start.shards(.forwarded),
             OptionDeclaration(
                 "--metrics-listen", "A",
                 """
@@ -74,15 +88,7 @@ enum RunCommand: Command {
                 With --workers, the whole run's, added up from the shards.
                 """
             ).shards(.parent("the parent serves the whole run's metrics, added up from its shards")),
-            OptionDeclaration(
-                "--metrics-linger", "D",
-                """
-                With --metrics-listen: after the report, keep serving the run's
-                final values for D (default 15s, one scrape interval; 0 for
-                none; Ctrl-C ends it), so that the last scrape sees the end.
-                """,
-                check: { SharedOptions.linger($0) == nil ? "expected a duration from 0 to 1h, such as 15s; found \"\($0)\"" : nil }
-            ).shards(.parent("the parent serves the whole run's metrics")),
+            metricsLinger.shards(.parent("the parent serves the whole run's metrics")),
             OptionDeclaration(
                 "--run-id", "ID",
                 """
@@ -142,12 +148,12 @@ enum RunCommand: Command {
         if !arguments.flags.contains("--progress-json") {
             for note in notes { PushSwarmCommand.printError("note: \(note)") }
         }
-        let startAt = arguments.value("--start-at").flatMap(SharedOptions.instantSeconds).map { Date(timeIntervalSince1970: Double($0)) }
+        let startAt = arguments.value(Self.startAt).map { Date(timeIntervalSince1970: Double($0)) }
         do {
             scenario.thresholds += try PushSwarmCommand.thresholdArguments(arguments)
-            shard = arguments.value("--shard").flatMap(Shard.init(parsing:))
-            workers = arguments.value("--workers").flatMap { Int($0) }
-            partitions = arguments.value("--partitions").flatMap { Int($0) }
+            shard = arguments.value(Self.shard)
+            workers = arguments.value(Self.workers)
+            partitions = arguments.value(Self.partitions)
             if workers != nil {
                 for option in declaration.options where arguments.value(option.name) != nil || arguments.flags.contains(option.name) {
                     if case .refused(let why) = option.shards {
@@ -223,7 +229,7 @@ enum RunCommand: Command {
         }
         if let startAt, startAt > Date() {
             // Shards started one by one (by hand, by a scheduler) put their load on together.
-            if !arguments.flags.contains("--quiet") { print("waiting until \(arguments.value("--start-at") ?? "") to start (\(Int(startAt.timeIntervalSinceNow.rounded(.up))) s)") }
+            if !arguments.flags.contains("--quiet") { print("waiting until \(arguments.value(Self.startAt.name) ?? "") to start (\(Int(startAt.timeIntervalSinceNow.rounded(.up))) s)") }
             try? await Task.sleep(for: .seconds(startAt.timeIntervalSinceNow))
         }
         if let partitions, let note = Run.partitionCount(for: scenario, requested: partitions, usesBuiltInMocks: targetWords.isEmpty).note {
@@ -264,7 +270,7 @@ enum RunCommand: Command {
     /// Ctrl-C ends it, and a run stopped by one does not linger.
     static func linger(_ listeners: [any LiveEndpoint], arguments: Arguments) async {
         guard listeners.contains(where: { $0 is MetricsEndpoint }), Signals.interruptions == 0 else { return }
-        let linger = arguments.value("--metrics-linger").flatMap(SharedOptions.linger) ?? .seconds(15)
+        let linger = arguments.value(metricsLinger) ?? .seconds(15)
         guard linger > .zero else { return }
         if !arguments.flags.contains("--quiet") {
             print("serving the final metrics for \(linger) (--metrics-linger; Ctrl-C ends it)")
@@ -410,22 +416,22 @@ enum RunCommand: Command {
     /// (a minute of a day's scenario is a fair thing to run; the campaign at 6 pm is not in it).
     static func applyOverrides(_ arguments: Arguments, to scenario: inout Scenario) -> [String] {
         var notes: [String] = []
-        if let seed = arguments.value("--seed").flatMap({ UInt64($0) }) { scenario.seed = seed }
-        if let devices = arguments.value("--devices").flatMap({ Int($0) }) { scenario.devices = devices }
-        if let text = arguments.value("--duration"), let duration = SharedOptions.duration(text, atMost: .days(366)) {
+        if let seed = arguments.value(SharedOptions.seed) { scenario.seed = seed }
+        if let devices = arguments.value(SharedOptions.devices) { scenario.devices = devices }
+        if let duration = arguments.value(SharedOptions.duration) {
             let after = scenario.campaigns.indices.filter { scenario.campaigns[$0].at > duration }
             if !after.isEmpty {
                 let named = after.map { "\"\(scenario.campaigns[$0].name)\" at \(scenario.campaigns[$0].at) ($.campaigns[\($0)].at)" }
-                notes.append("--duration \(text) ends the run before \(after.count == 1 ? "a campaign" : "\(after.count) campaigns"), left out: \(named.joined(separator: ", "))")
+                notes.append("--duration \(arguments.value(SharedOptions.duration.name) ?? "") ends the run before \(after.count == 1 ? "a campaign" : "\(after.count) campaigns"), left out: \(named.joined(separator: ", "))")
             }
             scenario.duration = duration
         }
-        if let clock = arguments.value("--clock").flatMap(Scenario.ClockKind.init(rawValue:)) { scenario.clock = clock }
-        if let seconds = arguments.value("--start").flatMap(SharedOptions.instantSeconds) {
+        if let clock = arguments.value(SharedOptions.clock) { scenario.clock = clock }
+        if let seconds = arguments.value(start) {
             scenario.startUnixSeconds = seconds
             scenario.startIsExplicit = true
         }
-        if let count = arguments.value("--max-waiting").flatMap({ Int($0) }) {
+        if let count = arguments.value(SharedOptions.maxWaiting) {
             scenario.maximumWaiting = count
             let perSource = max(1, scenario.network.devicesPerSourceAddress)
             let addresses = (scenario.devices + perSource - 1) / perSource

@@ -2,19 +2,15 @@ import PushSwarmCore
 
 /// Options more than one command takes, declared once.
 enum SharedOptions {
-    static let seed = OptionDeclaration(
+    static let seed = TypedOption<UInt64>(
         "--seed", "N", "Seed for all randomness (default: the scenario's, else 1).\nThe same scenario and seed give the same summary.",
-        check: { UInt64($0) == nil ? "expected a whole number from 0, found \"\($0)\"" : nil }
+        problem: { "expected a whole number from 0, found \"\($0)\"" }, read: { UInt64($0) }
     )
-    static let devices = OptionDeclaration(
-        "--devices", "N", "Number of devices, overriding the scenario.", check: OptionDeclaration.wholeNumber(1...10_000_000)
-    )
-    static let duration = OptionDeclaration(
+    static let devices = TypedOption<Int>.wholeNumber("--devices", "N", "Number of devices, overriding the scenario.", in: 1...10_000_000)
+    static let duration = TypedOption<TimeSpan>(
         "--duration", "D", "Run length: seconds, or with units (90s, 30m, 24h).",
-        check: { text in
-            duration(text, atMost: .days(366)) == nil
-                ? "expected a duration above zero and at most 366 days, such as 3600, 90s, 30m or 24h; found \"\(text)\"" : nil
-        }
+        problem: { "expected a duration above zero and at most 366 days, such as 3600, 90s, 30m or 24h; found \"\($0)\"" },
+        read: { duration($0, atMost: .days(366)) }
     )
 
     /// A duration above zero and at most `limit`, as `--duration` takes it.
@@ -35,11 +31,13 @@ enum SharedOptions {
         return RFC3339.parse(text).map { $0 / 1_000_000 }
     }
 
-    /// The check of `--start` and `--start-at`.
-    static let instantCheck = OptionDeclaration.parsed("an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds", by: instantSeconds)
-    static let clock = OptionDeclaration(
+    /// An instant option (`--start`, `--start-at`): Unix seconds.
+    static func instant(_ name: String, _ help: String) -> TypedOption<Int64> {
+        TypedOption(name, "TIME", help, problem: { "expected an instant as RFC 3339 (2026-11-22T02:00:00Z) or Unix seconds, found \"\($0)\"" }, read: instantSeconds)
+    }
+    static let clock = TypedOption<Scenario.ClockKind>(
         "--clock", "KIND", "simulated (default): discrete-event time, no waiting.\nwall: real time over real sockets.",
-        check: OptionDeclaration.oneOf(["simulated", "wall"])
+        problem: { "expected simulated or wall, found \"\($0)\"" }, read: { Scenario.ClockKind(rawValue: $0) }
     )
     static let target = OptionDeclaration(
         "--target", "URL",
@@ -62,7 +60,7 @@ enum SharedOptions {
         """
     )
     static let junit = OptionDeclaration("--junit", "FILE", "Write one JUnit test case per threshold to FILE.")
-    static let maxWaiting = OptionDeclaration(
+    static let maxWaiting = TypedOption<Int>.wholeNumber(
         "--max-waiting", "N",
         """
         The most requests (queued on devices or in flight) this process
@@ -70,7 +68,7 @@ enum SharedOptions {
         counted (default: one per device, at least 100,000, about
         1 KB each; counted in the memory check).
         """,
-        check: OptionDeclaration.wholeNumber(1...1_000_000_000)
+        in: 1...1_000_000_000
     )
     static let warmUp = OptionDeclaration(
         "--warm-up", nil,

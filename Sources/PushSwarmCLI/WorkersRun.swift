@@ -29,7 +29,7 @@ enum WorkersRun {
             // One calendar for every worker: today's, as this process reads it (from when they
             // all start, with --start-at).
             let now = Int64(Date().timeIntervalSince1970)
-            let calendarStart = arguments.value("--start-at").flatMap(SharedOptions.instantSeconds) ?? now
+            let calendarStart = arguments.value(RunCommand.startAt) ?? now
             forwarded += ["--start", String(max(now, calendarStart))]
         }
         return forwarded

@@ -98,6 +98,25 @@ import Testing
         }
     }
 
+    /// Issue 49, item 5: an option's value is read by the function that checked it
+    /// (`TypedOption`), so what `run` accepted is what it uses: each override reaches the
+    /// scenario as the value given, and the workers' options as numbers.
+    @Test func typedOptionsReachTheRunAsGiven() throws {
+        let declaration = RunCommand.declaration
+        let arguments = try #require(try declaration.arguments([
+            "FILE", "--seed", "18446744073709551615", "--devices", "12", "--duration", "90s", "--clock", "wall",
+            "--start", "2026-11-22T02:00:00Z", "--max-waiting", "5", "--workers", "3", "--partitions", "4", "--shard", "2/3",
+            "--metrics-linger", "0",
+        ]))
+        var scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(try Data(contentsOf: URL(fileURLWithPath: path("Scenarios/quickstart.json")))))
+        _ = RunCommand.applyOverrides(arguments, to: &scenario)
+        #expect(scenario.seed == UInt64.max && scenario.devices == 12 && scenario.duration == .seconds(90) && scenario.clock == .wall)
+        #expect(scenario.startUnixSeconds == 1_795_312_800 && scenario.startIsExplicit && scenario.maximumWaiting == 5)
+        #expect(arguments.value(RunCommand.workers) == 3 && arguments.value(RunCommand.partitions) == 4)
+        #expect(arguments.value(RunCommand.shard).map { "\($0.index)/\($0.count)" } == "2/3")
+        #expect(arguments.value(RunCommand.metricsLinger) == .zero && arguments.value(RunCommand.startAt) == nil)
+    }
+
     /// A value that passes every declared check.
     private static func goodValue(for option: String) -> String {
         switch option {
