@@ -181,7 +181,7 @@ enum FitCommand: Command {
         } else if profile.rateLimited == 0 {
             lines.append("per-address limit: none reached (no 429)")
         }
-        let counts = profile.perAddress.values.sorted()
+        let counts = profile.perAddressCounts.sorted()
         if let most = counts.last {
             lines.append("client addresses \(group(counts.count)) · requests per address: median \(group(counts[counts.count / 2])), most \(group(most))")
         }

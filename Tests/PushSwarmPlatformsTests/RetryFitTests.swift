@@ -97,6 +97,23 @@ import Testing
         #expect(fit.rule.maxRetries == 3, "\(fit.rule)")
     }
 
+    /// Issue 49, item 11: what `fit` keeps of a request is 16 bytes (a 10⁷-line log from 10⁶
+    /// addresses fits under 1 GiB: Benchmarks/fit-memory.sh), its duration kept or not, and the
+    /// limiter reads only the addresses it samples, with the same result as from all of them.
+    @Test func aKeptRequestIsSixteenBytesAndTheLimiterConvertsOnlyItsSample() throws {
+        typealias Kept = LogProfile.LoggedRequest
+        #expect(MemoryLayout<Kept>.stride == 16)
+        #expect(Kept(microseconds: 1, durationMicroseconds: nil, operation: 0, status: 200).durationMicroseconds == nil)
+        #expect(Kept(microseconds: 1, durationMicroseconds: 1_234, operation: 0, status: 200).durationMicroseconds == 1_234)
+        #expect(Kept(microseconds: 1, durationMicroseconds: -5, operation: 0, status: 200).durationMicroseconds == 0)
+        #expect(Kept(microseconds: 1, durationMicroseconds: .max, operation: 0, status: 200).durationMicroseconds == Int64(UInt32.max - 1))
+        // More addresses than the limiter samples (64).
+        let (profile, _) = log(initial: 1, multiplier: 2, cap: 8, refusals: 4, jittered: false, addresses: 100, requests: 40)
+        #expect(profile.byAddress.count > LimiterFit.addressLimit)
+        let fitted = try #require(profile.fitLimiter())
+        #expect(fitted == LimiterFit.fit(profile.limiterOutcomes))
+    }
+
     @Test func retriesAtDrawnDelaysAreTakenForJitter() throws {
         let (profile, _) = log(initial: 1, multiplier: 2, cap: 8, refusals: 4, jittered: true)
         let fit = try #require(RetryFit.fit(profile))

@@ -54,13 +54,19 @@ public struct LimiterFit: Sendable, Equatable {
     /// once they hold `requestLimit` requests, no more: what the limiter and the retry rule are
     /// fitted to. Returns them and their requests.
     static func mostRefused<Element>(_ addresses: [[Element]], refused: (Element) -> Bool) -> (addresses: [[Element]], requests: Int) {
+        mostRefused(addresses, refused: refused, counted: { _ in true })
+    }
+
+    /// `mostRefused` where only the elements `counted` takes are the address's requests (the
+    /// sample is chosen before they are converted to what the fit reads).
+    static func mostRefused<Element>(_ addresses: [[Element]], refused: (Element) -> Bool, counted: (Element) -> Bool) -> (addresses: [[Element]], requests: Int) {
         var sample: [[Element]] = []
         var taken = 0
-        let counted = addresses.map { ($0, $0.count(where: refused)) }.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 }
-        for (address, _) in counted {
+        let ranked = addresses.map { ($0, $0.count(where: refused)) }.filter { $0.1 > 0 }.sorted { $0.1 > $1.1 }
+        for (address, _) in ranked {
             guard sample.count < addressLimit, taken < requestLimit || sample.isEmpty else { break }
             sample.append(address)
-            taken += address.count
+            taken += address.count(where: counted)
         }
         return (sample, taken)
     }

@@ -30,15 +30,26 @@ public struct LogProfile: Sendable {
 
     public init() {}
 
-    /// One request as the fits need it: 32 bytes, so a log of millions fits in memory.
+    /// One request as the fits need it: 16 bytes, so a log of tens of millions fits in memory.
     public struct LoggedRequest: Sendable, Equatable {
         /// Its start, Unix microseconds.
         public var microseconds: Int64
-        /// How long it took, where the log says.
-        public var durationMicroseconds: Int64?
+        /// How long it took in microseconds, `UInt32.max` where the log does not say (a duration
+        /// past 71 minutes is held as 71 minutes: no limiter or retry fit looks that far).
+        private var duration: UInt32
         /// Its operation, an index into `operationNames`.
         public var operation: UInt16
         public var status: Int16
+
+        public init(microseconds: Int64, durationMicroseconds: Int64?, operation: UInt16, status: Int16) {
+            self.microseconds = microseconds
+            duration = durationMicroseconds.map { UInt32(clamping: max(0, min($0, Int64(UInt32.max - 1)))) } ?? .max
+            self.operation = operation
+            self.status = status
+        }
+
+        /// How long it took, where the log says.
+        public var durationMicroseconds: Int64? { duration == .max ? nil : Int64(duration) }
         /// When its answer left the service: where a client's retry delay starts.
         public var endMicroseconds: Int64 { microseconds + (durationMicroseconds ?? 0) }
     }
@@ -76,14 +87,14 @@ public struct LogProfile: Sendable {
     /// Requests held for the fits (those of known operations).
     public private(set) var kept = 0
 
-    /// About what the profile holds, in bytes: each request kept (32 bytes, with the slack of
+    /// About what the profile holds, in bytes: each request kept (16 bytes, with the slack of
     /// growing arrays), each address (its key, its array's header and the allocator's share) and
     /// each second counted. What `fit` weighs against the memory it may use.
     public var estimatedBytes: Int {
         kept * Self.bytesPerRequest + byAddress.count * Self.bytesPerAddress + (perSecond.count + rateLimitedPerSecond.count) * 48
     }
 
-    public static let bytesPerRequest = 48
+    public static let bytesPerRequest = 24
     public static let bytesPerAddress = 160
 
     /// Puts each address's requests in time order (a log is in the order requests ended); the
@@ -96,18 +107,25 @@ public struct LogProfile: Sendable {
 
     /// Each address's 2xx (admitted) and 429 (refused) requests, in time order once
     /// `sortByTime` has run: what the limiter is fitted to.
-    public var limiterOutcomes: [[LimiterFit.Request]] {
-        byAddress.values.map { requests in
+    public var limiterOutcomes: [[LimiterFit.Request]] { Self.outcomes(Array(byAddress.values)) }
+
+    static func outcomes(_ addresses: [[LoggedRequest]]) -> [[LimiterFit.Request]] {
+        addresses.map { requests in
             requests.compactMap { request in
-                guard (200..<300).contains(request.status) || request.status == 429 else { return nil }
+                guard Self.isOutcome(request) else { return nil }
                 return LimiterFit.Request(microseconds: request.microseconds, admitted: request.status != 429, durationMicroseconds: request.durationMicroseconds)
             }
         }
     }
 
-    /// The per-address limit the 429s show (`LimiterFit`); nil when nothing was refused.
+    private static func isOutcome(_ request: LoggedRequest) -> Bool { (200..<300).contains(request.status) || request.status == 429 }
+
+    /// The per-address limit the 429s show (`LimiterFit`); nil when nothing was refused. Only
+    /// the addresses the fit samples (`LimiterFit.mostRefused`, chosen on the kept requests) are
+    /// converted: converting every address's once took 32 bytes a request of the whole log.
     public func fitLimiter() -> LimiterFit? {
-        LimiterFit.fit(limiterOutcomes)
+        let (sample, _) = LimiterFit.mostRefused(Array(byAddress.values), refused: { $0.status == 429 }, counted: Self.isOutcome)
+        return LimiterFit.fit(Self.outcomes(sample))
     }
 
     /// The Unix second a microsecond instant lies in (floor, before 1970 too).
@@ -115,8 +133,8 @@ public struct LogProfile: Sendable {
         microseconds >= 0 ? microseconds / 1_000_000 : -((-microseconds + 999_999) / 1_000_000)
     }
 
-    /// Requests per client address.
-    public var perAddress: [String: Int] { byAddress.mapValues(\.count) }
+    /// Requests per client address, in no order (no table of 10⁶ addresses built for them).
+    public var perAddressCounts: [Int] { byAddress.values.map(\.count) }
 
     /// Requests of known operations.
     public var requests: Int { operations.values.reduce(0) { $0 + $1.requests } }

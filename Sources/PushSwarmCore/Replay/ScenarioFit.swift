@@ -103,6 +103,11 @@ public struct ScenarioFit: Sendable {
         let rule = retry?.rule
         // First attempts by platform and operation, in time order.
         var firsts: [String: [(microseconds: Int64, operation: UInt16)]] = [:]
+        // Room for each platform's requests at once: grown by doubling, the arrays of a log of
+        // 10⁷ lines held twice what they needed.
+        var sizes: [String: Int] = [:]
+        for (name, operation) in profile.operations { sizes[Self.platform(of: name), default: 0] += operation.requests }
+        for (platform, size) in sizes { firsts[platform, default: []].reserveCapacity(size) }
         var durations: [Int64] = []
         // Per operation, where the windows that took no retry ended: as many retries came
         // outside them and were labelled first attempts.
@@ -149,7 +154,7 @@ public struct ScenarioFit: Sendable {
         // The network: devices spread evenly over addresses as many as the log's carry its load
         // (the participation ratio of requests per address: n for n equal addresses, near the
         // heavy ones' count when a few NATs carry most).
-        let counts = profile.perAddress.values.map(Double.init)
+        let counts = profile.perAddressCounts.map(Double.init)
         fit.addresses = counts.count
         let sum = counts.reduce(0, +)
         let squares = counts.reduce(0) { $0 + $1 * $1 }
