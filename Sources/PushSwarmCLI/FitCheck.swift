@@ -73,18 +73,18 @@ enum FitCheck {
     /// send there, per tap, is taken out.
     static func takingTapsOutOfDeliveries(_ fit: ScenarioFit, retry: RetryFit?) async throws -> ScenarioFit {
         var taps: [String: Int] = [:]
-        for campaign in fit.campaigns where campaign.deliveryExcess != nil && fit.traces[campaign.platform]?.deliveryIsShared == true {
+        for campaign in fit.campaigns where campaign.deliveryExcess != nil && fit.trace(of: campaign.platform).deliveryIsShared {
             taps[campaign.platform, default: 0] += campaign.taps
         }
         guard !taps.isEmpty else { return fit }
-        let text = fit.tapProbe().scenario(name: "tap-probe", source: .init(files: [], lines: 0, records: 0), limiter: nil, retry: retry)
-        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
-        let metrics = await Run.simulated(scenario).run().summary(runID: "tap-probe", version: PushSwarmCommand.version).metrics
+        let metrics = try await simulated(fit.tapProbe(), limiter: nil, retry: retry)
         var perTap: [String: Double] = [:]
         for (platform, count) in taps {
-            guard let delivery = fit.traces[platform]?.delivery else { continue }
-            // Per tap that happened within the window (one the probe's end cut off sent nothing).
-            let tapped = Int(metrics.counters["notifications.tapped"] ?? 0)
+            let trace = fit.trace(of: platform)
+            guard let delivery = trace.delivery, let open = trace.open else { continue }
+            // Per tap that happened within the window (one the probe's end cut off sent nothing):
+            // each sent its open once (no limit, no retry).
+            let tapped = Int(metrics.operations[open]?.sent ?? 0)
             perTap[platform] = Double(metrics.operations[delivery]?.sent ?? 0) / Double(max(1, min(count, tapped)))
         }
         return fit.settingTapRequests(perTap)
@@ -100,23 +100,27 @@ enum FitCheck {
     /// opens left already send as many, they stay.
     static func takingQueuesOutOfTaps(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?, requests: Int) async throws -> ScenarioFit {
         guard let limiter, limiter.isConvincing, fit.campaigns.contains(where: { $0.deliveries > 0 }) else { return fit }
-        let decoder = ScenarioDecoder(platforms: PlatformRegistry.all)
-        func simulated(_ scale: Double) async throws -> Int {
-            let text = fit.settingTimeToOpenScale(scale).scenario(name: "time-to-open", source: .init(files: [], lines: 0, records: 0), limiter: limiter, retry: retry)
-            let result = await Run.simulated(try decoder.decode(text: Array(text.utf8))).run()
-            return Int(result.summary(runID: "time-to-open", version: PushSwarmCommand.version).metrics.sent)
+        func miss(_ scale: Double) async throws -> Int {
+            Int(try await simulated(fit.settingTimeToOpenScale(scale), limiter: limiter, retry: retry).sent) - requests
         }
         var high = 1.0
-        var best = (scale: 1.0, miss: try await simulated(1.0) - requests)
+        var best = (scale: 1.0, miss: try await miss(1.0))
         guard best.miss < 0 else { return fit }
         var low = 0.05
         for _ in 0..<6 {
             let middle = (low * high).squareRoot()
-            let miss = try await simulated(middle) - requests
-            if abs(miss) < abs(best.miss) { best = (middle, miss) }
-            if miss < 0 { high = middle } else { low = middle }
+            let missed = try await miss(middle)
+            if abs(missed) < abs(best.miss) { best = (middle, missed) }
+            if missed < 0 { high = middle } else { low = middle }
         }
         return fit.settingTimeToOpenScale((best.scale * 1_000).rounded() / 1_000)
+    }
+
+    /// A variant of the fit, run in simulated time as `run` would read it: its measurements.
+    private static func simulated(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?) async throws -> RunMetrics {
+        let text = fit.scenario(name: "fit-probe", source: .init(files: [], lines: 0, records: 0), limiter: limiter, retry: retry)
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+        return await Run.simulated(scenario).run().summary(runID: "fit-probe", version: PushSwarmCommand.version).metrics
     }
 
     /// What the fit found, in a few lines.

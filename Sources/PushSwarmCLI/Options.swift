@@ -51,12 +51,12 @@ struct OptionDeclaration: Sendable {
 
     /// A check: a whole number within `range`.
     static func wholeNumber(_ range: ClosedRange<Int>) -> @Sendable (String) -> String? {
-        { text in
-            guard let number = Int(text), range.contains(number) else {
-                return "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \"\(text)\""
-            }
-            return nil
-        }
+        { text in Int(text).map(range.contains) == true ? nil : wholeNumberProblem(range, text) }
+    }
+
+    /// What is said of a value that is not a whole number within `range`.
+    static func wholeNumberProblem(_ range: ClosedRange<Int>, _ text: String) -> String {
+        "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \"\(text)\""
     }
 
     /// A check: a value `parse` reads; otherwise described as `expected`.
@@ -186,7 +186,7 @@ struct TypedOption<Value: Sendable>: Sendable {
 
     /// A whole number within `range`.
     static func wholeNumber(_ name: String, _ value: String, _ help: String, in range: ClosedRange<Int>) -> TypedOption<Int> {
-        TypedOption<Int>(name, value, help, problem: { "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \"\($0)\"" }) { text in
+        TypedOption<Int>(name, value, help, problem: { OptionDeclaration.wholeNumberProblem(range, $0) }) { text in
             Int(text).flatMap { range.contains($0) ? $0 : nil }
         }
     }

@@ -107,7 +107,7 @@ public struct LogProfile: Sendable {
 
     /// Each address's 2xx (admitted) and 429 (refused) requests, in time order once
     /// `sortByTime` has run: what the limiter is fitted to.
-    public var limiterOutcomes: [[LimiterFit.Request]] { Self.outcomes(Array(byAddress.values)) }
+    var limiterOutcomes: [[LimiterFit.Request]] { Self.outcomes(Array(byAddress.values)) }
 
     static func outcomes(_ addresses: [[LoggedRequest]]) -> [[LimiterFit.Request]] {
         addresses.map { requests in

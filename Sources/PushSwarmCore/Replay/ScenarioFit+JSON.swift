@@ -68,7 +68,7 @@ extension ScenarioFit {
             let name = "\(campaign.platform)-\(index + 1)"
             let at = max(0, campaign.atMicroseconds - start * 1_000_000)
             let (timeToOpen, why) = Self.distribution(campaign.tapOffsetsMicroseconds, of: "taps")
-            let trace = traces[campaign.platform] ?? CampaignTrace()
+            let trace = trace(of: campaign.platform)
             let opens = "the first attempts of \(trace.open ?? "opens") from \(Self.time(campaign.atMicroseconds + (campaign.openOffsetsMicroseconds.first ?? 0))) to \(Self.time(campaign.lastOpenMicroseconds)) (opens more than \(Self.campaignGapMicroseconds / 60_000_000) min apart are campaigns of their own)"
             if campaign.deliveries > 0 {
                 reporting.insert(campaign.platform)
@@ -99,7 +99,7 @@ extension ScenarioFit {
         for platform in platforms {
             var mock: [(String, JSONValue)] = []
             if let service = serviceMicroseconds { mock.append(("latency", ["constant": .string(Self.span(max(1_000, service)))])) }
-            mock += (traces[platform] ?? CampaignTrace()).mockWithoutOwnLimit
+            mock += trace(of: platform).mockWithoutOwnLimit
             if let limiter, limiter.isConvincing {
                 var rule: [(String, JSONValue)] = [("algorithm", "leakyBucket"), ("rate", .string(Self.rate(limiter.perSecond))), ("burst", .number(Double(limiter.burst)))]
                 if limiter.nodelay ?? true { rule.append(("nodelay", true)) }
@@ -114,7 +114,7 @@ extension ScenarioFit {
                     "whenExhausted": "drop", "jitter": .string(rule.jitter.rawValue),
                 ]]))
             }
-            if reportsDeliveries, reporting.contains(platform) { section += (traces[platform] ?? CampaignTrace()).reportingDeliveries }
+            if reporting.contains(platform) { section += trace(of: platform).reportingDeliveries }
             section.append(("mock", .object(JSONObject(mock))))
             sections.append((platform, .object(JSONObject(section))))
         }

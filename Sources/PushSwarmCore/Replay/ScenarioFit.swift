@@ -60,8 +60,9 @@ public struct ScenarioFit: Sendable {
         /// open's first attempt waited in its device's queue behind its refused requests.
         public var timeToOpenScale = 1.0
 
-        /// The end of the window the campaign's load is counted in: a minute after its last open.
-        public var windowEndMicroseconds: Int64 { lastOpenMicroseconds + 60_000_000 }
+        /// The end of the window the campaign's load is counted in: a minute after its last open,
+        /// or the log's end before it.
+        public var windowEndMicroseconds: Int64
     }
 
     public var start: Int64
@@ -87,9 +88,9 @@ public struct ScenarioFit: Sendable {
     public var requestLifeSeconds = 1.0
     /// What each platform's campaigns leave in a log (`fit`'s `traces`).
     public var traces: [String: CampaignTrace] = [:]
-    /// Whether the scenario's devices report deliveries where the log showed them (not in
-    /// `tapProbe`).
-    public var reportsDeliveries = true
+
+    /// What `platform`'s campaigns leave in a log (nothing known: an empty trace).
+    public func trace(of platform: String) -> CampaignTrace { traces[platform] ?? CampaignTrace() }
 
     /// Fits the parts of a scenario to a profile whose requests are in time order.
     /// `traces`: what each platform's campaigns leave in a log, by platform name
@@ -142,7 +143,7 @@ public struct ScenarioFit: Sendable {
         for platform in firsts.keys.sorted() {
             var requests = firsts[platform] ?? []
             requests.sort { $0.microseconds < $1.microseconds }
-            let trace = traces[platform] ?? CampaignTrace()
+            let trace = fit.trace(of: platform)
             let index = { (name: String?) in name.flatMap { profile.operationNames.firstIndex(of: $0) }.map(UInt16.init) }
             let openIndex = index(trace.open)
             let found = Self.campaigns(platform: platform, requests: requests, open: openIndex, delivery: index(trace.delivery), late: openIndex.flatMap { late[$0] } ?? [],
@@ -226,7 +227,7 @@ public struct ScenarioFit: Sendable {
             }
             let at = firstTap ?? group[0]
             var campaign = Campaign(platform: platform, atMicroseconds: at, taps: taps, burstOffsetsMicroseconds: burst,
-                                    openOffsetsMicroseconds: group.map { $0 - at }, lastOpenMicroseconds: group[group.count - 1])
+                                    openOffsetsMicroseconds: group.map { $0 - at }, lastOpenMicroseconds: group[group.count - 1], windowEndMicroseconds: windowEnd)
             if let delivery {
                 // The delivery operation's first attempts in the window, less its rate before it.
                 let rate = held < 30_000_000 ? 0 : Double(before.filter { $0.operation == delivery }.count) / Double(held)
@@ -295,13 +296,13 @@ public struct ScenarioFit: Sendable {
     }
 
     /// The scenario `settingTapRequests` needs simulated: the fit's taps alone, each where its
-    /// open's first attempt was in the log, no delivery reported, no limit and no open workload,
-    /// to the end of the last campaign's window. What it sends on a shared delivery operation,
-    /// per tap, is the taps' share of that operation's excess.
+    /// open's first attempt was in the log, no delivery reported (no campaign has deliveries, so
+    /// none writes the setting that reports them), no open workload, to the end of the last
+    /// campaign's window. What it sends on a shared delivery operation, per tap, is the taps'
+    /// share of that operation's excess.
     public func tapProbe() -> ScenarioFit {
         var probe = self
         probe.background = [:]
-        probe.reportsDeliveries = false
         for index in probe.campaigns.indices {
             probe.campaigns[index].deliveries = 0
             probe.campaigns[index].burstOffsetsMicroseconds = probe.campaigns[index].openOffsetsMicroseconds.map { max(0, $0) }.sorted()

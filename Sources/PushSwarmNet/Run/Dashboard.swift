@@ -95,8 +95,9 @@ public final class Dashboard: LiveEndpoint {
         let clock = { (seconds: Double) in Story.clock(max(0, seconds), long: false) }
         var status = "\(clock(progress.elapsed.seconds)) of \(clock(progress.duration.seconds)) (\(Int((share * 100).rounded())) %)"
         // A --workers shard that ended early: its counts above are its last, not live.
-        for (number, standing) in (progress.shards ?? []).enumerated() {
-            if case .stopped(let why) = standing { status += " · shard \(number + 1)/\(progress.shards?.count ?? 0) stopped (\(why)): its counts are its last" }
+        let shards = progress.shards ?? []
+        for (number, standing) in shards.enumerated() {
+            if case .stopped(let why) = standing { status += " · shard \(number + 1)/\(shards.count) stopped (\(why)): its counts are its last" }
         }
         return [
             "scenario": .string(scenario), "status": .string(status),
