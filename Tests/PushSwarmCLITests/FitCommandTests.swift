@@ -139,7 +139,7 @@ import Testing
             let (found, lag) = try await fitAnIncident(fixture)
             problems = found
             if problems.isEmpty || lag <= 2 { break }
-            print("the incident, attempt \(attempt), recorded with generator lag p99 \(lag) ms: \(problems.count) problems; again")
+            print("the incident \(fixture), attempt \(attempt), recorded with generator lag p99 \(lag) ms: \(problems.count) problems; again: \(problems.joined(separator: " / ").prefix(600))")
         }
         for problem in problems { Issue.record(Comment(rawValue: problem)) }
     }

@@ -56,7 +56,7 @@ import Testing
         return result
     }
 
-    @Test(arguments: [(0.5, 2.0, 2.0, 3), (1.0, 2.0, 8.0, 4), (2.0, 1.5, 4.5, 3), (0.25, 3.0, 2.25, 3)])
+    @Test(arguments: [(0.5, 2.0, 2.0, 3), (1.0, 2.0, 8.0, 4), (2.0, 1.5, 4.5, 3), (0.25, 3.0, 2.25, 3), (1.0, 2.0, 60.0, 3)])
     func retriesAtFixedDelaysAreFoundWithTheirRule(initial: Double, multiplier: Double, cap: Double, refusals: Int) throws {
         let (profile, retries) = log(initial: initial, multiplier: multiplier, cap: cap, refusals: refusals, jittered: false)
         let fit = try #require(RetryFit.fit(profile))
@@ -64,6 +64,8 @@ import Testing
         // The delays the clients used, retry by retry (a cap above the last used cannot show).
         let delays = (1...refusals).map { attempt in Int64((min(cap, initial * pow(multiplier, Double(attempt - 1))) * 1_000_000).rounded()) }
         #expect((1...refusals).map { fit.rule.delay(attempt: $0) } == delays, "\(fit.rule)")
+        // The cap written is the last delay used, not one beyond it that no retry shows.
+        #expect(fit.rule.maxDelayMicroseconds == delays.last, "\(fit.rule)")
         #expect(fit.rule.maxRetries == refusals, "\(fit.rule)")
         // Around the turnaround the retries showed: 2 ms after their delays.
         #expect(fit.rule.window == 1_000...12_000, "\(fit.rule.window)")

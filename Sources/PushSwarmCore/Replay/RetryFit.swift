@@ -259,6 +259,11 @@ public struct RetryFit: Sendable, Equatable {
             maxRetries = attempt
         }
         rule.maxRetries = max(1, maxRetries)
+        // A cap past the last retry's delay is in no log (no retry waited for it), and the search,
+        // scoring every candidate to `mostRetries`, took any cap beyond it that chance favoured
+        // (on a busy machine, 8 s for the spec's 1, 2, 4 s): the rule says the longest delay
+        // its retries waited. Each retry's delay is the same.
+        rule.maxDelayMicroseconds = rule.delay(attempt: rule.maxRetries)
         return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
     }
 }
