@@ -160,6 +160,7 @@ public final class Run: @unchecked Sendable {
             for await result in group { results.append(result) }
             return results
         }
+        board?.finish()
         for thread in threads { thread.stop() }
         var result = merge(results)
         result.wallSeconds = Date().timeIntervalSince(wallStart)
