@@ -192,14 +192,12 @@ import PushSwarmTestSupport
             #expect(!outcome.error.contains("warning:"), "\(file): \(outcome.error)")
         }
         // One that does is told which groups and how many addresses would fit: the nightly with
-        // 400 installs an address (50 addresses) and the spec's limit offers SmartAppPush 36/s each.
+        // 400 installs an address (50 addresses) offers SmartAppPush's 36/s each.
         let directory = NSTemporaryDirectory() + "pushswarm-overrun-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let nightly = try String(contentsOfFile: Self.root.path + "/Scenarios/nightly.json", encoding: .utf8)
-        // The nightly at SmartAppPush's spec limit (it lifts its mock's) and 400 installs an address.
-        let crowded = nightly.replacingOccurrences(of: #""devicesPerSourceIP": 100"#, with: #""devicesPerSourceIP": 400"#)
-            .replacingOccurrences(of: #", "rateLimitPerSecond": 1000000"#, with: "")
+        let crowded = nightly.replacingOccurrences(of: #""devicesPerSourceIP": 20"#, with: #""devicesPerSourceIP": 400"#)
         #expect(crowded != nightly)
         try crowded.write(toFile: directory + "/crowded.json", atomically: true, encoding: .utf8)
         let warned = try await run(["validate", directory + "/crowded.json"])

@@ -44,9 +44,10 @@ import Testing
         try slower.write(toFile: directory + "/slower.json", atomically: true, encoding: .utf8)
 
         /// One night: the recipe's run against `service` (a mock on a free port). A night whose
-        /// generator fell behind is run again (up to ten times; the nightly of 20 installs an
-        /// address, spread arrivals and the mocks at their spec limits needed more than six beside
-        /// the other suites on CI's two cores), as a nightly job does on
+        /// generator fell behind is run again (up to ten times; while the progress report was
+        /// merged on a partition's loop, the nightly at 20 installs an address needed more than six
+        /// beside the other suites on CI's two cores, and the tails of two nights that did not fall
+        /// behind still differed by its stalls), as a nightly job does on
         /// `compare`'s exit 3: on a CI machine the test suites beside this one run 60 threads at
         /// times, and a run then starts what is due over a second late. It says so itself
         /// (`generatorFellBehind`, the rule `compare` uses), so the pair compared is two runs
