@@ -120,7 +120,23 @@ struct FakePlatform: Platform {
     @Test func anUnknownKeyListsTheKeysThatAreAllowed() {
         let error = error(#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": {"devicesPerIP": 3}}"#)
         #expect(error?.path == "$.network.devicesPerIP")
-        #expect(error?.message == "unknown key; expected one of: connectionsPerSourceIP, devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
+        #expect(error?.message == "unknown key; expected one of: connections, connectionsPerSourceIP, devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
+    }
+
+    /// `network.connections`: the address's shared pool unless a scenario gives each install its
+    /// own; another word is refused at its path, naming the choices.
+    @Test func whoseConnectionsIsReadAndChecked() throws {
+        func scenario(_ network: String) -> String {
+            #"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": "# + network + "}"
+        }
+        #expect(try decode(scenario("{}")).network.connections == .perAddress)
+        #expect(try decode(scenario(#"{"connections": "perDevice"}"#)).network.connections == .perDevice)
+        #expect(try decode(scenario(#"{"connections": "perAddress"}"#)).network.connections == .perAddress)
+        let refused = error(scenario(#"{"connections": "perPhone"}"#))
+        #expect(refused?.path == "$.network.connections")
+        #expect(refused?.message == #""perPhone" is not one of: perAddress, perDevice"#)
+        #expect(ConnectionStack.okHttp == ConnectionStack(maxConnectionsPerHost: 5, idleTimeout: .minutes(5)))
+        #expect(OperatingSystem.android.connectionStack == .okHttp && OperatingSystem.ios.connectionStack == .urlSession)
     }
 
     /// The warm-up of wall runs against a real target: on unless set off, paced and bounded.

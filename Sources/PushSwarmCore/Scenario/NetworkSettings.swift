@@ -8,6 +8,10 @@ public struct NetworkSettings: Sendable, Equatable {
     /// per-connection work: against a saturated service more connections add no throughput, only
     /// that cost (docs/performance.md).
     public var connectionsPerSourceAddress: Int = NetworkSettings.defaultConnectionsPerSourceAddress
+    /// Whose connections a device's requests use in wall time (scenario `network.connections`):
+    /// its address's shared pool (`connectionsPerSourceIP` applies) or its own, as its OS keeps
+    /// them.
+    public var connections: ConnectionSharing = .perAddress
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0

@@ -178,6 +178,9 @@ public struct ScenarioDecoder: Sendable {
         network.devicesPerSourceAddress = try object.optional("devicesPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000_000) } ?? 1
         network.connectionsPerSourceAddress = try object.optional("connectionsPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000) }
             ?? NetworkSettings.defaultConnectionsPerSourceAddress
+        network.connections = try object.optional("connections") {
+            ConnectionSharing(rawValue: try $0.choice(ConnectionSharing.allCases.map(\.rawValue))) ?? .perAddress
+        } ?? .perAddress
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
         let range = NetworkSettings.maxWebSocketMessageBytesRange
         if let bytes = try object.optional("maxWebSocketMessageBytes", { try $0.integer(minimum: range.lowerBound, maximum: range.upperBound) }) {

@@ -2,23 +2,39 @@ import PushSwarmCore
 import PushSwarmMetrics
 import Synchronization
 
-/// The connections to one origin from one source address, on one loop: `PoolState`'s decisions
-/// carried out with sockets, timers and the process's connection budget.
+/// The connections to one origin from one source address (or one install's own, `key.owner`), on
+/// one loop: `PoolState`'s decisions carried out with sockets, timers and the process's
+/// connection budget.
 final class ConnectionPool: @unchecked Sendable {
     let key: PoolKey
     let loop: EventLoop
     let client: HTTPClient
+    /// The loop's pools, which forget an install's pool once it is empty.
+    private let home: LoopState
     private var state: PoolState<HTTPConnection, Exchange>
     /// One timer for the pool's idle connections, due when the longest idle one expires: a timer
     /// armed and cancelled for every idle spell was two allocations and a heap entry a request
     /// at rates the pool keeps up with.
     private var idleSweep: LoopTimer?
 
-    init(key: PoolKey, loop: EventLoop, client: HTTPClient) {
+    init(key: PoolKey, owner: ConnectionOwner?, home: LoopState, client: HTTPClient) {
         self.key = key
-        self.loop = loop
+        loop = home.loop
+        self.home = home
         self.client = client
-        state = PoolState(maxConnections: client.configuration.maxConnectionsPerPool, idleTimeout: client.configuration.idleTimeoutNanoseconds)
+        state = PoolState(
+            maxConnections: owner?.maxConnections ?? client.configuration.maxConnectionsPerPool,
+            idleTimeout: owner?.idleTimeoutNanoseconds ?? client.configuration.idleTimeoutNanoseconds
+        )
+    }
+
+    /// An install's pool with nothing open and nothing waiting leaves its loop's table; the next
+    /// request of that install makes a new one (with no connection, as after the idle timeout).
+    private func forgetIfEmpty() {
+        guard key.owner != nil, state.open == 0, state.waitingCount == 0 else { return }
+        idleSweep?.cancel()
+        idleSweep = nil
+        home.forget(self)
     }
 
     func submit(_ exchange: Exchange, atFront: Bool = false) {
@@ -66,6 +82,7 @@ final class ConnectionPool: @unchecked Sendable {
                 released()
             }
             armIdleSweep()
+            forgetIfEmpty()
         }
     }
 
@@ -80,6 +97,7 @@ final class ConnectionPool: @unchecked Sendable {
     func connectionGone(_ connection: HTTPConnection) {
         state.closed(connection)
         released()
+        forgetIfEmpty()
     }
 
     /// A connection could not be opened: the request that asked for it fails with the reason.
@@ -90,6 +108,7 @@ final class ConnectionPool: @unchecked Sendable {
             exchange.finish(now: loop.now) { .failure(error, $0) }
         }
         openIfNeeded()
+        forgetIfEmpty()
     }
 
     /// The process-wide budget has room again.
@@ -110,6 +129,7 @@ final class ConnectionPool: @unchecked Sendable {
         guard let connection = state.takeOldestIdle() else { return false }
         connection.close()
         client.releaseConnection()
+        forgetIfEmpty()
         return true
     }
 
@@ -120,6 +140,7 @@ final class ConnectionPool: @unchecked Sendable {
             connection.close()
             client.releaseConnection()
         }
+        forgetIfEmpty()
     }
 
     private func takeWaiting() -> Exchange? {
@@ -167,5 +188,6 @@ final class ConnectionPool: @unchecked Sendable {
             connection.abandon()
         }
         exchange.finish(now: loop.now) { .timeout($0) }
+        forgetIfEmpty()
     }
 }

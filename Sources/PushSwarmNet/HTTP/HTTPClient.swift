@@ -66,6 +66,17 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// Pools across the loops (read on each loop): an install's own pool goes once it is empty.
+    func poolCount() async -> Int {
+        var total = 0
+        for state in states {
+            total += await withCheckedContinuation { continuation in
+                state.loop.execute { continuation.resume(returning: state.poolCount) }
+            }
+        }
+        return total
+    }
+
     /// Takes one connection from the budget, or registers `pool` to hear when one is free and
     /// asks every loop to close an idle connection: kept-alive connections idling in other pools
     /// would otherwise hold the budget until their idle timeout.
@@ -95,13 +106,13 @@ public final class HTTPClient: Sendable {
 
     /// Sends `request`; `completion` runs exactly once, on an event loop thread.
     public func execute(_ request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void) {
-        let key = PoolKey(source: request.source, origin: request.url.origin)
+        let key = PoolKey(source: request.source, origin: request.url.origin, owner: request.owner?.device)
         let state = states[request.loop.map { $0 % states.count } ?? abs(key.hashValue % states.count)]
         let exchange = Exchange(request: request, completion: completion, startedAt: state.loop.now)
         if state.loop.inLoop {
-            state.pool(for: key, client: self).submit(exchange)
+            state.pool(for: key, owner: request.owner, client: self).submit(exchange)
         } else {
-            state.loop.enqueue { [self] in state.pool(for: key, client: self).submit(exchange) }
+            state.loop.enqueue { [self] in state.pool(for: key, owner: request.owner, client: self).submit(exchange) }
         }
     }
 
@@ -120,20 +131,24 @@ public final class HTTPClient: Sendable {
 struct PoolKey: Hashable {
     let source: IPAddress?
     let origin: Origin
+    /// The device whose own pool it is; nil for its source address's shared pool.
+    let owner: Int?
     /// Computed once: a pool is looked up on every request.
     private let hash: Int
 
-    init(source: IPAddress?, origin: Origin) {
+    init(source: IPAddress?, origin: Origin, owner: Int? = nil) {
         self.source = source
         self.origin = origin
+        self.owner = owner
         var hasher = Hasher()
         hasher.combine(source)
         hasher.combine(origin)
+        hasher.combine(owner)
         hash = hasher.finalize()
     }
 
     static func == (lhs: PoolKey, rhs: PoolKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.source == rhs.source && lhs.origin == rhs.origin
+        lhs.hash == rhs.hash && lhs.owner == rhs.owner && lhs.source == rhs.source && lhs.origin == rhs.origin
     }
 
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
@@ -197,12 +212,21 @@ final class LoopState: @unchecked Sendable {
 
     init(loop: EventLoop) { self.loop = loop }
 
-    func pool(for key: PoolKey, client: HTTPClient) -> ConnectionPool {
+    func pool(for key: PoolKey, owner: ConnectionOwner? = nil, client: HTTPClient) -> ConnectionPool {
         if let pool = pools[key] { return pool }
-        let pool = ConnectionPool(key: key, loop: loop, client: client)
+        let pool = ConnectionPool(key: key, owner: owner, home: self, client: client)
         pools[key] = pool
         return pool
     }
+
+    /// An install's own pool with no connection and no request left goes: a fleet's devices would
+    /// otherwise each leave one behind (an address's shared pool stays, one per address).
+    func forget(_ pool: ConnectionPool) {
+        if pools[pool.key] === pool { pools[pool.key] = nil }
+    }
+
+    /// Pools on this loop now (a test's view).
+    var poolCount: Int { pools.count }
 
     func closeAll() {
         for pool in pools.values { pool.closeIdle() }

@@ -15,6 +15,9 @@ public struct HTTPClientRequest: Sendable {
     /// Pins the request's pool to event loop number `loop` (benchmarks spread connections evenly
     /// this way); nil: the pool's key picks the loop.
     public var loop: Int?
+    /// The install whose own connections carry the request (`network.connections: perDevice`),
+    /// with its OS stack's limits; nil: the pool of its source address, with the client's.
+    public var owner: ConnectionOwner?
 
     public init(
         method: String, url: TargetURL, headers: [Header] = [], body: [UInt8] = [], source: IPAddress? = nil,
@@ -27,6 +30,20 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
         self.source = source
         self.timeoutNanoseconds = timeoutNanoseconds
+    }
+}
+
+/// An install that holds connections of its own, and how its OS's HTTP stack keeps them.
+public struct ConnectionOwner: Sendable, Equatable {
+    /// The device's index in the fleet.
+    public var device: Int
+    public var maxConnections: Int
+    public var idleTimeoutNanoseconds: UInt64
+
+    public init(device: Int, stack: ConnectionStack) {
+        self.device = device
+        maxConnections = max(1, stack.maxConnectionsPerHost)
+        idleTimeoutNanoseconds = UInt64(max(0, stack.idleTimeout.microseconds)) * 1_000
     }
 }
 

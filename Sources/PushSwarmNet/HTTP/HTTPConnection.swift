@@ -19,6 +19,10 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private var exchangesCarried = 0
     private var receivedForCurrent = false
     private var isOpened = false
+    /// Opened with no request to take (the one it was opened for went out on a connection that
+    /// freed first): its opening and connect time count to the first exchange it carries, so
+    /// that connections opened agree with the server's count of connections that carried one.
+    private var uncountedConnect: UInt64?
 
     init(pool: ConnectionPool, limits: HTTPParser.Limits) {
         self.pool = pool
@@ -50,6 +54,11 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     }
 
     func send(_ exchange: Exchange, now: UInt64) {
+        if let connectTime = uncountedConnect {
+            uncountedConnect = nil
+            exchange.timings.connect += connectTime
+            exchange.timings.connectionsOpened += 1
+        }
         current = exchange
         exchange.connection = self
         receivedForCurrent = false
@@ -79,9 +88,9 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connectTimer = nil
         pool.connectSucceeded(self)
         let connectTime = pool.loop.now - connectStartedAt
+        uncountedConnect = connectTime
+        // A waiting request goes out on it now, and counts its opening.
         pool.connectionReady(self)
-        current?.timings.connect += connectTime
-        current?.timings.connectionsOpened += 1
     }
 
     func connection(_ connection: Connection, read bytes: Span<UInt8>) {

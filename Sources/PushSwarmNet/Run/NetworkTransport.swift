@@ -14,6 +14,9 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
     public let loop: EventLoop
     /// The largest message a device's WebSocket takes (the scenario's network setting).
     public var maxWebSocketMessageBytes = NetworkSettings.defaultMaxWebSocketMessageBytes
+    /// `network.connections: perDevice`: the OS of each device in the partition, from its first
+    /// index, whose own connections carry its requests; nil: its address's shared pool.
+    public var ownConnections: (first: Int, os: [OperatingSystem])?
     private let targets: [String: TargetURL]
     private let bindSources: Bool
     private var handler: ((Arrival) -> Void)?
@@ -116,11 +119,14 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
             let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: now, outcome: .transportError(reason: "noTarget"))
             return (completion, clock.now)
         }
-        let request = HTTPClientRequest(
+        var request = HTTPClientRequest(
             method: outgoing.request.method, url: Self.url(target, outgoing.request),
             headers: outgoing.request.headers, body: outgoing.request.body, source: bindSources ? source.loopbackIP : nil,
             timeoutNanoseconds: UInt64(max(1, outgoing.timeout.microseconds)) * 1_000, loop: loop.index
         )
+        if let (first, os) = ownConnections, os.indices.contains(device - first) {
+            request.owner = ConnectionOwner(device: device, stack: os[device - first].connectionStack)
+        }
         let id = outgoing.id
         let operation = outgoing.operation
         let intended = outgoing.intendedStart ?? now

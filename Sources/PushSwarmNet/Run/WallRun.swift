@@ -138,9 +138,13 @@ public final class WallRun: @unchecked Sendable {
         } else {
             mockServer = nil
         }
+        // Installs with connections of their own hold about one each at a time (an SDK sends one
+        // request after another); the budget still caps them at the file limit.
+        let ownConnections = scenario.network.connections == .perDevice
         plan = Self.plan(
-            devices: devices.count, devicesPerSource: scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
-            maxConnectionsPerSource: scenario.network.connectionsPerSourceAddress, webSockets: Self.webSocketDevices(scenario, among: devices)
+            devices: devices.count, devicesPerSource: ownConnections ? 1 : scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
+            maxConnectionsPerSource: ownConnections ? 1 : scenario.network.connectionsPerSourceAddress,
+            webSockets: Self.webSocketDevices(scenario, among: devices)
         )
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
@@ -156,6 +160,10 @@ public final class WallRun: @unchecked Sendable {
                 client: client, loop: loop, targets: targets, clock: clock, bindSources: bindSources, socketBudget: socketBudget
             )
             transport.maxWebSocketMessageBytes = scenario.network.maxWebSocketMessageBytes
+            if ownConnections {
+                let fleet = Fleet(scenario: scenario)
+                transport.ownConnections = (range.lowerBound, range.map { scenario.groups[fleet.groupIndex(at: $0)].os })
+            }
             if let server = mockServer { transport.forwardServiceMessages { messages, _ in server.push(messages) } }
             transports.append(transport)
             setups.append(Run.PartitionSetup(executor: loop, transport: transport, mocks: fleets[number], devices: range))
