@@ -16,11 +16,24 @@ import Testing
     /// a second, a fifth of a core for the run and a sixth for the mock peer here), the campaigns
     /// at 12 s. Every operation still gets more than 100 answers (`flocktory.order` the fewest,
     /// about 140).
+    ///
+    /// And 100 installs behind an address instead of 20, with SmartAppPush's mock limit lifted
+    /// (its 10/s per address would refuse the denser addresses): five times fewer address pools,
+    /// so five times fewer connections opened in the campaign's burst. Beside CI's other suites
+    /// (the nginx incidents, 60 threads at times) the debug mock peer, which no generator check
+    /// sees, opened them late now and then, and one night's p99 of `flocktory.setup` (a session's
+    /// first request) came out 578 ms against 201 (CI on ed27a83). The shipped nightly, 20 an
+    /// address at the spec limits, is measured whole by `Benchmarks/nightly.sh`: the same, exit 0.
     static func shortened(_ text: String) -> String {
         var text = text
             .replacingOccurrences(of: #""duration": "5m""#, with: #""duration": "60s""#)
             .replacingOccurrences(of: #""devices": 20000"#, with: #""devices": 10000"#)
             .replacingOccurrences(of: #""at": "2m""#, with: #""at": "12s""#)
+            .replacingOccurrences(of: #""devicesPerSourceIP": 20}"#, with: #""devicesPerSourceIP": 100}"#)
+            .replacingOccurrences(
+                of: #""smartapppush": {"mock": {"latency": {"lognormal": {"median": "40ms", "sigma": 0.1}}}}"#,
+                with: #""smartapppush": {"mock": {"latency": {"lognormal": {"median": "40ms", "sigma": 0.1}}, "rateLimitPerSecond": 1000000}}"#
+            )
         // Smallest first, so that no rate is divided twice.
         for rate in [300, 600, 1200] {
             text = text.replacingOccurrences(of: #""rate": "\#(rate)/s""#, with: #""rate": "\#(rate / 4)/s""#)
@@ -35,7 +48,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let recipe = try String(contentsOfFile: CommandLineTests.root.path + "/Scenarios/nightly.json", encoding: .utf8)
         let scenario = Self.shortened(recipe)
-        #expect(scenario.contains(#""duration": "60s""#) && scenario.contains(#""rate": "300/s""#) && scenario.contains(#""at": "12s""#),
+        #expect(scenario.contains(#""duration": "60s""#) && scenario.contains(#""rate": "300/s""#) && scenario.contains(#""at": "12s""#)
+                    && scenario.contains(#""devicesPerSourceIP": 100}"#) && scenario.contains(#""rateLimitPerSecond": 1000000"#),
                 "the shortening found what it edits in Scenarios/nightly.json")
         try scenario.write(toFile: directory + "/nightly.json", atomically: true, encoding: .utf8)
         // The same service, 30 % slower: every mock answers 30 % later.
