@@ -154,14 +154,15 @@ public final class WallRun: @unchecked Sendable {
         let socketBudget = SocketBudget(limit: plan.webSocketBudget)
         var transports: [NetworkTransport] = []
         var setups: [Run.PartitionSetup] = []
+        // One fleet answers every partition's devices' groups (it was made once per partition).
+        let ownConnectionsFleet = ownConnections ? Fleet(scenario: scenario) : nil
         for (number, range) in ranges.enumerated() {
             let loop = group.loops[number]
             let transport = NetworkTransport(
                 client: client, loop: loop, targets: targets, clock: clock, bindSources: bindSources, socketBudget: socketBudget
             )
             transport.maxWebSocketMessageBytes = scenario.network.maxWebSocketMessageBytes
-            if ownConnections {
-                let fleet = Fleet(scenario: scenario)
+            if let fleet = ownConnectionsFleet {
                 transport.ownConnections = (range.lowerBound, range.map { scenario.groups[fleet.groupIndex(at: $0)].os })
             }
             if let server = mockServer { transport.forwardServiceMessages { messages, _ in server.push(messages) } }
