@@ -61,8 +61,25 @@ public struct RunMetrics: Sendable, Equatable {
         return opened - min(opened, closed)
     }
 
+    /// HTTP connections the run opened (wall time), and those closed by why
+    /// (`connections.closed.<reason>`); nil when it counted none.
+    public var connections: (opened: UInt64, closed: [(reason: String, count: UInt64)])? {
+        guard let opened = counters["connections.opened"] else { return nil }
+        let prefix = "connections.closed."
+        let closed = counters.filter { $0.key.hasPrefix(prefix) && $0.value > 0 }
+            .map { (reason: String($0.key.dropFirst(prefix.count)), count: $0.value) }
+            .sorted { $0.reason < $1.reason }
+        return (opened, closed)
+    }
+
     public var byStatus: [Int: UInt64] {
         operationTable.reduce([:]) { $0.merging($1.byStatus, uniquingKeysWith: +) }
+    }
+
+    /// An HTTP connection opened `microseconds` into the run: counted, and on the timeline.
+    public mutating func recordConnectionOpened(at microseconds: Int64) {
+        increment("connections.opened")
+        timeline.recordConnectionOpened(at: microseconds)
     }
 
     public mutating func recordSent(operation: String, retryNumber: Int, at microseconds: Int64? = nil) {

@@ -31,9 +31,21 @@ public struct Story: Sendable, Equatable {
         public var rateLimited: UInt64 = 0
     }
 
+    /// The 10 s with the most new HTTP connections (wall time), from the first tick with one to
+    /// the last: a campaign's taps are cold starts, each a new connection and handshake at the
+    /// service's edge.
+    public struct ConnectionWave: Sendable, Equatable {
+        public var firstTick: Int
+        public var ticks: Int
+        public var opened: UInt64 = 0
+        /// Its busiest tick's new connections.
+        public var peakTick: UInt64 = 0
+    }
+
     public var sentences: [String] = []
     public var peak: Peak?
     public var storm: Storm?
+    public var connectionWave: ConnectionWave?
     public var tickSeconds: Double
 
     /// How long the storm took to drain, from its first 429 to the end of its last troubled
@@ -109,6 +121,27 @@ public struct Story: Sendable, Equatable {
                 : "No request was answered 429 and none was retried.")
         }
 
+        if let (opened, closed) = metrics.connections, opened > 0, summary.simulatedSeconds > 0 {
+            connectionWave = Self.connectionWave(of: ownTicks, tickSeconds: tickSeconds)
+            let average = Double(opened) / summary.simulatedSeconds
+            if let wave = connectionWave, wave.opened > 0 {
+                let seconds = Double(wave.ticks) * tickSeconds
+                var sentence = "The biggest wave of new connections: \(group(wave.opened)) in \(Self.span(seconds, atLeast: 0)) from \(clock(wave.firstTick))"
+                if let mark = Self.mark(before: Double(wave.firstTick + wave.ticks) * tickSeconds, within: 3_600, in: metrics.marks) {
+                    let launch = Double(mark.microseconds) / 1_000_000
+                    let start = Double(wave.firstTick) * tickSeconds
+                    sentence += launch >= start ? ", when \(mark.name) launched" : ", \(Self.span(start - launch, atLeast: 0)) after \(mark.name) launched"
+                }
+                sentence += ", up to \(Self.rate(Double(wave.peakTick) / tickSeconds)) a second (the run's average: \(Self.rate(average)))"
+                let background = closed.first { $0.reason == "background" }?.count ?? 0
+                let died = closed.first { $0.reason == "processDied" }?.count ?? 0
+                if background + died > 0 {
+                    sentence += "; over the run \(group(background + died)) closed with their app (\(group(background)) suspended in the background, \(group(died)) with the process)"
+                }
+                sentences.append(sentence + ".")
+            }
+        }
+
         let dropped = metrics.droppedByReason.filter { $0.value > 0 }
         if dropped.isEmpty {
             if metrics.sent > 0 { sentences.append("No request was dropped.") }
@@ -144,6 +177,12 @@ public struct Story: Sendable, Equatable {
         } else {
             object["storm"] = .null
         }
+        if let wave = connectionWave {
+            object["connectionWave"] = [
+                "startSeconds": round(Double(wave.firstTick) * tickSeconds), "seconds": round(Double(wave.ticks) * tickSeconds),
+                "opened": .number(Double(wave.opened)), "peakPerSecond": round(Double(wave.peakTick) / tickSeconds),
+            ]
+        }
         return .object(object)
     }
 
@@ -164,6 +203,30 @@ public struct Story: Sendable, Equatable {
             start += width
         }
         return best
+    }
+
+    /// The 10 s (or one tick, when a tick is longer) with the most connections opened, from its
+    /// first tick with one to its last, and its busiest tick; nil when none opened.
+    static func connectionWave(of ticks: [Timeline.Tick], tickSeconds: Double) -> ConnectionWave? {
+        let width = min(ticks.count, max(1, TerminalReport.whole(10 / tickSeconds)))
+        guard width > 0 else { return nil }
+        var best: ConnectionWave?
+        var sum: UInt64 = 0
+        for index in ticks.indices {
+            sum += UInt64(ticks[index].opened)
+            if index >= width { sum -= UInt64(ticks[index - width].opened) }
+            // The last of equal windows: with a steady trickle beside a burst, the one that
+            // starts at the burst.
+            guard index >= width - 1, sum > 0, sum >= (best?.opened ?? 0) else { continue }
+            let first = index - width + 1
+            best = ConnectionWave(firstTick: first, ticks: width, opened: sum, peakTick: ticks[first...index].map { UInt64($0.opened) }.max() ?? 0)
+        }
+        // From its first tick with a connection opened to its last.
+        guard var wave = best, let first = ticks[wave.firstTick..<(wave.firstTick + wave.ticks)].firstIndex(where: { $0.opened > 0 }),
+              let last = ticks[wave.firstTick..<(wave.firstTick + wave.ticks)].lastIndex(where: { $0.opened > 0 }) else { return nil }
+        wave.firstTick = first
+        wave.ticks = last - first + 1
+        return wave
     }
 
     /// The storm with the most 429s: ticks with a 429 or a retry, split where none came for longer

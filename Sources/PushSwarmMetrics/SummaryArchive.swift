@@ -72,7 +72,7 @@ public enum SummaryArchive {
             if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
         writer.endArray()
-        // Ticks that are not empty, as [index, sent, retries, ok, rateLimited, failed].
+        // Ticks that are not empty, as [index, sent, retries, ok, rateLimited, failed, opened].
         writer.key("tickMicroseconds"); writer.integer(Int(timeline.tickMicroseconds))
         writer.key("ticks")
         writer.beginArray()
@@ -84,6 +84,7 @@ public enum SummaryArchive {
             writer.integer(UInt64(tick.ok))
             writer.integer(UInt64(tick.rateLimited))
             writer.integer(UInt64(tick.failed))
+            writer.integer(UInt64(tick.opened))
             writer.endArray()
             if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
@@ -350,17 +351,22 @@ public enum SummaryArchive {
                 saved.reserveCapacity(rows.count)
                 for (position, row) in rows.enumerated() {
                     let path = "$.metrics.timeline.ticks[\(position)]"
-                    guard let items = row.arrayValue, items.count == 6 else { throw fail(path, "expected [index, sent, retries, ok, rateLimited, failed]") }
+                    // `opened` came later: a row of six has none.
+                    guard let items = row.arrayValue, items.count == 6 || items.count == 7 else {
+                        throw fail(path, "expected [index, sent, retries, ok, rateLimited, failed, opened]")
+                    }
                     let index = try count(items[0], "\(path)[0]")
                     guard index < UInt64(Timeline.tickLimit) else { throw fail("\(path)[0]", "expected a tick index under \(Timeline.tickLimit), found \(index)") }
                     guard saved.last.map({ $0.index < Int(index) }) ?? true else { throw fail("\(path)[0]", "tick indices must ascend") }
                     var values: [UInt32] = []
-                    for column in 1..<6 {
+                    for column in 1..<items.count {
                         let value = try count(items[column], "\(path)[\(column)]")
                         guard value <= UInt64(UInt32.max) else { throw fail("\(path)[\(column)]", "expected at most \(UInt32.max) in one tick, found \(value)") }
                         values.append(UInt32(value))
                     }
-                    saved.append((Int(index), Timeline.Tick(sent: values[0], retries: values[1], ok: values[2], rateLimited: values[3], failed: values[4])))
+                    saved.append((Int(index), Timeline.Tick(
+                        sent: values[0], retries: values[1], ok: values[2], rateLimited: values[3], failed: values[4], opened: values.count > 5 ? values[5] : 0
+                    )))
                 }
                 timeline.restoreTicks(microseconds: Int64(tick), saved)
             }

@@ -51,6 +51,12 @@ public enum TerminalReport {
             lines.append("Warm-up     \(group(warmUp.installs)) installs from before the run registered first in \(format2(warmUp.seconds)) s\(settled) (\(ending)): "
                 + "\(group(warmUp.sent)) requests, by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(warmUp.transportErrors)) · timeouts \(group(warmUp.timeouts)) · not in the figures above")
         }
+        if let (opened, closed) = metrics.connections {
+            // What the service's edge saw: each opened connection is a TCP (and TLS) handshake.
+            let total = closed.reduce(0) { $0 + $1.count }
+            let reasons = closed.map { "\($0.reason) \(group($0.count))" }.joined(separator: ", ")
+            lines.append("Connections \(group(opened)) opened · \(group(total)) closed\(reasons.isEmpty ? "" : " (\(reasons))") · \(group(opened - min(opened, total))) open at the end")
+        }
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")
         let retryParts = metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { "retry \($0.key): \(group($0.value))" }.joined(separator: ", ")
         var retryLine = "Retries     \(group(metrics.retries)) · \(format2(metrics.retryAmplification)) attempts per request"

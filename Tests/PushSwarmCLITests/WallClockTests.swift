@@ -1008,9 +1008,16 @@ import Testing
             // p99 past 100 ms at 150/s, counted from the loop's own items since issue 49): the
             // search says PushSwarm was the limit, and credits the service with no more than it
             // held, which is never above its limit.
-            let held = try #require(report["heldPerSecond"]?.numberValue, "\(run.output)")
+            // A machine so loaded that even the first step (100/s) was not put on holds less
+            // (CI saw it with a second test run beside its own): then only the upper bound is
+            // the service's.
             #expect(report["limitedByPushSwarmAtPerSecond"]?.numberValue != nil && starved, "\(run.output)")
-            #expect(held >= 100 && held <= 205, "held \(held)/s against a limit of 200/s:\n\(run.output)")
+            let firstStarved = steps.first?["saturated"] == .bool(true)
+            if let held = report["heldPerSecond"]?.numberValue {
+                #expect(held >= (firstStarved ? 0 : 100) && held <= 205, "held \(held)/s against a limit of 200/s:\n\(run.output)")
+            } else {
+                #expect(firstStarved, "no rate held, though the first step was put on:\n\(run.output)")
+            }
         }
         #expect(steps.count >= 4)
     }

@@ -189,4 +189,48 @@ import Testing
             #expect(error.path == "$.metrics.timeline.ticks[0][0]", "\(error)")
         }
     }
+
+    /// A wall run's taps after a campaign are cold starts, each a new connection: the story names
+    /// the 10 s with the most new connections, from its first to its last, the campaign before it,
+    /// its peak second against the run's average, and how many closed with their app. Ticks keep
+    /// the count through metrics.json; a tick row of six (before `opened`) reads as none.
+    @Test func theStoryNamesTheWaveOfNewConnectionsAfterACampaign() throws {
+        var metrics = RunMetrics()
+        metrics.timeline = Timeline(intervalMicroseconds: 1_000_000, tickMicroseconds: 1_000_000)
+        // Two a second for a minute, and 100, 300, 50 in the three seconds from 0:32.
+        for second in 0..<60 {
+            let extra = [32: 100, 33: 300, 34: 50][second] ?? 0
+            for index in 0..<(2 + extra) { metrics.recordConnectionOpened(at: Int64(second) * 1_000_000 + Int64(index)) }
+        }
+        metrics.mark("campaign promo", at: 30_000_000)
+        metrics.increment(ConnectionCloseLabels.background, by: 40)
+        metrics.increment(ConnectionCloseLabels.processDied, by: 10)
+        metrics.increment("connections.closed.idle", by: 5)
+        let summary = Summary(
+            scenario: "wave", seed: 1, clock: "wall", devices: 500, simulatedSeconds: 60, wallSeconds: 60,
+            runID: "wave-1", version: "test", metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0
+        )
+        let story = Story(summary)
+        let wave = try #require(story.connectionWave)
+        #expect(wave.opened == 450 + 20 && wave.ticks == 10 && wave.peakTick == 302, "\(wave)")
+        let sentence = try #require(story.sentences.first { $0.hasPrefix("The biggest wave of new connections") }, "\(story.sentences)")
+        #expect(sentence.contains("470 in 10 s from 0:32, 2 s after campaign promo launched"), "\(sentence)")
+        #expect(sentence.contains(", up to 302 a second (the run's average: 9.50)"), "\(sentence)")
+        #expect(sentence.hasSuffix("over the run 50 closed with their app (40 suspended in the background, 10 with the process)."), "\(sentence)")
+        #expect(TerminalReport.render(summary, reportPath: nil).contains("Connections 570 opened · 55 closed (background 40, idle 5, processDied 10) · 515 open at the end"))
+
+        let text = SummaryArchive.text(of: summary)
+        let read = try SummaryArchive.read(text)
+        #expect(read.metrics.timeline.ticks == summary.metrics.timeline.ticks && Story(read) == story)
+        // An archive from before `opened`: its rows of six read, with nothing opened.
+        let older = text.replacingOccurrences(of: #",(\d+)\]"#, with: "]", options: .regularExpression)
+        let old = try SummaryArchive.read(older)
+        #expect(old.metrics.timeline.ticks.allSatisfy { $0.opened == 0 } && old.metrics.timeline.ticks.contains { $0.ok == 0 })
+    }
+}
+
+/// The counters of the closes the story reads (`ConnectionCloseReason.counter` in Core).
+private enum ConnectionCloseLabels {
+    static let background = "connections.closed.background"
+    static let processDied = "connections.closed.processDied"
 }

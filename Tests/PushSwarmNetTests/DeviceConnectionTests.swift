@@ -17,6 +17,16 @@ import Testing
         return request
     }
 
+    /// A server that counts the requests it received and answers each 10 ms (of the manual clock) on.
+    private func slowServer(_ group: EventLoopGroup) throws -> (HTTPServer, Watched<Int>) {
+        let received = Watched(0)
+        let server = try startServer(group: group) { _, responder in
+            received.update { $0 += 1 }
+            responder.respond(Response(status: 200), afterNanoseconds: 10_000_000)
+        }
+        return (server, received)
+    }
+
     /// Three installs behind one address, two requests each, one after another: each install
     /// opens one connection and reuses it (3 in all). Sharing their address's pool, the six
     /// requests go out on one.
@@ -49,11 +59,7 @@ import Testing
     @Test func anInstallsStackCapsItsConnectionsToAHost() async throws {
         let group = manualGroup("stack-cap")
         defer { group.shutdown() }
-        let received = Watched(0)
-        let server = try startServer(group: group) { _, responder in
-            received.update { $0 += 1 }
-            responder.respond(Response(status: 200), afterNanoseconds: 10_000_000)
-        }
+        let (server, received) = try slowServer(group)
         defer { server.stop() }
         let two = ConnectionStack(maxConnectionsPerHost: 2, idleTimeout: .minutes(5))
         for (owner, turns) in [(7, [2, 4]), (nil, [4])] as [(Int?, [Int])] {
@@ -95,6 +101,77 @@ import Testing
         // Its next request opens a connection in a new pool of its own.
         let again = await client.send(request(server, owner: 3, stack: .urlSession))
         #expect(again.response?.status == 200 && again.timings.connectionsOpened == 1)
+        client.shutdown()
+    }
+
+    static func name(_ event: ConnectionEvent) -> String {
+        switch event {
+        case .opened: "connections.opened"
+        case .closed(let reason): reason.counter
+        }
+    }
+
+    /// Runs `body` on the group's (only) loop, where a transport calls the client.
+    private func onLoop(_ group: EventLoopGroup, _ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { continuation in
+            group.loops[0].execute {
+                body()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// An app's process died or it was suspended: its idle connection closes at once, counted by
+    /// why, its pool goes, and its next request opens a new connection. Another install's and the
+    /// address's shared connections stay.
+    @Test func anInstallsConnectionsCloseWithItsAppAndItsNextRequestOpensANewOne() async throws {
+        let group = manualGroup("own-close")
+        defer { group.shutdown() }
+        let server = try startServer(group: group) { _, responder in responder.respond(Response(status: 200)) }
+        defer { server.stop() }
+        let client = HTTPClient(group: group)
+        let counted = Watched<[String]>([])
+        client.watchConnections(loop: 0) { event in counted.update { $0.append(Self.name(event)) } }
+        for owner in [3, 4, nil] as [Int?] {
+            #expect(await client.send(request(server, owner: owner, stack: .urlSession)).response?.status == 200)
+        }
+        #expect(client.openConnections == 3)
+        await onLoop(group) { client.closeConnections(owner: 3, loop: 0, reason: .background) }
+        #expect(client.openConnections == 2, "install 3's connection closed; install 4's and the address's stay")
+        #expect(await client.poolCount() == 2)
+        #expect(await counted.wait { $0 } == Array(repeating: "connections.opened", count: 3) + ["connections.closed.background"])
+        let again = await client.send(request(server, owner: 3, stack: .urlSession))
+        #expect(again.response?.status == 200 && again.timings.connectionsOpened == 1, "a new connection for the app that came back")
+        let other = await client.send(request(server, owner: 4, stack: .urlSession))
+        #expect(other.response?.status == 200 && other.timings.connectionsOpened == 0, "install 4 reuses its own")
+        client.shutdown()
+    }
+
+    /// A request under way when its app's connections close is answered on its connection, which
+    /// then closes; a request the app makes meanwhile goes out on a new connection, not on the
+    /// closing one. Nothing is lost, and the close is counted once.
+    @Test func aRequestUnderWayFinishesOnItsConnectionWhichThenCloses() async throws {
+        let group = manualGroup("own-close-busy")
+        defer { group.shutdown() }
+        let (server, received) = try slowServer(group)
+        defer { server.stop() }
+        let client = HTTPClient(group: group)
+        let counted = Watched<[String]>([])
+        client.watchConnections(loop: 0) { event in counted.update { $0.append(Self.name(event)) } }
+        let underWay = Pending(client, request(server, owner: 5))
+        _ = await received.wait { $0 >= 1 ? $0 : nil }
+        await onLoop(group) { client.closeConnections(owner: 5, loop: 0, reason: .processDied) }
+        #expect(client.openConnections == 1, "the busy connection stays until its answer")
+        let after = Pending(client, request(server, owner: 5))
+        _ = await received.wait { $0 >= 2 ? $0 : nil }
+        await group.advanceTime(by: 10_000_000)
+        let (first, second) = (await underWay.result, await after.result)
+        #expect(first.response?.status == 200 && second.response?.status == 200)
+        #expect(first.timings.connectionsOpened == 1 && second.timings.connectionsOpened == 1)
+        #expect(client.openConnections == 1, "the old connection closed after its answer; the new one is idle")
+        let names = await counted.wait { $0.count >= 3 ? $0 : nil }
+        #expect(names.filter { $0 == "connections.opened" }.count == 2)
+        #expect(names.filter { $0 == "connections.closed.processDied" }.count == 1)
         client.shutdown()
     }
 }

@@ -47,8 +47,7 @@ import PushSwarmSystem
 /// built-in mocks (in-process, as in simulated time) and arrive when they are due; the loop is
 /// busy for the first `stallEachSecond` of every second, and whatever falls due then is handled
 /// when the stall ends. Everything runs on the partition's thread, one event after another.
-private final class SteppedTransport: LiveTransport, @unchecked Sendable {
-    private let inner: SimulatedTransport
+private final class SteppedTransport: ForwardingTransport, LiveTransport, @unchecked Sendable {
     private let thread: PartitionThread
     private let stall: TimeSpan
     private var now = Instant.start
@@ -58,12 +57,12 @@ private final class SteppedTransport: LiveTransport, @unchecked Sendable {
     private var driving = false
 
     init(inner: SimulatedTransport, thread: PartitionThread, stallEachSecond: TimeSpan) {
-        self.inner = inner
         self.thread = thread
         stall = stallEachSecond
+        super.init(inner: inner)
     }
 
-    var currentTime: Instant { now }
+    override var currentTime: Instant { now }
 
     func onArrival(_ handler: @escaping (Arrival) -> Void) { deliver = handler }
 
@@ -74,7 +73,7 @@ private final class SteppedTransport: LiveTransport, @unchecked Sendable {
         thread.execute { [self] in drive() }
     }
 
-    func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
+    override func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
         if let (completion, at) = inner.send(outgoing, device: device, platform: platform, source: source, at: now) {
             answers.append(Arrival(device: device, payload: .completion(completion), at: at))
         }
@@ -109,13 +108,6 @@ private final class SteppedTransport: LiveTransport, @unchecked Sendable {
         return intoSecond < stall.microseconds ? due + TimeSpan(microseconds: stall.microseconds - intoSecond) : due
     }
 
-    func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
-        inner.openSocket(open, device: device, platform: platform, source: source, at: now)
-    }
-    func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) { inner.sendOnSocket(socket, text: text, device: device, at: now) }
-    func closeSocket(_ socket: UInt64, device: Int, at now: Instant) { inner.closeSocket(socket, device: device, at: now) }
-    func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) { inner.deliverFromService(messages, platform: platform, at: now) }
-    func timerFired(_ token: UInt64, at now: Instant) { inner.timerFired(token, at: now) }
-    func closeAllSockets() { inner.closeAllSockets() }
-    func takeArrived() -> [Arrival] { [] }
+    /// Answers arrive through `drive`, not through the partition's queue.
+    override func takeArrived() -> [Arrival] { [] }
 }

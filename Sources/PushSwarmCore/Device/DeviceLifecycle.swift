@@ -32,6 +32,9 @@ public struct DeviceLifecycle: Sendable {
         case sessionEnd(session: Int)
         /// The OS or the user closes the app left in the background after session `session`.
         case terminate(session: Int)
+        /// The OS suspends the app left in the background after session `session` (iOS), closing
+        /// its sockets.
+        case suspend(session: Int)
         /// The push provider rotates the token.
         case tokenRotation
         /// The user changes push permission in the OS settings.
@@ -49,6 +52,9 @@ public struct DeviceLifecycle: Sendable {
         case intent(LifecycleIntent)
         case schedule(Event, at: Instant)
         case count(String)
+        /// The app's own HTTP connections close (`holdsOwnConnections`): its process died, or the
+        /// OS suspended it.
+        case closeConnections(ConnectionCloseReason)
     }
 
     /// Steps a session performs before its ordinary events: onboarding, the permission prompt, login.
@@ -67,6 +73,9 @@ public struct DeviceLifecycle: Sendable {
     private var eventWeightTotal: Double { group.eventWeightTotal }
     /// False when a workload drives the device: no sessions of its own, events on demand.
     public var followsOwnDay = true
+    /// True when the app holds connections of its own (`network.connections: perDevice`): its
+    /// process's death and its suspension in the background close them (`closeConnections`).
+    public var holdsOwnConnections = false
 
     public private(set) var appState: AppState
     public private(set) var hasLaunched: Bool
@@ -179,6 +188,14 @@ public struct DeviceLifecycle: Sendable {
             appState = .background
             outputs.append(.intent(.appBackgrounded))
             outputs.append(.schedule(.terminate(session: session), at: now + behaviour.backgroundToClosed.sampleSpan(using: &random)))
+            if holdsOwnConnections, let grace = profile.os.suspendsInBackgroundAfter {
+                outputs.append(.schedule(.suspend(session: session), at: now + grace))
+            }
+
+        case .suspend(let number):
+            // Still in the background after this session (not back, not closed meanwhile).
+            guard number == session, appState == .background else { return }
+            outputs.append(.closeConnections(.background))
 
         case .terminate(let number):
             guard number == session, appState == .background else { return }
@@ -186,6 +203,7 @@ public struct DeviceLifecycle: Sendable {
             isForceStopped = random.chance(profile.os == .ios ? behaviour.forceStopShare.ios : behaviour.forceStopShare.android)
             if isForceStopped { outputs.append(.count("sessions.forceStopped")) }
             outputs.append(.intent(.appClosed))
+            if holdsOwnConnections { outputs.append(.closeConnections(.processDied)) }
 
         case .tokenRotation:
             guard appState != .notInstalled else { return }

@@ -229,6 +229,7 @@ public actor VirtualDevice {
         switch output {
         case .schedule(let event, let time): actions.append(.scheduleLifecycle(event, at: time))
         case .count(let name): actions.append(.count(name))
+        case .closeConnections(let reason): actions.append(.closeConnections(reason))
         case .intent: break
         }
     }

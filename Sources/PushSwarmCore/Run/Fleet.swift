@@ -86,6 +86,7 @@ public struct Fleet: Sendable {
         let group = group(of: profile)
         var lifecycle = DeviceLifecycle(profile: profile, group: groupBehaviours[profile.groupIndex])
         if group.workload != .lifecycle { lifecycle.followsOwnDay = false }
+        lifecycle.holdsOwnConnections = scenario.network.connections == .perDevice
         var random = SeededRandom(seed: scenario.seed, stream: .device, index: UInt64(index))
         random.identifierNonce = scenario.identifierNonce
         return VirtualDevice(

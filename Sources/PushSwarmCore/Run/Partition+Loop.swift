@@ -124,6 +124,7 @@ extension Partition {
         case .socket(let event): .device(arrival.device - range.lowerBound, .socket(event))
         case .timer(let token): .transportTimer(token)
         case .push(let token, let data, let isDataOnly): .externalPush(token: token, data: data, isDataOnly: isDataOnly)
+        case .connection(let event): .connection(event)
         }
     }
 

@@ -42,6 +42,8 @@ final class Partition: @unchecked Sendable {
         /// The turn of the address at `place` to send its next warm-up request held in
         /// `heldSends[place]`.
         case warmUpTurn(place: Int)
+        /// One of the transport's connections opened or closed (`Arrival.Payload.connection`).
+        case connection(ConnectionEvent)
     }
 
     let number: Int
@@ -256,6 +258,12 @@ final class Partition: @unchecked Sendable {
                 closedLoop[index] = closed
                 schedule(.lifecycle(.workloadEvent), device: index, at: time + think)
             }
+        case .connection(let event):
+            // Counted after the end too: a connection that closes then still closed.
+            switch event {
+            case .opened: metrics.recordConnectionOpened(at: (time - .start).microseconds)
+            case .closed(let reason): metrics.increment(reason.counter)
+            }
         case .campaign(let index):
             guard !isDraining else { return }
             launch(scenario.campaigns[index], now: time)
@@ -457,6 +465,8 @@ final class Partition: @unchecked Sendable {
             transport.closeSocket(socket, device: range.lowerBound + index, at: now)
         case .completed(let completion):
             record(completion, at: now)
+        case .closeConnections(let reason):
+            transport.closeConnections(device: range.lowerBound + index, reason: reason, at: now)
         }
     }
 

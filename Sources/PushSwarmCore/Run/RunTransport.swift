@@ -28,6 +28,10 @@ public protocol RunTransport: AnyObject {
     /// A device's push token changed (`old` nil: its first); see the extension's default.
     func pushAddressChanged(old: String?, new: String)
 
+    /// Device number `device`'s own HTTP connections close for `reason` (its app's process died,
+    /// or the OS suspended it); see the extension's default.
+    func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant)
+
     /// Simulated time: what the last calls produced for later (socket replies, service timers),
     /// for the partition to schedule. A live transport delivers through `onArrival` instead.
     func takeArrived() -> [Arrival]
@@ -45,6 +49,9 @@ extension RunTransport {
     /// A device's push token changed (`old` nil: its first). Transports that receive pushes for
     /// devices (`--push-listen`) route by it; others need not know.
     public func pushAddressChanged(old: String?, new: String) {}
+
+    /// Transports without connections of a device's own (simulated time, for now) have none to close.
+    public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {}
 }
 
 /// A transport whose answers arrive over real time, on its partition's event loop: it calls the
@@ -70,6 +77,9 @@ public struct Arrival: Sendable {
         /// A push a real service sent to a device's token (`--push-listen`): its data, and
         /// whether it carried a notification for the OS to show; `device` is unused.
         case push(token: String, data: [String: String], isDataOnly: Bool)
+        /// One of the transport's connections opened or closed (counted per run, and opens on
+        /// the timeline); `device` is unused.
+        case connection(ConnectionEvent)
     }
 
     public var device: Int
@@ -262,4 +272,31 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public var currentTime: Instant { latest }
+}
+
+/// A simulated transport seen through another: every call goes to `inner`, and a subclass
+/// overrides what it watches or changes (the request sampler captures what devices send first;
+/// tests stall a loop or record closes).
+open class ForwardingTransport: RunTransport {
+    public let inner: SimulatedTransport
+
+    public init(inner: SimulatedTransport) { self.inner = inner }
+
+    open func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
+        inner.send(outgoing, device: device, platform: platform, source: source, at: now)
+    }
+    open func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
+        inner.openSocket(open, device: device, platform: platform, source: source, at: now)
+    }
+    open func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) { inner.sendOnSocket(socket, text: text, device: device, at: now) }
+    open func closeSocket(_ socket: UInt64, device: Int, at now: Instant) { inner.closeSocket(socket, device: device, at: now) }
+    open func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) { inner.deliverFromService(messages, platform: platform, at: now) }
+    open func timerFired(_ token: UInt64, at now: Instant) { inner.timerFired(token, at: now) }
+    open func closeAllSockets() { inner.closeAllSockets() }
+    open func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
+        inner.closeConnections(device: device, reason: reason, at: now)
+    }
+    open func takeArrived() -> [Arrival] { inner.takeArrived() }
+    open var currentTime: Instant { inner.currentTime }
+    open var isInterrupted: Bool { inner.isInterrupted }
 }

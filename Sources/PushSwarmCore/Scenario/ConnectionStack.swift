@@ -39,3 +39,43 @@ extension OperatingSystem {
         }
     }
 }
+
+extension OperatingSystem {
+    /// How long an app left in the background keeps running before the OS suspends it, and its
+    /// sockets with it; nil where the OS leaves a background process running (Android, until the
+    /// process is killed). iOS: `applicationDidEnterBackground(_:)` "has approximately five seconds
+    /// to perform any tasks and return", after which an app without background time is suspended
+    /// (docs/connections.md).
+    public var suspendsInBackgroundAfter: TimeSpan? {
+        switch self {
+        case .android: nil
+        case .ios: .seconds(5)
+        }
+    }
+}
+
+/// What happened to one of a run's HTTP connections, as its transport tells the run.
+public enum ConnectionEvent: Sendable, Equatable {
+    /// Connected (TCP, and TLS when the origin asks for it): a handshake at the service's edge.
+    case opened
+    case closed(ConnectionCloseReason)
+}
+
+/// Why a connection closed, counted per run as `connections.closed.<reason>`.
+public enum ConnectionCloseReason: String, Sendable, CaseIterable {
+    /// Unused for its stack's (or the pool's) idle timeout.
+    case idle
+    /// Its app was suspended in the background (iOS).
+    case background
+    /// Its app's process ended (closed by the user or the OS).
+    case processDied
+    /// The server closed it, or answered without keep-alive.
+    case serverClosed
+    /// It failed: a malformed answer, bytes nobody asked for, an exchange that timed out on it.
+    case error
+    /// Closed to make room for another pool's connection within the process's file budget.
+    case budget
+
+    /// The run counter it increments.
+    public var counter: String { "connections.closed." + rawValue }
+}

@@ -16,6 +16,9 @@ final class ConnectionPool: @unchecked Sendable {
     /// armed and cancelled for every idle spell was two allocations and a heap entry a request
     /// at rates the pool keeps up with.
     private var idleSweep: LoopTimer?
+    /// Set once the pool's install's connections were closed (`retire`): out of its loop's table,
+    /// it finishes what it holds and closes each connection as it frees.
+    private var retiredFor: ConnectionCloseReason?
 
     init(key: PoolKey, owner: ConnectionOwner?, home: LoopState, client: HTTPClient) {
         self.key = key
@@ -61,9 +64,12 @@ final class ConnectionPool: @unchecked Sendable {
     func connectionReady(_ connection: HTTPConnection) {
         if let next = takeWaiting() {
             connection.send(next, now: loop.now)
+        } else if let reason = retiredFor {
+            connection.close(for: reason)
+            connectionGone(connection)
         } else if client.poolsWaitForBudget {
             // Another pool has requests and no connection: this one closes to make room.
-            connection.close()
+            connection.close(for: .budget)
             connectionGone(connection)
         } else {
             state.becameIdle(connection, at: loop.now)
@@ -78,7 +84,7 @@ final class ConnectionPool: @unchecked Sendable {
         idleSweep = loop.schedule(at: due) { [self] in
             idleSweep = nil
             for connection in state.expired(at: loop.now) {
-                connection.close()
+                connection.close(for: .idle)
                 released()
             }
             armIdleSweep()
@@ -127,11 +133,30 @@ final class ConnectionPool: @unchecked Sendable {
     /// Closes the longest-idle connection; false when none is idle.
     func closeOneIdle() -> Bool {
         guard let connection = state.takeOldestIdle() else { return false }
-        connection.close()
+        connection.close(for: .budget)
         client.releaseConnection()
         forgetIfEmpty()
         return true
     }
+
+    /// The install's connections close for `reason` (its process died, or it was suspended): the
+    /// pool leaves its loop's table, so its next request opens a new connection in a new pool;
+    /// idle connections close now, and busy ones once they have carried their exchange and any
+    /// request waiting here (a request already made is answered, not lost).
+    func retire(_ reason: ConnectionCloseReason) {
+        guard retiredFor == nil else { return }
+        retiredFor = reason
+        home.forget(self)
+        idleSweep?.cancel()
+        idleSweep = nil
+        for connection in state.takeAllIdle() {
+            connection.close(for: reason)
+            client.releaseConnection()
+        }
+    }
+
+    /// Tells the loop's watcher of a connection event.
+    func tell(_ event: ConnectionEvent) { home.tell(event) }
 
     func closeIdle() {
         idleSweep?.cancel()

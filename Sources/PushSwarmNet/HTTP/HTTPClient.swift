@@ -1,4 +1,4 @@
-import PushSwarmCore
+public import PushSwarmCore
 import PushSwarmMetrics
 import Synchronization
 
@@ -116,6 +116,20 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// Closes install `device`'s own connections on loop number `loop` (where its requests went)
+    /// for `reason`. Call on that loop.
+    public func closeConnections(owner device: Int, loop: Int, reason: ConnectionCloseReason) {
+        let state = states[loop % states.count]
+        precondition(state.loop.inLoop, "closeConnections(owner:) runs on the owner's loop")
+        state.closeConnections(owner: device, reason: reason)
+    }
+
+    /// Calls `handler` on loop number `loop` for each connection of its pools opened and closed.
+    public func watchConnections(loop: Int, _ handler: @escaping @Sendable (ConnectionEvent) -> Void) {
+        let state = states[loop % states.count]
+        state.loop.execute { state.onConnection = handler }
+    }
+
     /// Closes idle connections; call when no request is in flight.
     public func shutdown() {
         for state in states {
@@ -209,6 +223,10 @@ private final class ConnectionBudget: Sendable {
 final class LoopState: @unchecked Sendable {
     let loop: EventLoop
     private var pools: [PoolKey: ConnectionPool] = [:]
+    /// Each install's own pools (one per origin it talks to), for closing them all at once.
+    private var ownerPools: [Int: [ConnectionPool]] = [:]
+    /// Told of each connection opened and each one closed (by why).
+    var onConnection: (@Sendable (ConnectionEvent) -> Void)?
 
     init(loop: EventLoop) { self.loop = loop }
 
@@ -216,14 +234,30 @@ final class LoopState: @unchecked Sendable {
         if let pool = pools[key] { return pool }
         let pool = ConnectionPool(key: key, owner: owner, home: self, client: client)
         pools[key] = pool
+        if let device = key.owner { ownerPools[device, default: []].append(pool) }
         return pool
     }
 
     /// An install's own pool with no connection and no request left goes: a fleet's devices would
     /// otherwise each leave one behind (an address's shared pool stays, one per address).
     func forget(_ pool: ConnectionPool) {
-        if pools[pool.key] === pool { pools[pool.key] = nil }
+        guard pools[pool.key] === pool else { return }
+        pools[pool.key] = nil
+        guard let device = pool.key.owner, var owned = ownerPools[device] else { return }
+        owned.removeAll { $0 === pool }
+        ownerPools[device] = owned.isEmpty ? nil : owned
     }
+
+    /// Closes install `device`'s own connections for `reason`: its pools leave the table (its next
+    /// request opens a new connection), idle connections close now, busy ones once their
+    /// exchanges and those waiting for them are done.
+    func closeConnections(owner device: Int, reason: ConnectionCloseReason) {
+        guard let owned = ownerPools[device] else { return }
+        for pool in owned { pool.retire(reason) }
+    }
+
+    /// Tells of a connection event (`onConnection`).
+    func tell(_ event: ConnectionEvent) { onConnection?(event) }
 
     /// Pools on this loop now (a test's view).
     var poolCount: Int { pools.count }

@@ -23,6 +23,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     /// freed first): its opening and connect time count to the first exchange it carries, so
     /// that connections opened agree with the server's count of connections that carried one.
     private var uncountedConnect: UInt64?
+    /// Its close was counted (or, at the run's end, left uncounted on purpose).
+    private var closeCounted = false
 
     init(pool: ConnectionPool, limits: HTTPParser.Limits) {
         self.pool = pool
@@ -70,14 +72,24 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     /// Gives up the current exchange (timed out): the connection is closed, not reused.
     func abandon() {
         current = nil
-        close()
+        close(for: .error)
         pool.connectionGone(self)
     }
 
-    func close() {
+    /// Closes it; an opened connection counts its close once, for `reason` (nil: the run's end,
+    /// or one that never opened, which no figure counts as closed).
+    func close(for reason: ConnectionCloseReason? = nil) {
+        countClose(reason)
         connectTimer?.cancel()
         connection?.close()
         connection = nil
+    }
+
+    /// Counts an opened connection's close, the first time only.
+    private func countClose(_ reason: ConnectionCloseReason?) {
+        guard isOpened, !closeCounted else { return }
+        closeCounted = true
+        if let reason { pool.tell(.closed(reason)) }
     }
 
     // MARK: ConnectionDelegate
@@ -86,6 +98,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         isOpened = true
         connectTimer?.cancel()
         connectTimer = nil
+        pool.tell(.opened)
         pool.connectSucceeded(self)
         let connectTime = pool.loop.now - connectStartedAt
         uncountedConnect = connectTime
@@ -96,7 +109,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     func connection(_ connection: Connection, read bytes: Span<UInt8>) {
         guard let exchange = current else {
             // Bytes with no request outstanding: the server is confused; do not reuse.
-            close()
+            close(for: .error)
             pool.connectionGone(self)
             return
         }
@@ -116,7 +129,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             }
         } catch {
             current = nil
-            close()
+            close(for: .error)
             pool.connectionGone(self)
             exchange.finish(now: pool.loop.now) { .failure(NetError(.malformedResponse, detail: error.reason), $0) }
         }
@@ -125,6 +138,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     func connectionClosed(_ connection: Connection, error: NetError?) {
         self.connection = nil
         connectTimer?.cancel()
+        countClose(error == nil ? .serverClosed : .error)
         guard isOpened else {
             pool.connectFailed(self, error: error ?? NetError(.connectionRefused, detail: "closed while connecting"))
             return
@@ -155,7 +169,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         if message.keepAlive && parser.isIdle, connection?.isOpen == true {
             pool.connectionReady(self)
         } else {
-            close()
+            // The server asked to close it (or already has), or left bytes unparsed.
+            close(for: message.keepAlive && connection?.isOpen == true ? .error : .serverClosed)
             pool.connectionGone(self)
         }
         finishExchange(exchange, with: message, now: now)

@@ -116,32 +116,20 @@ public enum RequestSampler {
         return capture.captured
     }
 
-    private final class CaptureTransport: RunTransport {
-        let inner: SimulatedTransport
+    private final class CaptureTransport: ForwardingTransport {
         let limit: Int
         var captured: [Request] = []
 
         init(inner: SimulatedTransport, limit: Int) {
-            self.inner = inner
             self.limit = limit
+            super.init(inner: inner)
         }
 
-        func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
+        override func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
             if captured.count < limit { captured.append(outgoing.request) }
             return inner.send(outgoing, device: device, platform: platform, source: source, at: now)
         }
 
-        func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
-            inner.openSocket(open, device: device, platform: platform, source: source, at: now)
-        }
-
-        func sendOnSocket(_ socket: UInt64, text: String, device: Int, at now: Instant) { inner.sendOnSocket(socket, text: text, device: device, at: now) }
-        func closeSocket(_ socket: UInt64, device: Int, at now: Instant) { inner.closeSocket(socket, device: device, at: now) }
-        func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) { inner.deliverFromService(messages, platform: platform, at: now) }
-        func timerFired(_ token: UInt64, at now: Instant) { inner.timerFired(token, at: now) }
-        func closeAllSockets() { inner.closeAllSockets() }
-        func takeArrived() -> [Arrival] { inner.takeArrived() }
-        var currentTime: Instant { inner.currentTime }
-        var isInterrupted: Bool { captured.count >= limit }
+        override var isInterrupted: Bool { captured.count >= limit }
     }
 }

@@ -42,6 +42,11 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         self.clock = clock
         self.targets = targets
         self.bindSources = bindSources
+        // Its partition's pools are on its loop (every request is pinned there): their connections'
+        // opens and closes are counted in its run's counters.
+        client.watchConnections(loop: loop.index) { [unowned self] event in
+            deliver(Arrival(device: -1, payload: .connection(event), at: clock.now), detail: nil)
+        }
     }
 
     /// Whether devices should bind their NAT group's loopback address: only when every target is
@@ -90,6 +95,13 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
 
     public func pushAddressChanged(old: String?, new: String) {
         onPushAddress?(old, new)
+    }
+
+    /// The install's own connections close (`network.connections: perDevice`); with the shared
+    /// pools of addresses, a device's app has none of its own to close.
+    public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
+        guard ownConnections != nil else { return }
+        client.closeConnections(owner: device, loop: loop.index, reason: reason)
     }
 
     /// From any thread: a push a service posted for `token`, handed to the partition on its loop.
