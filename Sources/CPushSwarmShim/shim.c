@@ -237,6 +237,29 @@ void ps_tls_error(void *session, char *error, size_t error_length) {
     last_ssl_error(error, error_length);
 }
 
+// Saved and offered as copies: libssl marks a connection's session not resumable when the
+// connection is freed without a TLS shutdown (as a suspended app's is), and a session shared
+// with the saved one would take the mark with it.
+void *ps_tls_saved_session(void *session) {
+    SSL_SESSION *current = SSL_get0_session((SSL *)session);
+    if (!current || !SSL_SESSION_is_resumable(current)) return NULL;
+    return SSL_SESSION_dup(current);
+}
+
+void ps_tls_saved_session_free(void *saved) { SSL_SESSION_free((SSL_SESSION *)saved); }
+
+int ps_tls_offer_session(void *session, void *saved) {
+    SSL_SESSION *copy = SSL_SESSION_dup((SSL_SESSION *)saved);
+    if (!copy) return 0;
+    int result = SSL_set_session((SSL *)session, copy);
+    SSL_SESSION_free(copy);
+    return result;
+}
+
+int ps_tls_resumed(void *session) { return SSL_session_reused((SSL *)session); }
+
+int ps_tls_protocol(void *session) { return SSL_version((SSL *)session); }
+
 void ps_sha1(const void *data, size_t length, uint8_t out[20]) {
     unsigned int written = 20;
     EVP_Digest(data, length, out, &written, EVP_sha1(), NULL);

@@ -1,6 +1,7 @@
 import CPushSwarmShim
 import Foundation
 import PushSwarmSystem
+import PushSwarmCore
 
 /// What a connection tells its owner, on the connection's loop.
 protocol ConnectionDelegate: AnyObject {
@@ -60,7 +61,7 @@ final class Connection: Selectable, @unchecked Sendable {
     /// group). The delegate hears `connectionOpened` or `connectionClosed(error:)`.
     static func connect(
         on loop: EventLoop, to address: SocketAddress, from source: IPAddress?, tls: TLSContext?, hostName: String,
-        delegate: any ConnectionDelegate
+        resuming saved: TLSSavedSession? = nil, delegate: any ConnectionDelegate
     ) -> Result<Connection, NetError> {
         let family: Int32
         switch address.ip {
@@ -94,6 +95,7 @@ final class Connection: Selectable, @unchecked Sendable {
                 Glibc.close(fd)
                 return .failure(NetError(.tlsHandshake, detail: "cannot create a TLS session"))
             }
+            if let saved { session.handle.offer(saved) }
             connection.tls = session
         }
         connection.slot = loop.register(fd, connection, events: UInt32(PS_EPOLLOUT | PS_EPOLLIN | PS_EPOLLRDHUP))
@@ -120,6 +122,13 @@ final class Connection: Selectable, @unchecked Sendable {
     }
 
     func setDelegate(_ delegate: any ConnectionDelegate) { self.delegate = delegate }
+
+    /// How its TLS handshake went (nil without TLS); read once it is open.
+    var tlsHandshake: TLSHandshake? { tls?.handshakeKind }
+
+    /// Its TLS session, for a later connection to resume; nil without TLS or before the server
+    /// sent one (TLS 1.3: with or after its first answer).
+    func savedTLSSession() -> TLSSavedSession? { tls?.handle.savedSession() }
 
     var isOpen: Bool { state == .open }
 

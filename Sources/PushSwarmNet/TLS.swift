@@ -1,3 +1,4 @@
+import PushSwarmCore
 import PushSwarmSystem
 
 /// A TLS client configuration (libssl): certificate verification on unless `insecure`, extra
@@ -31,4 +32,7 @@ final class TLSSession {
     func write(_ bytes: Span<UInt8>) -> Int32 { handle.write(bytes) }
 
     func lastError() -> String { handle.lastError() }
+
+    /// Full or resumed, once the handshake is done.
+    var handshakeKind: TLSHandshake { handle.resumed ? .resumed : .full }
 }

@@ -1168,7 +1168,12 @@ extension CommandLineTests {
     /// and `accessLog` (a path relative to its directory, and a format `http` defines) in its
     /// http block; stopped by the caller (`Peer.stop`). Returns the peer, its port and its
     /// directory.
-    func startNginx(location: String, http: String = "", accessLog: String = "off", ok: String = #"{"fingerprint":"0"}"#) throws -> (nginx: Peer, port: UInt16, directory: URL) {
+    /// `tls`: a certificate and its key (PEM files) for nginx to terminate TLS with; `status`:
+    /// its counts of connections at `/nginx-status` (stub_status, not logged).
+    func startNginx(
+        location: String, http: String = "", accessLog: String = "off", ok: String = #"{"fingerprint":"0"}"#, tls: (certificate: String, key: String)? = nil,
+        status: Bool = false
+    ) throws -> (nginx: Peer, port: UInt16, directory: URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
         try Data("{}".utf8).write(to: directory.appendingPathComponent("html/events"))
@@ -1180,9 +1185,11 @@ extension CommandLineTests {
               \(http)
               access_log \(accessLog); client_body_temp_path \(directory.path); keepalive_requests 1000000;
               server {
-                listen 127.0.0.1:\(port) backlog=4096;
+                listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl") backlog=4096;
+                \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                 location / { \(location) }
                 location @ok { default_type application/json; return 200 '\(ok)'; }
+                \(status ? "location = /nginx-status { stub_status; access_log off; }" : "")
               }
             }
             """

@@ -218,6 +218,10 @@ import Testing
         #expect(sentence.contains(", up to 302 a second (the run's average: 9.50)"), "\(sentence)")
         #expect(sentence.hasSuffix("over the run 50 closed with their app (40 suspended in the background, 10 with the process)."), "\(sentence)")
         #expect(TerminalReport.render(summary, reportPath: nil).contains("Connections 570 opened · 55 closed (background 40, idle 5, processDied 10) · 515 open at the end"))
+        var tls = summary
+        tls.metrics.increment("connections.handshakes.full", by: 400)
+        tls.metrics.increment("connections.handshakes.resumed", by: 170)
+        #expect(TerminalReport.render(tls, reportPath: nil).contains("Connections 570 opened (TLS handshakes: 400 full, 170 resumed) · 55 closed"))
 
         let text = SummaryArchive.text(of: summary)
         let read = try SummaryArchive.read(text)

@@ -108,6 +108,7 @@ import Testing
         switch event {
         case .opened: "connections.opened"
         case .closed(let reason): reason.counter
+        case .handshakeFailed: "connections.handshakes.failed"
         }
     }
 

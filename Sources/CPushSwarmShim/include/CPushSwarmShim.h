@@ -70,6 +70,15 @@ int ps_tls_write(void *session, const void *buffer, int length);
 /// The reason for the last failure on this session (certificate verification first).
 void ps_tls_error(void *session, char *error, size_t error_length);
 
+// TLS session resumption: a resumable session of a connection (a new reference, NULL when it has
+// none yet: TLS 1.3 sends its tickets after the handshake), offered by a later connection, and
+// whether a connection's handshake resumed one. ps_tls_protocol: 0x0303 TLS 1.2, 0x0304 TLS 1.3.
+void *ps_tls_saved_session(void *session);
+void ps_tls_saved_session_free(void *saved);
+int ps_tls_offer_session(void *session, void *saved);
+int ps_tls_resumed(void *session);
+int ps_tls_protocol(void *session);
+
 /// SHA-1 (the WebSocket handshake's Sec-WebSocket-Accept needs it) from libcrypto.
 void ps_sha1(const void *data, size_t length, uint8_t out[20]);
 

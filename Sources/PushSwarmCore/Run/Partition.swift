@@ -261,8 +261,11 @@ final class Partition: @unchecked Sendable {
         case .connection(let event):
             // Counted after the end too: a connection that closes then still closed.
             switch event {
-            case .opened: metrics.recordConnectionOpened(at: (time - .start).microseconds)
+            case .opened(let tls):
+                metrics.recordConnectionOpened(at: (time - .start).microseconds)
+                if let tls { metrics.increment(tls.counter) }
             case .closed(let reason): metrics.increment(reason.counter)
+            case .handshakeFailed: metrics.increment("connections.handshakes.failed")
             }
         case .campaign(let index):
             guard !isDraining else { return }

@@ -56,9 +56,22 @@ extension OperatingSystem {
 
 /// What happened to one of a run's HTTP connections, as its transport tells the run.
 public enum ConnectionEvent: Sendable, Equatable {
-    /// Connected (TCP, and TLS when the origin asks for it): a handshake at the service's edge.
-    case opened
+    /// Connected (TCP, and TLS when the origin asks for it, `tls` saying how): a handshake at
+    /// the service's edge.
+    case opened(tls: TLSHandshake?)
     case closed(ConnectionCloseReason)
+    /// The TLS handshake failed (refused, reset, an alert, a certificate not trusted).
+    case handshakeFailed
+}
+
+/// How a connection's TLS handshake went: a full one (a new process, or the first connection
+/// of one), or a resumption of a session the app's process kept (an abbreviated handshake).
+public enum TLSHandshake: String, Sendable, CaseIterable {
+    case full
+    case resumed
+
+    /// The run counter it increments.
+    public var counter: String { "connections.handshakes." + rawValue }
 }
 
 /// Why a connection closed, counted per run as `connections.closed.<reason>`.

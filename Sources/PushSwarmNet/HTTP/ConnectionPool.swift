@@ -1,4 +1,5 @@
 import PushSwarmCore
+import PushSwarmSystem
 import PushSwarmMetrics
 import Synchronization
 
@@ -154,6 +155,17 @@ final class ConnectionPool: @unchecked Sendable {
             client.releaseConnection()
         }
     }
+
+    /// The TLS session its next connection offers to resume: the install's own (its process's
+    /// memory, kept across its pools until the process dies), or the pool's for an address's
+    /// shared pool.
+    var savedTLSSession: TLSSavedSession? {
+        get { key.owner.map { home.savedSession(of: $0) } ?? sharedSession }
+        set {
+            if let owner = key.owner { home.keep(newValue, for: owner) } else { sharedSession = newValue }
+        }
+    }
+    private var sharedSession: TLSSavedSession?
 
     /// Tells the loop's watcher of a connection event.
     func tell(_ event: ConnectionEvent) { home.tell(event) }

@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmSystem
 import PushSwarmMetrics
 import Synchronization
 
@@ -225,6 +226,14 @@ final class LoopState: @unchecked Sendable {
     private var pools: [PoolKey: ConnectionPool] = [:]
     /// Each install's own pools (one per origin it talks to), for closing them all at once.
     private var ownerPools: [Int: [ConnectionPool]] = [:]
+    /// Each install's TLS session, kept as its app's process keeps it: across idle timeouts and
+    /// suspensions, gone when the process dies (`closeConnections(owner:reason:)`).
+    private var ownerSessions: [Int: TLSSavedSession] = [:]
+
+    func savedSession(of device: Int) -> TLSSavedSession? { ownerSessions[device] }
+
+    func keep(_ session: TLSSavedSession?, for device: Int) { ownerSessions[device] = session }
+
     /// Told of each connection opened and each one closed (by why).
     var onConnection: (@Sendable (ConnectionEvent) -> Void)?
 
@@ -252,6 +261,8 @@ final class LoopState: @unchecked Sendable {
     /// request opens a new connection), idle connections close now, busy ones once their
     /// exchanges and those waiting for them are done.
     func closeConnections(owner device: Int, reason: ConnectionCloseReason) {
+        // A new process has no TLS session: its first connection's handshake is full.
+        if reason == .processDied { ownerSessions[device] = nil }
         guard let owned = ownerPools[device] else { return }
         for pool in owned { pool.retire(reason) }
     }

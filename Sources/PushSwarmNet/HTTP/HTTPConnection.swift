@@ -25,6 +25,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private var uncountedConnect: UInt64?
     /// Its close was counted (or, at the run's end, left uncounted on purpose).
     private var closeCounted = false
+    /// Its TLS session was handed to the pool for later connections to resume.
+    private var keptTLSSession = false
 
     init(pool: ConnectionPool, limits: HTTPParser.Limits) {
         self.pool = pool
@@ -36,7 +38,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     func connect(to address: SocketAddress, tls: TLSContext?) {
         connectStartedAt = pool.loop.now
         let result = Connection.connect(
-            on: pool.loop, to: address, from: pool.key.source, tls: tls, hostName: pool.key.origin.host, delegate: self
+            on: pool.loop, to: address, from: pool.key.source, tls: tls, hostName: pool.key.origin.host,
+            resuming: tls == nil ? nil : pool.savedTLSSession, delegate: self
         )
         switch result {
         case .success(let connection):
@@ -98,7 +101,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         isOpened = true
         connectTimer?.cancel()
         connectTimer = nil
-        pool.tell(.opened)
+        pool.tell(.opened(tls: connection.tlsHandshake))
         pool.connectSucceeded(self)
         let connectTime = pool.loop.now - connectStartedAt
         uncountedConnect = connectTime
@@ -140,6 +143,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connectTimer?.cancel()
         countClose(error == nil ? .serverClosed : .error)
         guard isOpened else {
+            if let error, error.reason == .tlsHandshake || error.reason == .tlsVerification { pool.tell(.handshakeFailed) }
             pool.connectFailed(self, error: error ?? NetError(.connectionRefused, detail: "closed while connecting"))
             return
         }
@@ -166,6 +170,12 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private func complete(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
         current = nil
         exchangesCarried += 1
+        // The app's process keeps its TLS session for its next connection: taken once a
+        // connection has one (TLS 1.3's ticket comes with or after the first answer).
+        if !keptTLSSession, let saved = connection?.savedTLSSession() {
+            keptTLSSession = true
+            pool.savedTLSSession = saved
+        }
         if message.keepAlive && parser.isIdle, connection?.isOpen == true {
             pool.connectionReady(self)
         } else {

@@ -54,10 +54,37 @@ public final class TLSSessionHandle {
         bytes.withUnsafeBufferPointer { ps_tls_write(pointer, $0.baseAddress, Int32(min($0.count, Int(Int32.max)))) }
     }
 
+    /// The session to resume on a later connection, once it has one (TLS 1.3 sends its tickets
+    /// after the handshake, read with the first answer); nil before, or when it is not resumable.
+    public func savedSession() -> TLSSavedSession? {
+        ps_tls_saved_session(pointer).map(TLSSavedSession.init)
+    }
+
+    /// Offers `saved` for resumption; call before the handshake.
+    public func offer(_ saved: TLSSavedSession) {
+        _ = ps_tls_offer_session(pointer, saved.pointer)
+    }
+
+    /// Whether the handshake resumed an offered session (an abbreviated handshake).
+    public var resumed: Bool { ps_tls_resumed(pointer) == 1 }
+
+    /// The protocol agreed: 0x0303 for TLS 1.2, 0x0304 for TLS 1.3.
+    public var protocolVersion: Int32 { ps_tls_protocol(pointer) }
+
     /// libssl's last error for this session, as text.
     public func lastError() -> String {
         var error = [CChar](repeating: 0, count: 256)
         ps_tls_error(pointer, &error, 256)
         return String(cText: error)
     }
+}
+
+/// A TLS session a client keeps to resume (`SSL_SESSION`, reference counted by libssl), freed
+/// with its handle. Immutable once made; used on one loop's thread.
+public final class TLSSavedSession: @unchecked Sendable {
+    fileprivate let pointer: UnsafeMutableRawPointer
+
+    fileprivate init(pointer: UnsafeMutableRawPointer) { self.pointer = pointer }
+
+    deinit { ps_tls_saved_session_free(pointer) }
 }
