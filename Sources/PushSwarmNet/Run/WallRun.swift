@@ -138,14 +138,8 @@ public final class WallRun: @unchecked Sendable {
         } else {
             mockServer = nil
         }
-        // Installs with connections of their own hold about one each at a time (an SDK sends one
-        // request after another); the budget still caps them at the file limit.
         let ownConnections = scenario.network.connections == .perDevice
-        plan = Self.plan(
-            devices: devices.count, devicesPerSource: ownConnections ? 1 : scenario.network.devicesPerSourceAddress, inProcessMock: mockServer != nil,
-            maxConnectionsPerSource: ownConnections ? 1 : scenario.network.connectionsPerSourceAddress,
-            webSockets: Self.webSocketDevices(scenario, among: devices)
-        )
+        plan = Self.plan(for: scenario, devices: devices, inProcessMock: mockServer != nil)
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
             maxConnectionsPerPool: scenario.network.connectionsPerSourceAddress, tls: tls, maxOpenConnections: plan.connectionBudget
@@ -184,6 +178,22 @@ public final class WallRun: @unchecked Sendable {
     /// (`certificate verification failed: self-signed certificate`); read after the run.
     public var errorDetails: [String: String] {
         transports.reduce(into: [:]) { details, transport in details.merge(transport.errorDetails) { first, _ in first } }
+    }
+
+    /// The socket plan for a scenario's `devices` (a shard's, or all): installs with connections
+    /// of their own (`perDevice`) hold about one each at a time (an SDK sends one request after
+    /// another); the budget still caps them at the file limit.
+    public static func plan(for scenario: Scenario, devices: Range<Int>, inProcessMock: Bool) -> SocketPlan {
+        let ownConnections = scenario.network.connections == .perDevice
+        return plan(
+            devices: devices.count, devicesPerSource: ownConnections ? 1 : scenario.network.devicesPerSourceAddress, inProcessMock: inProcessMock,
+            maxConnectionsPerSource: ownConnections ? 1 : scenario.network.connectionsPerSourceAddress,
+            webSockets: webSocketDevices(scenario, among: devices)
+        )
+    }
+
+    public static func plan(for scenario: Scenario, devices: Int, inProcessMock: Bool) -> SocketPlan {
+        plan(for: scenario, devices: 0..<devices, inProcessMock: inProcessMock)
     }
 
     /// The socket plan for a fleet: devices share a pool per NAT address
