@@ -130,6 +130,26 @@ import Testing
         #expect(simulatedOperations.members.allSatisfy { $0.value["connections"] == .number(0) })
     }
 
+    /// Each install's own connections (issue 50) in both clocks: 200 installs tap a campaign's
+    /// push, each a cold start on a new connection, then iOS suspends them and every app is
+    /// closed. The simulated run's connections opened and closed (by why) are the wall run's, as
+    /// counted on its real sockets, within 2 % (or 2), with its requests.
+    @Test func connectionsOfInstallsAgreeInBothClocks() async throws {
+        let counters = ["connections.opened", "connections.closed.background", "connections.closed.processDied"]
+        let (simulatedSummary, wallSummary) = try await agreeInBothClocks("Tests/Fixtures/connections-wall-vs-simulated.json") { simulated, wall in
+            var problems = countDisagreements(simulated, wall, share: 0.02, floor: 2)
+            for name in counters {
+                let (expected, measured) = (simulated["counters"]?[name]?.numberValue ?? 0, wall["counters"]?[name]?.numberValue ?? 0)
+                if abs(expected - measured) > max(0.02 * expected, 2) { problems.append("\(name): simulated \(expected), wall \(measured)") }
+            }
+            return problems
+        }
+        // Every install opened its own (a push's report, then the tap's cold start beside it).
+        let opened = simulatedSummary["counters"]?["connections.opened"]?.numberValue ?? 0
+        #expect(opened >= 200, "simulated: \(opened) connections opened")
+        #expect(wallSummary["counters"]?["connections.closed.background"]?.numberValue ?? 0 > 0, "iOS suspensions closed connections")
+    }
+
     @Test func smarticoDevicesHoldRealWebSocketsAndAnswerServerPings() async throws {
         // The same Smartico scenario in both clocks: the wall run's devices open real WebSockets
         // to the loopback mock, answer its PINGs, and get the campaign's popups on them.

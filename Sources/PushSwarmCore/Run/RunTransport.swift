@@ -127,6 +127,11 @@ public final class SimulatedTransport: RunTransport {
     private var timers: [UInt64: SocketKey] = [:]
     private var nextTimer: UInt64 = 0
     private var arrived: [Arrival] = []
+    /// Each install's own connections (`network.connections: perDevice`); nil with the shared
+    /// pools of addresses, which simulated time does not model.
+    private var connections: SimulatedConnections?
+    /// Due idle sweeps of installs' connections, by timer token: the install's fleet number.
+    private var sweeps: [UInt64: Int] = [:]
 
     /// - Parameter devices: the fleet numbers of the devices it carries (a partition's).
     public init(scenario: Scenario, mocks: MockFleet, devices: Range<Int>) {
@@ -135,6 +140,27 @@ public final class SimulatedTransport: RunTransport {
         seed = scenario.seed
         firstDevice = devices.lowerBound
         deviceRandom = Array(repeating: nil, count: devices.count)
+        if scenario.network.connections == .perDevice {
+            let fleet = Fleet(scenario: scenario)
+            let stacks = devices.map { scenario.groups[fleet.groupIndex(at: $0)].os.connectionStack }
+            connections = SimulatedConnections(stacks: stacks, firstDevice: devices.lowerBound)
+        }
+    }
+
+    /// Hands what the install's connections did to the partition: their events, and the sweep
+    /// to call back for.
+    private func deliver(_ outcome: SimulatedConnections.Outcome) {
+        for (at, event) in outcome.events { arrived.append(Arrival(device: -1, payload: .connection(event), at: at)) }
+        if let sweep = outcome.sweep {
+            sweeps[sweep.token] = sweep.device
+            arrived.append(Arrival(device: -1, payload: .timer(sweep.token), at: sweep.at))
+        }
+    }
+
+    /// A new timer token (sockets' service timers and connection sweeps share them).
+    private func newToken() -> UInt64 {
+        nextTimer += 1
+        return nextTimer
     }
 
     /// Calls `body` with device `device`'s draws, in place in `deviceRandom` (a copy out and
@@ -147,7 +173,23 @@ public final class SimulatedTransport: RunTransport {
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
         latest = now
-        return withDraws(for: device) { random in send(outgoing, platform: platform, source: source, at: now, random: &random) }
+        guard let (completion, completedAt) = withDraws(for: device, { random in send(outgoing, platform: platform, source: source, at: now, random: &random) })
+        else { return nil }
+        // A request that reached the service went out on one of the install's own connections:
+        // a new one, or one it waited for. One that found no route reached none.
+        if case .transportError(let reason) = completion.outcome, reason == "networkError" || reason == "noService" { return (completion, completedAt) }
+        guard connections != nil else { return (completion, completedAt) }
+        return onOwnConnection(completion, completedAt, device: device, at: now)
+    }
+
+    private func onOwnConnection(_ completion: ExchangeCompletion, _ completedAt: Instant, device: Int, at now: Instant) -> (ExchangeCompletion, Instant) {
+        var outcome = SimulatedConnections.Outcome()
+        let token = newToken()
+        let (start, opened) = connections!.take(device: device, at: now, for: completedAt - now, token: token, into: &outcome)
+        deliver(outcome)
+        var completion = completion
+        completion.timings?.connect = opened ? .zero : nil
+        return (completion, completedAt + (start - now))
     }
 
     private func send(_ outgoing: OutgoingRequest, platform: String, source: SourceAddress, at now: Instant, random: inout SeededRandom) -> (ExchangeCompletion, Instant)? {
@@ -231,8 +273,19 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public func timerFired(_ token: UInt64, at now: Instant) {
+        if let device = sweeps.removeValue(forKey: token) {
+            var outcome = SimulatedConnections.Outcome()
+            connections?.sweep(device: device, token: token, at: now, next: newToken(), into: &outcome)
+            return deliver(outcome)
+        }
         guard let key = timers.removeValue(forKey: token), let session = sockets[key] else { return }
         apply(mocks.socketTimer(platform: session.platform, session: session.session, at: now), to: key, at: now, now: now)
+    }
+
+    public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
+        var outcome = SimulatedConnections.Outcome()
+        connections?.close(device: device, reason: reason, at: now, into: &outcome)
+        deliver(outcome)
     }
 
     public func closeAllSockets() {

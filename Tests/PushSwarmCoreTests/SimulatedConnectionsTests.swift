@@ -1,0 +1,59 @@
+import Testing
+@testable import PushSwarmCore
+
+/// Each install's own connections in simulated time (issue 50), by wall time's rules: reuse,
+/// the stack's cap, idle timeouts, and closes with the app.
+@Suite struct SimulatedConnectionsTests {
+    let t0 = Instant(microseconds: 1_000_000_000)
+
+    static func opened(_ outcome: SimulatedConnections.Outcome) -> Int {
+        outcome.events.filter { $0.1 == .opened(tls: nil) }.count
+    }
+
+    /// A stack of 2, idle 60 s: a request opens a connection, the next after its answer reuses
+    /// it, two more at once open a second and wait for the first to free (starting when it does).
+    @Test func aRequestReusesAFreeConnectionOpensUpToTheCapThenWaits() {
+        let stack = ConnectionStack(maxConnectionsPerHost: 2, idleTimeout: .seconds(60))
+        var connections = SimulatedConnections(stacks: [stack], firstDevice: 5)
+        var outcome = SimulatedConnections.Outcome()
+        #expect(connections.take(device: 5, at: t0, for: .milliseconds(40), token: 1, into: &outcome) == (t0, true))
+        #expect(outcome.sweep?.token == 1 && outcome.sweep?.at == t0 + .milliseconds(40) + .seconds(60), "one sweep, at the first expiry")
+        outcome = .init()
+        #expect(connections.take(device: 5, at: t0 + .seconds(1), for: .milliseconds(40), token: 2, into: &outcome) == (t0 + .seconds(1), false))
+        #expect(outcome.sweep == nil, "its sweep is armed already")
+        let busy = t0 + .seconds(2)
+        #expect(connections.take(device: 5, at: busy, for: .milliseconds(100), token: 3, into: &outcome) == (busy, false))
+        #expect(connections.take(device: 5, at: busy, for: .milliseconds(100), token: 4, into: &outcome) == (busy, true))
+        let third = connections.take(device: 5, at: busy, for: .milliseconds(100), token: 5, into: &outcome)
+        #expect(third == (busy + .milliseconds(100), false), "both busy: it waits for the first to free")
+        #expect(Self.opened(outcome) == 1)
+    }
+
+    /// Idle for the stack's timeout, a connection closes at its expiry (the sweep), and the next
+    /// request opens a new one; the app's process dying closes an idle one now and a busy one
+    /// when its answer is in.
+    @Test func idleConnectionsCloseAtTheirTimeoutAndTheAppsCloseAtItsDeath() {
+        var connections = SimulatedConnections(stacks: [.urlSession], firstDevice: 0)
+        var outcome = SimulatedConnections.Outcome()
+        _ = connections.take(device: 0, at: t0, for: .milliseconds(50), token: 1, into: &outcome)
+        let expiry = t0 + .milliseconds(50) + .seconds(60)
+        outcome = .init()
+        connections.sweep(device: 0, token: 1, at: expiry, next: 2, into: &outcome)
+        #expect(outcome.events.map(\.0) == [expiry] && outcome.events.map(\.1) == [.closed(.idle)])
+        #expect(outcome.sweep == nil, "nothing open, no sweep")
+        outcome = .init()
+        #expect(connections.take(device: 0, at: expiry + .seconds(1), for: .milliseconds(50), token: 3, into: &outcome).opened)
+
+        // Two at once: one on the free connection (50 ms), one on a new one (200 ms).
+        let later = expiry + .seconds(10)
+        #expect(!connections.take(device: 0, at: later, for: .milliseconds(50), token: 4, into: &outcome).opened)
+        #expect(connections.take(device: 0, at: later, for: .milliseconds(200), token: 4, into: &outcome).opened)
+        outcome = .init()
+        connections.close(device: 0, reason: .processDied, at: later + .milliseconds(100), into: &outcome)
+        #expect(outcome.events.map(\.1) == [.closed(.processDied), .closed(.processDied)])
+        #expect(outcome.events.map(\.0).sorted() == [later + .milliseconds(100), later + .milliseconds(200)], "the idle one now, the busy one after its answer")
+        outcome = .init()
+        connections.sweep(device: 0, token: 3, at: later + .seconds(60), next: 5, into: &outcome)
+        #expect(outcome.events.isEmpty, "a closed install's old sweep finds nothing")
+    }
+}
