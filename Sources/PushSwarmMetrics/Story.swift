@@ -138,6 +138,10 @@ public struct Story: Sendable, Equatable {
                 if background + died > 0 {
                     sentence += "; over the run \(group(background + died)) closed with their app (\(group(background)) suspended in the background, \(group(died)) with the process)"
                 }
+                if let timedOut = metrics.counters["connections.handshakes.timedOut"], timedOut > 0 {
+                    let full = metrics.counters["connections.handshakes.full"] ?? 0
+                    sentence += "; \(group(timedOut)) \(timedOut == 1 ? "opening" : "openings") timed out waiting for the edge's handshake (\(group(full)) full handshakes done)"
+                }
                 sentences.append(sentence + ".")
             }
         }

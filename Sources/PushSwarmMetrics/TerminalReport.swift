@@ -55,10 +55,11 @@ public enum TerminalReport {
             // What the service's edge saw: each opened connection is a TCP (and TLS) handshake.
             let total = closed.reduce(0) { $0 + $1.count }
             let reasons = closed.map { "\($0.reason) \(group($0.count))" }.joined(separator: ", ")
-            let (full, resumed, failed) = (metrics.counters["connections.handshakes.full"] ?? 0, metrics.counters["connections.handshakes.resumed"] ?? 0,
-                                           metrics.counters["connections.handshakes.failed"] ?? 0)
-            let tls = full + resumed + failed > 0
-                ? " (TLS handshakes: \(group(full)) full, \(group(resumed)) resumed\(failed > 0 ? ", \(group(failed)) failed" : ""))" : ""
+            let handshakes = { (kind: String) in metrics.counters["connections.handshakes." + kind] ?? 0 }
+            let (full, resumed, failed, timedOut) = (handshakes("full"), handshakes("resumed"), handshakes("failed"), handshakes("timedOut"))
+            let tls = full + resumed + failed + timedOut > 0
+                ? " (TLS handshakes: \(group(full)) full, \(group(resumed)) resumed\(failed > 0 ? ", \(group(failed)) failed" : "")\(timedOut > 0 ? ", \(group(timedOut)) timed out" : ""))"
+                : ""
             lines.append("Connections \(group(opened)) opened\(tls) · \(group(total)) closed\(reasons.isEmpty ? "" : " (\(reasons))") · \(group(opened - min(opened, total))) open at the end")
         }
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")

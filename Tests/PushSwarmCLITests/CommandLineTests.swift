@@ -98,6 +98,8 @@ import PushSwarmTestSupport
         ("rate-too-high.json", "$.groups[0].workload.rate: must be at most 10000000/s"),
         ("rate-zero.json", "$.groups[0].workload.rate: every rate is zero"),
         ("sessions-too-many.json", "$.behaviour.sessionsPerDay: 1000000000000 is out of range; expected 0 to 1000000"),
+        ("edge-tls-unknown.json", "$.platforms.smartapppush.mock.edge.tls: \"1.1\" is not one of: none, 1.2, 1.3"),
+        ("rtt-not-a-duration.json", "$.network.rtt: \"fast\" is not a duration"),
     ])
     func aBadScenarioExitsTwoNamingThePath(file: String, expected: String) async throws {
         let path = "Tests/Fixtures/bad-scenarios/\(file)"

@@ -172,4 +172,42 @@ import Testing
         #expect(count("connections.closed.background") > 0 && count("connections.closed.processDied") > 0)
         print("connections: \(accepted) accepted by nginx, \(carried.count) carried requests, \(nginxResumed) resumed; PushSwarm: \(count("connections.opened")) opened, \(count("connections.handshakes.full")) full, \(count("connections.handshakes.resumed")) resumed")
     }
+
+    /// The edge in simulated time (issue 50): 5,000 installs tap a campaign's push within
+    /// seconds, each a cold start and a full TLS handshake, at an edge that does 200 a second.
+    /// New connections never open faster than that, openings that would wait past OkHttp's 10 s
+    /// connect timeout are counted as timed out, and the story names the wave and the campaign.
+    /// With an edge of a million a second, the same wave opens faster and nothing times out.
+    @Test func anEdgeSlowerThanACampaignsWaveTimesOutHandshakesAndTheStorySaysSo() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-edge-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fixture = try String(contentsOfFile: CommandLineTests.root.path + "/Tests/Fixtures/edge-handshake-wave.json", encoding: .utf8)
+        let unlimited = fixture.replacingOccurrences(of: #""handshakesPerSecond": 200"#, with: #""handshakesPerSecond": 1000000"#)
+        #expect(unlimited != fixture)
+        try unlimited.write(toFile: directory + "/unlimited.json", atomically: true, encoding: .utf8)
+        var peaks: [String: Double] = [:]
+        for (name, file) in [("limited", CommandLineTests.root.path + "/Tests/Fixtures/edge-handshake-wave.json"), ("unlimited", directory + "/unlimited.json")] {
+            let out = directory + "/" + name
+            let run = try await cli.run(["run", file, "--out", out, "--quiet"])
+            #expect(run.status == 0, "\(name): \(run.error)")
+            let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))))
+            let timedOut = summary["counters"]?["connections.handshakes.timedOut"]?.numberValue ?? 0
+            let full = summary["counters"]?["connections.handshakes.full"]?.numberValue ?? 0
+            let wave = try #require(summary["story"]?["connectionWave"], "\(name): no wave in the story")
+            peaks[name] = wave["peakPerSecond"]?.numberValue ?? 0
+            let sentences = summary["story"]?["sentences"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let told = try #require(sentences.first { $0.hasPrefix("The biggest wave of new connections") }, "\(name): \(sentences)")
+            #expect(told.contains("after campaign evening-promo launched"), "\(told)")
+            #expect(full > 1_000, "\(name): full handshakes \(full)")
+            if name == "limited" {
+                #expect(timedOut > 1_000, "handshakes past the edge's 200/s timed out: \(timedOut)")
+                #expect(told.contains("openings timed out waiting for the edge's handshake"), "\(told)")
+                #expect(peaks[name]! <= 201, "new connections at most the edge's 200 a second: \(peaks[name]!)")
+            } else {
+                #expect(timedOut == 0, "no edge limit, no timeout: \(timedOut)")
+            }
+        }
+        #expect(peaks["unlimited"]! > 400, "the wave itself is faster than the edge: \(peaks)")
+    }
 }

@@ -120,7 +120,7 @@ struct FakePlatform: Platform {
     @Test func anUnknownKeyListsTheKeysThatAreAllowed() {
         let error = error(#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": {"devicesPerIP": 3}}"#)
         #expect(error?.path == "$.network.devicesPerIP")
-        #expect(error?.message == "unknown key; expected one of: connections, connectionsPerSourceIP, devicesPerSourceIP, errorRate, maxWebSocketMessageBytes")
+        #expect(error?.message == "unknown key; expected one of: connections, connectionsPerSourceIP, devicesPerSourceIP, errorRate, maxWebSocketMessageBytes, rtt")
     }
 
     /// `network.connections`: the address's shared pool unless a scenario gives each install its
@@ -135,7 +135,7 @@ struct FakePlatform: Platform {
         let refused = error(scenario(#"{"connections": "perPhone"}"#))
         #expect(refused?.path == "$.network.connections")
         #expect(refused?.message == #""perPhone" is not one of: perAddress, perDevice"#)
-        #expect(ConnectionStack.okHttp == ConnectionStack(maxConnectionsPerHost: 5, idleTimeout: .minutes(5)))
+        #expect(ConnectionStack.okHttp == ConnectionStack(maxConnectionsPerHost: 5, idleTimeout: .minutes(5), connectTimeout: .seconds(10)))
         #expect(OperatingSystem.android.connectionStack == .okHttp && OperatingSystem.ios.connectionStack == .urlSession)
     }
 

@@ -109,6 +109,7 @@ import Testing
         case .opened: "connections.opened"
         case .closed(let reason): reason.counter
         case .handshakeFailed: "connections.handshakes.failed"
+        case .handshakeTimedOut: "connections.handshakes.timedOut"
         }
     }
 

@@ -266,6 +266,7 @@ final class Partition: @unchecked Sendable {
                 if let tls { metrics.increment(tls.counter) }
             case .closed(let reason): metrics.increment(reason.counter)
             case .handshakeFailed: metrics.increment("connections.handshakes.failed")
+            case .handshakeTimedOut: metrics.increment("connections.handshakes.timedOut")
             }
         case .campaign(let index):
             guard !isDraining else { return }

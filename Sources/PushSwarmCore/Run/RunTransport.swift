@@ -130,6 +130,13 @@ public final class SimulatedTransport: RunTransport {
     /// Each install's own connections (`network.connections: perDevice`); nil with the shared
     /// pools of addresses, which simulated time does not model.
     private var connections: SimulatedConnections?
+    /// Each platform's edge (by mock index), and when it is free for its next full handshake.
+    private var edges: [EdgeSettings] = []
+    private var edgeFree: [Int: Instant] = [:]
+    /// Installs whose app process holds a TLS session (resumed on its next connection); a process
+    /// that dies forgets it.
+    private var tlsSessions = Set<Int>()
+    private var connectionStacks: [ConnectionStack] = []
     /// Due idle sweeps of installs' connections, by timer token: the install's fleet number.
     private var sweeps: [UInt64: Int] = [:]
 
@@ -142,10 +149,13 @@ public final class SimulatedTransport: RunTransport {
         deviceRandom = Array(repeating: nil, count: devices.count)
         if scenario.network.connections == .perDevice {
             let fleet = Fleet(scenario: scenario)
-            let stacks = devices.map { scenario.groups[fleet.groupIndex(at: $0)].os.connectionStack }
-            connections = SimulatedConnections(stacks: stacks, firstDevice: devices.lowerBound)
+            connectionStacks = devices.map { scenario.groups[fleet.groupIndex(at: $0)].os.connectionStack }
+            connections = SimulatedConnections(stacks: connectionStacks, firstDevice: devices.lowerBound)
+            edges = mocks.platforms.map { scenario.platforms[$0]?.mockBehaviour.edge ?? EdgeSettings() }
         }
     }
+
+    private func stacks(_ device: Int) -> ConnectionStack { connectionStacks[device - firstDevice] }
 
     /// Hands what the install's connections did to the partition: their events, and the sweep
     /// to call back for.
@@ -173,55 +183,85 @@ public final class SimulatedTransport: RunTransport {
 
     public func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
         latest = now
-        guard let (completion, completedAt) = withDraws(for: device, { random in send(outgoing, platform: platform, source: source, at: now, random: &random) })
-        else { return nil }
-        // A request that reached the service went out on one of the install's own connections:
-        // a new one, or one it waited for. One that found no route reached none.
-        if case .transportError(let reason) = completion.outcome, reason == "networkError" || reason == "noService" { return (completion, completedAt) }
-        guard connections != nil else { return (completion, completedAt) }
-        return onOwnConnection(completion, completedAt, device: device, at: now)
+        return withDraws(for: device) { random in send(outgoing, platform: platform, source: source, device: device, at: now, random: &random) }
     }
 
-    private func onOwnConnection(_ completion: ExchangeCompletion, _ completedAt: Instant, device: Int, at now: Instant) -> (ExchangeCompletion, Instant) {
-        var outcome = SimulatedConnections.Outcome()
-        let token = newToken()
-        let (start, opened) = connections!.take(device: device, at: now, for: completedAt - now, token: token, into: &outcome)
-        deliver(outcome)
-        var completion = completion
-        completion.timings?.connect = opened ? .zero : nil
-        return (completion, completedAt + (start - now))
-    }
-
-    private func send(_ outgoing: OutgoingRequest, platform: String, source: SourceAddress, at now: Instant, random: inout SeededRandom) -> (ExchangeCompletion, Instant)? {
+    private func send(_ outgoing: OutgoingRequest, platform: String, source: SourceAddress, device: Int, at now: Instant, random: inout SeededRandom) -> (ExchangeCompletion, Instant)? {
         let outcome: ExchangeOutcome
         let completedAt: Instant
+        var connect: TimeSpan?
+        /// When the request reached the service (after its connection opened or freed).
+        var reached = now
         if random.chance(network.errorRate) {
             // No route or a dropped connection: the client learns quickly, the service sees nothing.
             outcome = .transportError(reason: "networkError")
             completedAt = now + .milliseconds(200)
         } else if let host = mocks.index(of: platform) {
+            // With connections of its own, the install's request goes out on one of them: a
+            // kept-alive one, a new one (which may time out at the edge), or one it waits for.
+            var events = SimulatedConnections.Outcome()
+            defer { deliver(events) }
+            var acquired: SimulatedConnections.Acquired?
+            if connections != nil {
+                switch connections!.acquire(device: device, at: now, open: { open(device: device, host: host, timeout: outgoing.timeout, at: now, random: &random) }, into: &events) {
+                case .failure(let timedOut):
+                    let completion = ExchangeCompletion(
+                        requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now, outcome: .timeout,
+                        timings: TransportTimings(connect: nil, firstByte: .zero, service: .zero)
+                    )
+                    return (completion, now + timedOut.after)
+                case .success(let taken):
+                    acquired = taken
+                    reached = taken.start
+                    connect = taken.connectTime
+                }
+            }
+            // The service answers as of now (its limiters see the partition's time in order).
             let answer = mocks.exchange(platform: host, outgoing.request.resolved, from: source, at: now, random: &random)
-            if answer.latency > outgoing.timeout {
+            if (reached - now) + answer.latency > outgoing.timeout {
                 outcome = .timeout
                 completedAt = now + outgoing.timeout
             } else if let reason = answer.fault?.transportReason {
                 // A reset, truncated or malformed answer: the client sees the connection fail.
                 outcome = .transportError(reason: reason)
-                completedAt = now + answer.latency
+                completedAt = reached + answer.latency
             } else {
                 outcome = .response(answer.response)
-                completedAt = now + answer.latency
+                completedAt = reached + answer.latency
             }
+            if let acquired { connections!.release(device: device, acquired, until: completedAt, token: newToken(), into: &events) }
         } else {
             outcome = .transportError(reason: "noService")
             completedAt = now
         }
         // Latency counts from when the request was due; the service's own time is the mock's answer time.
-        let timings = TransportTimings(connect: nil, firstByte: completedAt - now, service: completedAt - now)
+        let timings = TransportTimings(connect: connect, firstByte: completedAt - reached, service: completedAt - reached)
         let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now, outcome: outcome, timings: timings)
         return (completion, completedAt)
     }
 
+    /// Opens a connection of device `device` to platform `host` at `now`: TCP's round trip and
+    /// the TLS handshake's (`network.rtt`), a full handshake waiting its turn at the edge
+    /// (`mock.edge.handshakesPerSecond`); past the client's connect timeout, it fails.
+    private func open(device: Int, host: Int, timeout: TimeSpan, at now: Instant, random: inout SeededRandom) -> SimulatedConnections.Opening {
+        let edge = edges[host]
+        let roundTrip = network.roundTrip.map { $0.sampleSpan(using: &random) } ?? .zero
+        let resumed = edge.tls != .none && tlsSessions.contains(device)
+        var time = roundTrip * Double(1 + edge.tls.roundTrips(resumed: resumed))
+        if edge.tls != .none, !resumed, let rate = edge.handshakesPerSecond {
+            // The edge does full handshakes one after another at its rate; this one's turn
+            // comes after TCP's round trip, or when the edge has done those before it.
+            let arrives = now + roundTrip
+            let turn = max(arrives, edgeFree[host] ?? arrives)
+            edgeFree[host] = turn + TimeSpan(microseconds: Int64((1_000_000 / rate).rounded(.up)))
+            time = time + (turn - arrives)
+        }
+        let limit = min(timeout, stacks(device).connectTimeout ?? timeout)
+        guard time <= limit else { return .timedOut(after: limit) }
+        guard edge.tls != .none else { return .connected(time: time, tls: nil) }
+        tlsSessions.insert(device)
+        return .connected(time: time, tls: resumed ? .resumed : .full)
+    }
     public func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
         latest = now
         let key = SocketKey(device: device, socket: open.id)
@@ -283,6 +323,7 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
+        if reason == .processDied { tlsSessions.remove(device) }
         var outcome = SimulatedConnections.Outcome()
         connections?.close(device: device, reason: reason, at: now, into: &outcome)
         deliver(outcome)

@@ -6,8 +6,8 @@
 /// close them all, a busy one once its answer is in. What it decides goes to the run as connection
 /// events at the instants they happen, as a wall run's transport tells them.
 ///
-/// Connections cost no time here (the simulated network has no round trips yet): a new
-/// connection's request is timed as a reused one's.
+/// Opening one costs what the transport's `open` says (`network.rtt`'s round trips, the edge's
+/// queue for a full TLS handshake), or fails when that passes the client's connect timeout.
 struct SimulatedConnections {
     private struct Open {
         /// When its current exchange ends (free from then on).
@@ -39,38 +39,67 @@ struct SimulatedConnections {
         self.firstDevice = firstDevice
     }
 
-    /// The connection device `device`'s request at `now` goes out on, lasting `duration` once it
-    /// starts: when it starts (later than `now` when it waits for one of the stack's connections),
-    /// and whether it opened a new connection. `token` names the sweep, should one be armed.
-    mutating func take(device: Int, at now: Instant, for duration: TimeSpan, token: UInt64, into outcome: inout Outcome) -> (start: Instant, opened: Bool) {
+    /// How a new connection opened, as the transport's network and the service's edge decide.
+    enum Opening {
+        /// Connected after `time` (TCP and TLS), with the TLS handshake it did.
+        case connected(time: TimeSpan, tls: TLSHandshake?)
+        /// Gave up after `after` (the client's connect timeout).
+        case timedOut(after: TimeSpan)
+    }
+
+    /// The connection a request goes out on, until `release` says how long it holds it.
+    struct Acquired {
+        fileprivate var slot: Int
+        /// When the request reaches the service: now, after opening a connection, or after
+        /// waiting for one of the stack's connections to free.
+        var start: Instant
+        /// The new connection's opening time; nil on a kept-alive one.
+        var connectTime: TimeSpan?
+    }
+
+    /// The connection device `device`'s request at `now` goes out on: its warmest free one, a new
+    /// one (opened by `open`) while fewer than its stack allows are open, else the first to free.
+    /// Nil, after how long, when opening one timed out.
+    mutating func acquire(device: Int, at now: Instant, open opening: () -> Opening, into outcome: inout Outcome) -> Result<Acquired, TimedOut> {
         let stack = stacks[device - firstDevice]
         var install = installs[device] ?? Install()
         removeExpired(&install.open, idle: stack.idleTimeout, at: now, into: &outcome)
-        var open = install.open
-        let start: Instant
-        let opened: Bool
+        defer { installs[device] = install.open.isEmpty && install.sweep == nil ? nil : install }
+        let open = install.open
         if let warmest = open.indices.filter({ open[$0].freeAt <= now }).max(by: { open[$0].lastUsed < open[$1].lastUsed }) {
-            (start, opened) = (now, false)
-            open[warmest].freeAt = now + duration
-            open[warmest].lastUsed = now + duration
-        } else if open.count < max(1, stack.maxConnectionsPerHost) {
-            (start, opened) = (now, true)
-            open.append(Open(freeAt: now + duration, lastUsed: now + duration))
-            outcome.events.append((now, .opened(tls: nil)))
-        } else {
-            // Every connection busy: the request waits for the first to free.
-            let first = open.indices.min { open[$0].freeAt < open[$1].freeAt }!
-            (start, opened) = (open[first].freeAt, false)
-            open[first].freeAt = start + duration
-            open[first].lastUsed = start + duration
+            return .success(Acquired(slot: warmest, start: now, connectTime: nil))
         }
-        install.open = open
+        if open.count < max(1, stack.maxConnectionsPerHost) {
+            switch opening() {
+            case .timedOut(let after):
+                outcome.events.append((now + after, .handshakeTimedOut))
+                return .failure(TimedOut(after: after))
+            case .connected(let time, let tls):
+                install.open.append(Open(freeAt: now + time, lastUsed: now + time))
+                outcome.events.append((now + time, .opened(tls: tls)))
+                return .success(Acquired(slot: install.open.count - 1, start: now + time, connectTime: time))
+            }
+        }
+        // Every connection busy: the request waits for the first to free.
+        let first = open.indices.min { open[$0].freeAt < open[$1].freeAt }!
+        return .success(Acquired(slot: first, start: open[first].freeAt, connectTime: nil))
+    }
+
+    struct TimedOut: Error {
+        var after: TimeSpan
+    }
+
+    /// The request that `acquired` its connection holds it until `until`; `token` names the
+    /// install's idle sweep, should one be armed.
+    mutating func release(device: Int, _ acquired: Acquired, until: Instant, token: UInt64, into outcome: inout Outcome) {
+        guard var install = installs[device], install.open.indices.contains(acquired.slot) else { return }
+        install.open[acquired.slot].freeAt = until
+        install.open[acquired.slot].lastUsed = until
         if install.sweep == nil {
             install.sweep = token
-            outcome.sweep = (token, device, Self.firstExpiry(open, idle: stack.idleTimeout))
+            outcome.sweep = (token, device, Self.firstExpiry(install.open, idle: stacks[device - firstDevice].idleTimeout))
         }
         installs[device] = install
-        return (start, opened)
     }
 
     /// The sweep `token` of device `device` is due: its connections idle for the stack's timeout

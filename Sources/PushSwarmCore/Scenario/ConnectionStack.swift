@@ -16,17 +16,22 @@ public struct ConnectionStack: Sendable, Equatable {
     public var maxConnectionsPerHost: Int
     /// A kept-alive connection unused this long is closed.
     public var idleTimeout: TimeSpan
+    /// How long opening a connection may take (TCP and TLS) before it fails; nil: the request's
+    /// own timeout covers it.
+    public var connectTimeout: TimeSpan?
 
-    public init(maxConnectionsPerHost: Int, idleTimeout: TimeSpan) {
+    public init(maxConnectionsPerHost: Int, idleTimeout: TimeSpan, connectTimeout: TimeSpan? = nil) {
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.idleTimeout = idleTimeout
+        self.connectTimeout = connectTimeout
     }
 
-    /// OkHttp, under Android apps: `Dispatcher.maxRequestsPerHost` 5, and `ConnectionPool`'s
-    /// default of 5 idle connections kept 5 minutes.
-    public static let okHttp = ConnectionStack(maxConnectionsPerHost: 5, idleTimeout: .minutes(5))
+    /// OkHttp, under Android apps: `Dispatcher.maxRequestsPerHost` 5, `ConnectionPool`'s default
+    /// of 5 idle connections kept 5 minutes, `OkHttpClient`'s connect timeout of 10 s.
+    public static let okHttp = ConnectionStack(maxConnectionsPerHost: 5, idleTimeout: .minutes(5), connectTimeout: .seconds(10))
     /// URLSession, under iOS apps: `httpMaximumConnectionsPerHost` defaults to 6 (HTTP/1.1). Apple
-    /// documents no idle timeout; a minute is PushSwarm's figure (docs/connections.md).
+    /// documents no idle timeout; a minute is PushSwarm's figure (docs/connections.md). It has no
+    /// connect timeout apart from the request's (`timeoutIntervalForRequest`).
     public static let urlSession = ConnectionStack(maxConnectionsPerHost: 6, idleTimeout: .seconds(60))
 }
 
@@ -62,6 +67,9 @@ public enum ConnectionEvent: Sendable, Equatable {
     case closed(ConnectionCloseReason)
     /// The TLS handshake failed (refused, reset, an alert, a certificate not trusted).
     case handshakeFailed
+    /// The edge did not get to the handshake within the client's connect timeout (simulated
+    /// time's edge, `mock.edge.handshakesPerSecond`).
+    case handshakeTimedOut
 }
 
 /// How a connection's TLS handshake went: a full one (a new process, or the first connection

@@ -15,6 +15,9 @@ public struct NetworkSettings: Sendable, Equatable {
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0
+    /// Round-trip time to services in simulated time (scenario `network.rtt`): a new connection
+    /// costs TCP's round trip and its TLS handshake's; nil: none.
+    public var roundTrip: Distribution?
     /// The largest WebSocket message a device accepts from a service in wall time; a bigger one
     /// closes the socket with 1009 ("message too big") as its header arrives, before any of it is
     /// held (scenario `network.maxWebSocketMessageBytes`).
@@ -45,6 +48,38 @@ public struct MockBehaviour: Sendable, Equatable {
     public var rateLimits: [RateLimitRule] = []
     /// Faults injected after the limits admit a request, in order; the first that strikes applies.
     public var faults: [FaultRule] = []
+    /// What stands in front of the service: TLS and its capacity (simulated time).
+    public var edge = EdgeSettings()
+
+    public init() {}
+}
+
+/// A built-in mock's edge in simulated time (scenario `mock.edge`): the TLS it terminates and how
+/// many full handshakes a second it can do (a TLS terminator's CPU). A full handshake past that
+/// rate waits its turn; one that would wait past the client's connect timeout fails (counted
+/// `connections.handshakes.timedOut`, its request a timeout). A resumed handshake costs the edge
+/// no queue. Wall runs against the built-in mock speak plain HTTP: this is simulated time's.
+public struct EdgeSettings: Sendable, Equatable {
+    public enum TLS: String, Sendable, CaseIterable {
+        case none
+        /// TLS 1.2: a full handshake takes 2 round trips, a resumed one 1.
+        case v12 = "1.2"
+        /// TLS 1.3: 1 round trip, full or resumed.
+        case v13 = "1.3"
+
+        /// Round trips a new connection's TLS handshake adds to TCP's one.
+        func roundTrips(resumed: Bool) -> Int {
+            switch self {
+            case .none: 0
+            case .v12: resumed ? 1 : 2
+            case .v13: 1
+            }
+        }
+    }
+
+    public var tls: TLS = .none
+    /// Full handshakes a second the edge can do; nil: as many as come.
+    public var handshakesPerSecond: Double?
 
     public init() {}
 }

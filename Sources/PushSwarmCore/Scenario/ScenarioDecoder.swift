@@ -182,6 +182,7 @@ public struct ScenarioDecoder: Sendable {
             ConnectionSharing(rawValue: try $0.choice(ConnectionSharing.allCases.map(\.rawValue))) ?? .perAddress
         } ?? .perAddress
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
+        network.roundTrip = try object.optional("rtt") { try $0.durationDistribution() }
         let range = NetworkSettings.maxWebSocketMessageBytesRange
         if let bytes = try object.optional("maxWebSocketMessageBytes", { try $0.integer(minimum: range.lowerBound, maximum: range.upperBound) }) {
             network.maxWebSocketMessageBytes = bytes

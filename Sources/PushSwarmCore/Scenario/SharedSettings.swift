@@ -10,6 +10,14 @@ extension ObjectReader {
         if let rate = try optional("loseAcceptedRate", { try $0.fraction() }) { behaviour.loseAcceptedRate = rate }
         if let rules = try optional("rateLimits", { try $0.array().map { try $0.rateLimitRule() } }) { behaviour.rateLimits = rules }
         if let rules = try optional("faults", { try $0.array().map { try $0.faultRule() } }) { behaviour.faults = rules }
+        if let edge = try optional("edge", { reader -> EdgeSettings in
+            var object = try reader.object()
+            var edge = EdgeSettings()
+            edge.tls = try object.optional("tls") { EdgeSettings.TLS(rawValue: try $0.choice(EdgeSettings.TLS.allCases.map(\.rawValue))) ?? .none } ?? .none
+            edge.handshakesPerSecond = try object.optional("handshakesPerSecond") { try $0.number(in: 0.001...1e9) }
+            try object.finish()
+            return edge
+        }) { behaviour.edge = edge }
         return behaviour
     }
 }
