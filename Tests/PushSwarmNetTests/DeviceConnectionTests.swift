@@ -141,7 +141,7 @@ import Testing
         await onLoop(group) { client.closeConnections(owner: 3, loop: 0, reason: .background) }
         #expect(client.openConnections == 2, "install 3's connection closed; install 4's and the address's stay")
         #expect(await client.poolCount() == 2)
-        #expect(await counted.wait { $0 } == Array(repeating: "connections.opened", count: 3) + ["connections.closed.background"])
+        #expect(await counted.wait { $0.count >= 4 ? $0 : nil } == Array(repeating: "connections.opened", count: 3) + ["connections.closed.background"])
         let again = await client.send(request(server, owner: 3, stack: .urlSession))
         #expect(again.response?.status == 200 && again.timings.connectionsOpened == 1, "a new connection for the app that came back")
         let other = await client.send(request(server, owner: 4, stack: .urlSession))

@@ -125,7 +125,8 @@ public final class HTTPClient: Sendable {
         state.closeConnections(owner: device, reason: reason)
     }
 
-    /// Calls `handler` on loop number `loop` for each connection of its pools opened and closed.
+    /// Calls `handler` on loop number `loop` for each connection of its pools opened and closed,
+    /// each on a turn of the loop of its own.
     public func watchConnections(loop: Int, _ handler: @escaping @Sendable (ConnectionEvent) -> Void) {
         let state = states[loop % states.count]
         state.loop.execute { state.onConnection = handler }
@@ -267,8 +268,14 @@ final class LoopState: @unchecked Sendable {
         for pool in owned { pool.retire(reason) }
     }
 
-    /// Tells of a connection event (`onConnection`).
-    func tell(_ event: ConnectionEvent) { onConnection?(event) }
+    /// Tells of a connection event (`onConnection`) on the loop's next turn, never from inside the
+    /// pool that tells it: a watcher may send requests when it hears of one (a partition does),
+    /// and a pool part way through closing a connection must not take them then (it counted the
+    /// connection gone twice, and a wall run once never ended, a request lost in such a turn).
+    func tell(_ event: ConnectionEvent) {
+        guard let onConnection else { return }
+        loop.enqueue { onConnection(event) }
+    }
 
     /// Pools on this loop now (a test's view).
     var poolCount: Int { pools.count }

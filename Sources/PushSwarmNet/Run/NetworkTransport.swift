@@ -43,8 +43,9 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         self.targets = targets
         self.bindSources = bindSources
         // Its partition's pools are on its loop (every request is pinned there): their connections'
-        // opens and closes are counted in its run's counters.
-        client.watchConnections(loop: loop.index) { [unowned self] event in
+        // opens and closes are counted in its run's counters (told on a turn of their own).
+        client.watchConnections(loop: loop.index) { [weak self] event in
+            guard let self else { return }
             deliver(Arrival(device: -1, payload: .connection(event), at: clock.now), detail: nil)
         }
     }
