@@ -59,10 +59,25 @@ extension Partition {
             if isDone { return }
         }
         if (now >= end || isWarmedUp) && inFlight == 0 { return finish() }
-        let wake = max(min(queue.nextTime ?? end, end), now)
+        // Past the end, the answers still in flight arrive by themselves (`arrive` finishes on
+        // the last): the partition sleeps until its next item (a progress report) or the drain's
+        // bound, not every turn of the loop. Every exchange has its own timeout, so a drain
+        // longer than `drainLimit` means one never ended: the run ends anyway, counted, and what
+        // was still in flight is reported so (`inFlightAtEnd`), rather than never ending.
+        let cutOff = end + Self.drainLimit
+        if now >= end && now >= cutOff {
+            metrics.increment("run.drainCutOff")
+            return finish()
+        }
+        let wake = now >= end ? max(min(queue.nextTime ?? cutOff, cutOff), now) : max(min(queue.nextTime ?? end, end), now)
         wakeAt = wake
         live.wake(at: wake) { [unowned self] in tick(live) }
     }
+
+    /// How long past its end a wall run waits for the answers in flight: four times the longest
+    /// default request timeout (30 s: Smartico's and PushExpress's), room for a loaded machine. A
+    /// scenario's `requestTimeout` beyond it is cut there, counted.
+    static let drainLimit = TimeSpan.minutes(2)
 
     /// An answer or socket event from the transport, on this thread, as it happens. What it
     /// schedules (a retry after a 503, the next request of a device's queue) may fall before the
