@@ -1,9 +1,10 @@
 # Sourced by the benchmark scripts: the reference server and wrk's request, the same for all, and
 # the runs engine.sh and scale.sh share (measure, summary, device_run, highest_held).
 #
-# start_nginx DIR [WORKERS]: starts Debian's nginx (nginx-light), WORKERS workers (default 1), on
-# a free loopback port, answering every request with a fixed JSON body; sets `port` and
-# `nginx_pid`. The caller stops it (kill "$nginx_pid"). write_wrk_post DIR: writes DIR/post.lua,
+# start_nginx DIR [WORKERS] [CERT KEY [DIRECTIVES]]: starts Debian's nginx (nginx-light), WORKERS
+# workers (default 1), on a free loopback port, answering every request with a fixed JSON body;
+# with CERT and KEY over TLS, with DIRECTIVES (nginx's, such as `keepalive_timeout 0;`) added to
+# its http block; sets `port` and `nginx_pid`. The caller stops it (kill "$nginx_pid"). write_wrk_post DIR: writes DIR/post.lua,
 # one SmartAppPush event as a device sends it, POSTed by wrk. NGINX_BIN (default: the nginx on PATH or
 # /usr/sbin/nginx) may name another binary, with a loader in front (Benchmarks/scale-bundle.sh).
 
@@ -17,10 +18,14 @@ need_tools() {
 }
 
 start_nginx() {
-    local dir=$1 workers=${2:-1}
-    local nginx_bin
+    local dir=$1 workers=${2:-1} cert=${3:-} key=${4:-} extra=${5:-}
+    local nginx_bin ssl="" certificates=""
     nginx_bin=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    if [ -n "$cert" ]; then
+        ssl=" ssl"
+        certificates="ssl_certificate $cert; ssl_certificate_key $key;"
+    fi
     cat > "$dir/nginx.conf" <<CONF
 worker_processes $workers;
 pid $dir/nginx.pid;
@@ -29,10 +34,12 @@ events { worker_connections 8192; }
 worker_rlimit_nofile 20000;
 http {
     access_log off;
-    client_body_temp_path $dir;
+    client_body_temp_path $dir; proxy_temp_path $dir; fastcgi_temp_path $dir; uwsgi_temp_path $dir; scgi_temp_path $dir;
     keepalive_requests 1000000;
+    $extra
     server {
-        listen 127.0.0.1:$port reuseport backlog=4096;
+        listen 127.0.0.1:$port$ssl reuseport backlog=4096;
+        $certificates
         location / {
             default_type application/json;
             return 200 '{"status":"ok","deduplicated":false}';

@@ -128,6 +128,26 @@ public struct Comparison: Sendable {
         add("error rate", unit: "%", baseline.metrics.errorRate, current.metrics.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
         add("429 rate", unit: "%", rate(baseline, baseline.rateLimited), rate(current, current.rateLimited), .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
         add("retry amplification (attempts per request)", unit: "x", baseline.metrics.retryAmplification, current.metrics.retryAmplification, .lowerIsBetter, floor: 0.01, headline: true)
+        if baseline.metrics.connections != nil || current.metrics.connections != nil {
+            // What the edge saw: new connections for the load (a service that closes them, or a
+            // client model that changed, costs the edge handshakes), and openings it failed.
+            func perRequest(_ summary: Summary) -> Double? {
+                summary.metrics.connections.map { summary.metrics.sent > 0 ? Double($0.opened) / Double(summary.metrics.sent) : 0 }
+            }
+            func failedOpenings(_ summary: Summary) -> (share: Double, attempts: UInt64)? {
+                guard let (opened, _) = summary.metrics.connections else { return nil }
+                let failed = ["refused", "handshakes.failed", "handshakes.timedOut"].reduce(0) { $0 + (summary.metrics.counters["connections." + $1] ?? 0) }
+                let attempts = opened + failed
+                return (attempts > 0 ? Double(failed) / Double(attempts) : 0, attempts)
+            }
+            add("new connections per request", unit: "x", perRequest(baseline), perRequest(current), .lowerIsBetter, floor: 0.01, headline: false)
+            // A headline when both runs opened enough to judge: a run of few connections is not
+            // judged on them, and cannot be held back by them.
+            let (before, after) = (failedOpenings(baseline), failedOpenings(current))
+            let attempts = min(before?.attempts ?? 0, after?.attempts ?? 0)
+            add("failed connection openings (refused, TLS failed, timed out)", unit: "%", before?.share, after?.share, .lowerIsBetter,
+                floor: options.rateFloor, headline: attempts >= options.minimumSamples, samples: attempts)
+        }
         if baseline.ledger != nil || current.ledger != nil {
             // Any lost item is worse: the floor is below one.
             add("ledger lost", unit: "", Double(baseline.lost), Double(current.lost), .lowerIsBetter, floor: 0.5, headline: true, relative: false)

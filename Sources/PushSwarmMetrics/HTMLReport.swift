@@ -104,6 +104,11 @@ public enum HTMLReport {
         }
         html += "</table>\n"
 
+        if let line = TerminalReport.connectionsLine(metrics) {
+            // What the service's edge saw (docs/connections.md).
+            html += "<h2>Connections</h2>\n<p>\(escape(line))</p>\n<p class=\"meta\">Each opened connection is a TCP handshake at the service's edge (and a TLS one over https); a full TLS handshake costs the edge an asymmetric key operation, a resumed one does not. Open at the end and at the peak count at a second's resolution.</p>\n"
+        }
+
         html += "<h2>Retries</h2>\n<p>\(TerminalReport.group(metrics.retries)) retries · \(TerminalReport.format2(metrics.retryAmplification)) attempts per request"
         if let p50 = metrics.backoffDelays.value(atQuantile: 0.5) {
             html += " · back-off p50 \(TerminalReport.format2(Double(p50) / 1_000_000)) s, max \(TerminalReport.format2(Double(metrics.backoffDelays.maximum) / 1_000_000)) s"

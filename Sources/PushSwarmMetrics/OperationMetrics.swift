@@ -28,8 +28,11 @@ public struct OperationMetrics: Sendable, Equatable {
     /// Time from the request's first byte on the wire to the response: what the service took.
     /// Equal to `latency` in simulated time, where nothing waits to be sent.
     public var serviceTime = LatencyHistogram()
-    /// Wall time only: connection set-up (TCP and TLS) for requests that opened a connection.
+    /// Opening a connection's TCP, for requests that opened one (both clocks with each
+    /// install's own connections; wall time with shared ones).
     public var connectTime = LatencyHistogram()
+    /// The new connection's TLS handshake, after TCP's, for requests that opened one over TLS.
+    public var tlsHandshakeTime = LatencyHistogram()
     /// Wall time only: request written to the response's first byte.
     public var timeToFirstByte = LatencyHistogram()
 
@@ -49,6 +52,7 @@ public struct OperationMetrics: Sendable, Equatable {
         latency.merge(other.latency)
         serviceTime.merge(other.serviceTime)
         connectTime.merge(other.connectTime)
+        tlsHandshakeTime.merge(other.tlsHandshakeTime)
         timeToFirstByte.merge(other.timeToFirstByte)
     }
 }

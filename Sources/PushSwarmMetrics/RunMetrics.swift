@@ -82,6 +82,13 @@ public struct RunMetrics: Sendable, Equatable {
         timeline.recordConnectionOpened(at: microseconds)
     }
 
+    /// An HTTP connection closed for `counter`'s reason (`connections.closed.<reason>`),
+    /// `microseconds` into the run: counted, and on the timeline.
+    public mutating func recordConnectionClosed(counter: String, at microseconds: Int64) {
+        increment(counter)
+        timeline.recordConnectionClosed(at: microseconds)
+    }
+
     public mutating func recordSent(operation: String, retryNumber: Int, at microseconds: Int64? = nil) {
         if let microseconds { timeline.recordSent(at: microseconds, isRetry: retryNumber > 0) }
         if retryNumber > 0 { retriesByAttempt[retryNumber, default: 0] += 1 }
@@ -100,7 +107,7 @@ public struct RunMetrics: Sendable, Equatable {
     /// times come from real sockets only.
     public mutating func recordResponse(
         operation: String, status: Int, latencyMicroseconds: UInt64, serviceMicroseconds: UInt64? = nil,
-        connectMicroseconds: UInt64? = nil, firstByteMicroseconds: UInt64? = nil, at microseconds: Int64? = nil
+        connectMicroseconds: UInt64? = nil, tlsMicroseconds: UInt64? = nil, firstByteMicroseconds: UInt64? = nil, at microseconds: Int64? = nil
     ) {
         if let microseconds { timeline.recordResponse(at: microseconds, status: status, latencyMicroseconds: latencyMicroseconds) }
         update(operation) { metrics in
@@ -108,6 +115,7 @@ public struct RunMetrics: Sendable, Equatable {
             metrics.latency.record(latencyMicroseconds)
             metrics.serviceTime.record(serviceMicroseconds ?? latencyMicroseconds)
             if let connectMicroseconds { metrics.connectTime.record(connectMicroseconds) }
+            if let tlsMicroseconds { metrics.tlsHandshakeTime.record(tlsMicroseconds) }
             if let firstByteMicroseconds { metrics.timeToFirstByte.record(firstByteMicroseconds) }
         }
     }

@@ -142,6 +142,9 @@ public struct Story: Sendable, Equatable {
                     let full = metrics.counters["connections.handshakes.full"] ?? 0
                     sentence += "; \(group(timedOut)) \(timedOut == 1 ? "opening" : "openings") timed out waiting for the edge's handshake (\(group(full)) full handshakes done)"
                 }
+                if let refused = metrics.counters["connections.refused"], refused > 0 {
+                    sentence += "; \(group(refused)) \(refused == 1 ? "opening was" : "openings were") refused by the edge"
+                }
                 sentences.append(sentence + ".")
             }
         }

@@ -257,8 +257,11 @@ public struct Summary: Sendable {
             entry["timeouts"] = count(operation.timeouts)
             entry["latencyMs"] = percentiles(operation.latency)
             entry["serviceTimeMs"] = percentiles(operation.serviceTime)
-            // Measured on real sockets only; zeros in simulated time.
+            // New connections' TCP and TLS times (k6's http_req_connecting and
+            // http_req_tls_handshaking): real sockets', or simulated time's with each install's
+            // own connections (network.rtt and the edge).
             entry["connectMs"] = percentiles(operation.connectTime)
+            entry["tlsHandshakeMs"] = percentiles(operation.tlsHandshakeTime)
             entry["connections"] = count(operation.connectTime.totalCount)
             entry["firstByteMs"] = percentiles(operation.timeToFirstByte)
             operations[name] = .object(entry)
@@ -283,6 +286,7 @@ public struct Summary: Sendable {
         root["queue"] = ["pendingAtEnd": .number(Double(pendingAtEnd))]
         if let warmUp { root["warmUp"] = warmUp.json }
         root["counters"] = .object(Self.countObject(metrics.counters))
+        if let connections = connectionsJSON { root["connections"] = connections }
         root["story"] = Story(self).json
         return .object(root)
     }
@@ -340,5 +344,26 @@ public struct Summary: Sendable {
             "p999": milliseconds(histogram.value(atQuantile: 0.999)),
             "max": milliseconds(histogram.isEmpty ? 0 : histogram.maximum),
         ]
+    }
+}
+
+extension Summary {
+    /// summary.json's `connections`: what the service's edge saw of the run's HTTP connections
+    /// (the counters `connections.*`, gathered), with those open at the end and at the peak (at a
+    /// tick's end: `Timeline.connectionsOpenPeak`); nil when the run counted none.
+    var connectionsJSON: JSONValue? {
+        guard let (opened, closed) = metrics.connections else { return nil }
+        let counter = { (name: String) in JSONValue.number(Double(metrics.counters["connections." + name] ?? 0)) }
+        let total = closed.reduce(0) { $0 + $1.count }
+        var object: JSONObject = [
+            "opened": .number(Double(opened)),
+            "closed": .object(JSONObject(closed.map { (key: $0.reason, value: JSONValue.number(Double($0.count))) })),
+            "refused": counter("refused"),
+            "handshakes": ["full": counter("handshakes.full"), "resumed": counter("handshakes.resumed"),
+                           "failed": counter("handshakes.failed"), "timedOut": counter("handshakes.timedOut")],
+            "openAtEnd": .number(Double(opened - min(opened, total))),
+        ]
+        object["openPeak"] = metrics.timeline.connectionsOpenPeak.map { .number(Double($0)) } ?? .null
+        return .object(object)
     }
 }

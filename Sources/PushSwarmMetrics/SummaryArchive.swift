@@ -72,7 +72,7 @@ public enum SummaryArchive {
             if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
         writer.endArray()
-        // Ticks that are not empty, as [index, sent, retries, ok, rateLimited, failed, opened].
+        // Ticks that are not empty, as [index, sent, retries, ok, rateLimited, failed, opened, closed].
         writer.key("tickMicroseconds"); writer.integer(Int(timeline.tickMicroseconds))
         writer.key("ticks")
         writer.beginArray()
@@ -85,6 +85,7 @@ public enum SummaryArchive {
             writer.integer(UInt64(tick.rateLimited))
             writer.integer(UInt64(tick.failed))
             writer.integer(UInt64(tick.opened))
+            writer.integer(UInt64(tick.closed))
             writer.endArray()
             if writer.count >= 1 << 20 { try writer.flush(to: output) }
         }
@@ -143,7 +144,8 @@ public enum SummaryArchive {
                 "byStatus": counts(operation.byStatus.map { (String($0.key), $0.value) }),
                 "transportErrors": number(operation.transportErrors), "timeouts": number(operation.timeouts),
                 "latency": histogram(operation.latency), "serviceTime": histogram(operation.serviceTime),
-                "connectTime": histogram(operation.connectTime), "timeToFirstByte": histogram(operation.timeToFirstByte),
+                "connectTime": histogram(operation.connectTime), "tlsHandshakeTime": histogram(operation.tlsHandshakeTime),
+                "timeToFirstByte": histogram(operation.timeToFirstByte),
             ])
         }))
         object["retriesByAttempt"] = counts(metrics.retriesByAttempt.map { (String($0.key), $0.value) })
@@ -304,6 +306,8 @@ public enum SummaryArchive {
                 operation.latency = try histogram(entry["latency"], "\(path).latency")
                 operation.serviceTime = try histogram(entry["serviceTime"], "\(path).serviceTime")
                 operation.connectTime = try histogram(entry["connectTime"], "\(path).connectTime")
+                // The TLS handshake's time came later: an archive without it has none.
+                if entry["tlsHandshakeTime"] != nil { operation.tlsHandshakeTime = try histogram(entry["tlsHandshakeTime"], "\(path).tlsHandshakeTime") }
                 operation.timeToFirstByte = try histogram(entry["timeToFirstByte"], "\(path).timeToFirstByte")
                 metrics.operations[name] = operation
             }
@@ -351,9 +355,9 @@ public enum SummaryArchive {
                 saved.reserveCapacity(rows.count)
                 for (position, row) in rows.enumerated() {
                     let path = "$.metrics.timeline.ticks[\(position)]"
-                    // `opened` came later: a row of six has none.
-                    guard let items = row.arrayValue, items.count == 6 || items.count == 7 else {
-                        throw fail(path, "expected [index, sent, retries, ok, rateLimited, failed, opened]")
+                    // `opened` and `closed` came later: a row of six has neither, of seven no `closed`.
+                    guard let items = row.arrayValue, (6...8).contains(items.count) else {
+                        throw fail(path, "expected [index, sent, retries, ok, rateLimited, failed, opened, closed]")
                     }
                     let index = try count(items[0], "\(path)[0]")
                     guard index < UInt64(Timeline.tickLimit) else { throw fail("\(path)[0]", "expected a tick index under \(Timeline.tickLimit), found \(index)") }
@@ -365,7 +369,8 @@ public enum SummaryArchive {
                         values.append(UInt32(value))
                     }
                     saved.append((Int(index), Timeline.Tick(
-                        sent: values[0], retries: values[1], ok: values[2], rateLimited: values[3], failed: values[4], opened: values.count > 5 ? values[5] : 0
+                        sent: values[0], retries: values[1], ok: values[2], rateLimited: values[3], failed: values[4],
+                        opened: values.count > 5 ? values[5] : 0, closed: values.count > 6 ? values[6] : 0
                     )))
                 }
                 timeline.restoreTicks(microseconds: Int64(tick), saved)

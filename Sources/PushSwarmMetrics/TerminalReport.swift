@@ -22,9 +22,11 @@ public enum TerminalReport {
         lines.append("Requests by operation (ok: 1xx-3xx, 101 being an opened WebSocket; latency from the intended start to the response)")
         lines += formatTable(table)
         lines.append("")
-        if summary.clock == "wall" {
-            // Where the time went on real sockets.
+        let tls = metrics.operations.values.contains { $0.tlsHandshakeTime.totalCount > 0 }
+        if summary.clock == "wall" || tls {
+            // Where the time went on real sockets (or simulated time's connections and edge).
             var phases: [[String]] = [["operation", "service p50", "service p99", "first byte p50", "first byte p99", "connections", "connect p50", "connect p99"]]
+            if tls { phases[0] += ["tls p50", "tls p99"] }
             for (name, operation) in metrics.operations.sorted(by: { $0.key < $1.key }) {
                 func milliseconds(_ histogram: LatencyHistogram, _ q: Double) -> String {
                     histogram.milliseconds(atQuantile: q).map(format2) ?? "-"
@@ -33,9 +35,9 @@ public enum TerminalReport {
                     name, milliseconds(operation.serviceTime, 0.5), milliseconds(operation.serviceTime, 0.99),
                     milliseconds(operation.timeToFirstByte, 0.5), milliseconds(operation.timeToFirstByte, 0.99),
                     group(operation.connectTime.totalCount), milliseconds(operation.connectTime, 0.5), milliseconds(operation.connectTime, 0.99),
-                ])
+                ] + (tls ? [milliseconds(operation.tlsHandshakeTime, 0.5), milliseconds(operation.tlsHandshakeTime, 0.99)] : []))
             }
-            lines.append("On the wire, ms (service: first byte sent to response; connect: TCP and TLS, for new connections)")
+            lines.append("On the wire, ms (service: first byte sent to response; connect: TCP, and tls: its TLS handshake, for new connections)")
             lines += formatTable(phases)
             lines.append("")
         }
@@ -51,17 +53,7 @@ public enum TerminalReport {
             lines.append("Warm-up     \(group(warmUp.installs)) installs from before the run registered first in \(format2(warmUp.seconds)) s\(settled) (\(ending)): "
                 + "\(group(warmUp.sent)) requests, by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(warmUp.transportErrors)) · timeouts \(group(warmUp.timeouts)) · not in the figures above")
         }
-        if let (opened, closed) = metrics.connections {
-            // What the service's edge saw: each opened connection is a TCP (and TLS) handshake.
-            let total = closed.reduce(0) { $0 + $1.count }
-            let reasons = closed.map { "\($0.reason) \(group($0.count))" }.joined(separator: ", ")
-            let handshakes = { (kind: String) in metrics.counters["connections.handshakes." + kind] ?? 0 }
-            let (full, resumed, failed, timedOut) = (handshakes("full"), handshakes("resumed"), handshakes("failed"), handshakes("timedOut"))
-            let tls = full + resumed + failed + timedOut > 0
-                ? " (TLS handshakes: \(group(full)) full, \(group(resumed)) resumed\(failed > 0 ? ", \(group(failed)) failed" : "")\(timedOut > 0 ? ", \(group(timedOut)) timed out" : ""))"
-                : ""
-            lines.append("Connections \(group(opened)) opened\(tls) · \(group(total)) closed\(reasons.isEmpty ? "" : " (\(reasons))") · \(group(opened - min(opened, total))) open at the end")
-        }
+        if let line = Self.connectionsLine(metrics) { lines.append("Connections " + line) }
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")
         let retryParts = metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { "retry \($0.key): \(group($0.value))" }.joined(separator: ", ")
         var retryLine = "Retries     \(group(metrics.retries)) · \(format2(metrics.retryAmplification)) attempts per request"
@@ -165,5 +157,27 @@ public enum TerminalReport {
         if whole % 3_600 == 0 && whole >= 3_600 { return "\(whole / 3_600)h" }
         if whole % 60 == 0 && whole >= 60 { return "\(whole / 60)m" }
         return "\(whole)s"
+    }
+}
+
+extension TerminalReport {
+    /// What the service's edge saw of the run's HTTP connections, after the word "Connections":
+    /// opened (each a TCP, and TLS, handshake), how their handshakes went, openings that failed,
+    /// closed by why, and open at the end and at the peak; nil when the run counted none.
+    public static func connectionsLine(_ metrics: RunMetrics) -> String? {
+        guard let (opened, closed) = metrics.connections else { return nil }
+        let total = closed.reduce(0) { $0 + $1.count }
+        let reasons = closed.map { "\($0.reason) \(group($0.count))" }.joined(separator: ", ")
+        let counter = { (name: String) in metrics.counters["connections." + name] ?? 0 }
+        let (full, resumed, failed) = (counter("handshakes.full"), counter("handshakes.resumed"), counter("handshakes.failed"))
+        var line = "\(group(opened)) opened"
+        if full + resumed + failed > 0 {
+            line += " (TLS handshakes: \(group(full)) full, \(group(resumed)) resumed\(failed > 0 ? ", \(group(failed)) failed" : ""))"
+        }
+        if case let timedOut = counter("handshakes.timedOut"), timedOut > 0 { line += " · \(group(timedOut)) timed out opening" }
+        if case let refused = counter("refused"), refused > 0 { line += " · \(group(refused)) refused" }
+        line += " · \(group(total)) closed\(reasons.isEmpty ? "" : " (\(reasons))") · \(group(opened - min(opened, total))) open at the end"
+        if let peak = metrics.timeline.connectionsOpenPeak { line += " (peak \(group(peak)))" }
+        return line
     }
 }

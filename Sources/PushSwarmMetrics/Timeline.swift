@@ -43,8 +43,8 @@ public struct Timeline: Sendable, Equatable {
     }
 
     /// The counts of one fine interval (a second in runs up to a day): what a storm of 429s and
-    /// retries, or a wave of new connections, is told from, at the resolution it happens in. 24
-    /// bytes, no histogram, so a day of seconds takes 2.1 MB whatever the fleet.
+    /// retries, or a wave of new connections, is told from, at the resolution it happens in. 28
+    /// bytes, no histogram, so a day of seconds takes 2.4 MB whatever the fleet.
     public struct Tick: Sendable, Equatable {
         public var sent: UInt32 = 0
         public var retries: UInt32 = 0
@@ -52,16 +52,18 @@ public struct Timeline: Sendable, Equatable {
         public var rateLimited: UInt32 = 0
         /// Other 4xx, 5xx, transport errors and timeouts.
         public var failed: UInt32 = 0
-        /// HTTP connections opened (wall time).
+        /// HTTP connections opened.
         public var opened: UInt32 = 0
+        /// HTTP connections closed, for any reason.
+        public var closed: UInt32 = 0
 
         public init() {}
 
-        public init(sent: UInt32, retries: UInt32, ok: UInt32, rateLimited: UInt32, failed: UInt32, opened: UInt32 = 0) {
-            (self.sent, self.retries, self.ok, self.rateLimited, self.failed, self.opened) = (sent, retries, ok, rateLimited, failed, opened)
+        public init(sent: UInt32, retries: UInt32, ok: UInt32, rateLimited: UInt32, failed: UInt32, opened: UInt32 = 0, closed: UInt32 = 0) {
+            (self.sent, self.retries, self.ok, self.rateLimited, self.failed, self.opened, self.closed) = (sent, retries, ok, rateLimited, failed, opened, closed)
         }
 
-        public var isEmpty: Bool { sent == 0 && retries == 0 && ok == 0 && rateLimited == 0 && failed == 0 && opened == 0 }
+        public var isEmpty: Bool { sent == 0 && retries == 0 && ok == 0 && rateLimited == 0 && failed == 0 && opened == 0 && closed == 0 }
 
         public mutating func merge(_ other: Tick) {
             sent = sent.addingClamped(other.sent)
@@ -70,6 +72,7 @@ public struct Timeline: Sendable, Equatable {
             rateLimited = rateLimited.addingClamped(other.rateLimited)
             failed = failed.addingClamped(other.failed)
             opened = opened.addingClamped(other.opened)
+            closed = closed.addingClamped(other.closed)
         }
     }
 
@@ -133,6 +136,24 @@ public struct Timeline: Sendable, Equatable {
     /// An HTTP connection opened at `microseconds` (ticks only: what the story reads).
     public mutating func recordConnectionOpened(at microseconds: Int64) {
         if let tick = tickIndex(at: microseconds) { ticks[tick].opened = ticks[tick].opened.addingClamped(1) }
+    }
+
+    /// An HTTP connection closed at `microseconds` (ticks only).
+    public mutating func recordConnectionClosed(at microseconds: Int64) {
+        if let tick = tickIndex(at: microseconds) { ticks[tick].closed = ticks[tick].closed.addingClamped(1) }
+    }
+
+    /// The most HTTP connections open at the end of a tick (opened less closed, summed from the
+    /// start): the edge's peak at a tick's resolution, which partitions' and shards' merged ticks
+    /// give for the whole run. Nil when no tick opened one.
+    public var connectionsOpenPeak: UInt64? {
+        var open: Int64 = 0
+        var peak: Int64?
+        for tick in ticks where tick.opened > 0 || tick.closed > 0 {
+            open += Int64(tick.opened) - Int64(tick.closed)
+            if tick.opened > 0 { peak = max(peak ?? 0, open) }
+        }
+        return peak.map { UInt64(max(0, $0)) }
     }
 
     public mutating func recordDeviceActive(interval index: Int) {

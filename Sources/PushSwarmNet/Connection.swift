@@ -123,6 +123,10 @@ final class Connection: Selectable, @unchecked Sendable {
 
     func setDelegate(_ delegate: any ConnectionDelegate) { self.delegate = delegate }
 
+    /// When TCP connected, on the loop's clock, before a TLS handshake began; nil without TLS
+    /// (open is connected) or before.
+    private(set) var tcpConnectedAt: UInt64?
+
     /// How its TLS handshake went (nil without TLS); read once it is open.
     var tlsHandshake: TLSHandshake? { tls?.handshakeKind }
 
@@ -206,6 +210,7 @@ final class Connection: Selectable, @unchecked Sendable {
             }
             if tls != nil {
                 state = .handshaking
+                tcpConnectedAt = loop.now
                 handshake()
             } else {
                 opened()

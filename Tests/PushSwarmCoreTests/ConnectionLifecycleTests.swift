@@ -10,7 +10,7 @@ import Testing
     let t0 = Instant(microseconds: 1_000_000_000)
 
     static func closes(_ outputs: [DeviceLifecycle.Output]) -> [ConnectionCloseReason] {
-        outputs.compactMap { if case .closeConnections(let reason) = $0 { reason } else { nil } }
+        outputs.compactMap { if case .closeConnections(let reason, .app) = $0 { reason } else { nil } }
     }
 
     static func suspension(_ outputs: [DeviceLifecycle.Output]) -> (Int, Instant)? {
@@ -73,6 +73,32 @@ import Testing
         let closed = device.handle(.terminate(session: device.session), now: t0 + .minutes(30), random: &random)
         #expect(device.appState == .closed)
         #expect(Self.closes(closed) == [.processDied])
+    }
+
+    /// iOS hands a displayed push to the app's notification service extension, a process of its
+    /// own (`UNNotificationServiceExtension`), from which the SDK reports the delivery: it lives
+    /// on 30 s after its last push (`serviceExtensionTimeWillExpire`'s "about 30 seconds"), so a
+    /// push within them finds it running, and then it dies with its connections. Android hands an
+    /// FCM message to the app's own process: no extension.
+    @Test mutating func anIOSPushRunsTheExtensionWhoseProcessEndsThirtySecondsAfterItsLastPush() {
+        func ends(_ outputs: [DeviceLifecycle.Output]) -> [(DeviceLifecycle.Event, Instant)] {
+            outputs.compactMap { if case .schedule(let event, let at) = $0, case .extensionEnds = event { (event, at) } else { nil } }
+        }
+        func extensionCloses(_ outputs: [DeviceLifecycle.Output]) -> [ConnectionCloseReason] {
+            outputs.compactMap { if case .closeConnections(let reason, .notificationExtension) = $0 { reason } else { nil } }
+        }
+        func push(_ id: UInt64) -> DeviceLifecycle.Event { .notificationDelivered(PushNotification(id: id, campaign: "c", data: [:])) }
+        var ios = device(.ios)
+        let first = ends(ios.handle(push(1), now: t0, random: &random))
+        let second = ends(ios.handle(push(2), now: t0 + .seconds(12), random: &random))
+        #expect(first.map(\.1) == [t0 + .seconds(30)] && second.map(\.1) == [t0 + .seconds(42)])
+        guard let (firstEnd, at) = first.first, let (secondEnd, lastAt) = second.first else { return }
+        #expect(extensionCloses(ios.handle(firstEnd, now: at, random: &random)).isEmpty, "the second push keeps it running")
+        #expect(extensionCloses(ios.handle(secondEnd, now: lastAt, random: &random)) == [.processDied])
+        var android = device(.android)
+        #expect(ends(android.handle(push(1), now: t0, random: &random)).isEmpty)
+        var shared = device(.ios, ownConnections: false)
+        #expect(ends(shared.handle(push(1), now: t0, random: &random)).isEmpty, "nothing of its own to close")
     }
 
     /// With its address's shared pool (`perAddress`) the app holds nothing of its own: no

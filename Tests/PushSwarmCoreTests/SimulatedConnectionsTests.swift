@@ -12,16 +12,16 @@ import Testing
         _ connections: inout SimulatedConnections, device: Int, at now: Instant, for duration: TimeSpan, connect: TimeSpan = .zero,
         token: UInt64, into outcome: inout SimulatedConnections.Outcome
     ) -> (start: Instant, opened: Bool) {
-        guard case .success(let acquired) = connections.acquire(device: device, at: now, open: { .connected(time: connect, tls: nil) }, into: &outcome) else {
+        guard case .success(let acquired) = connections.acquire(InstallProcess(device: device), at: now, open: { _ in .connected(time: connect, handshakeTime: .zero, tls: nil) }, into: &outcome) else {
             Issue.record("timed out")
             return (now, false)
         }
-        connections.release(device: device, acquired, until: acquired.start + duration, token: token, into: &outcome)
+        connections.release(InstallProcess(device: device), acquired, until: acquired.start + duration, token: token, into: &outcome)
         return (acquired.start, acquired.connectTime != nil)
     }
 
     static func opened(_ outcome: SimulatedConnections.Outcome) -> Int {
-        outcome.events.filter { $0.1 == .opened(tls: nil) }.count
+        outcome.events.filter { $0.event == .opened(tls: nil) }.count
     }
 
     /// A stack of 2, idle 60 s: a request opens a connection (its opening delays it), the next
@@ -32,7 +32,7 @@ import Testing
         var outcome = SimulatedConnections.Outcome()
         let first = Self.take(&connections, device: 5, at: t0, for: .milliseconds(40), connect: .milliseconds(30), token: 1, into: &outcome)
         #expect(first == (t0 + .milliseconds(30), true), "it goes out once its connection is open")
-        #expect(outcome.events.map(\.0) == [t0 + .milliseconds(30)], "opened when connected")
+        #expect(outcome.events.map(\.at) == [t0 + .milliseconds(30)], "opened when connected")
         #expect(outcome.sweep?.token == 1 && outcome.sweep?.at == t0 + .milliseconds(70) + .seconds(60), "one sweep, at the first expiry")
         outcome = .init()
         #expect(Self.take(&connections, device: 5, at: t0 + .seconds(1), for: .milliseconds(40), token: 2, into: &outcome) == (t0 + .seconds(1), false))
@@ -54,8 +54,8 @@ import Testing
         _ = Self.take(&connections, device: 0, at: t0, for: .milliseconds(50), token: 1, into: &outcome)
         let expiry = t0 + .milliseconds(50) + .seconds(60)
         outcome = .init()
-        connections.sweep(device: 0, token: 1, at: expiry, next: 2, into: &outcome)
-        #expect(outcome.events.map(\.0) == [expiry] && outcome.events.map(\.1) == [.closed(.idle)])
+        connections.sweep(InstallProcess(device: 0), token: 1, at: expiry, next: 2, into: &outcome)
+        #expect(outcome.events.map(\.at) == [expiry] && outcome.events.map(\.event) == [.closed(.idle)])
         #expect(outcome.sweep == nil, "nothing open, no sweep")
         outcome = .init()
         #expect(Self.take(&connections, device: 0, at: expiry + .seconds(1), for: .milliseconds(50), token: 3, into: &outcome).opened)
@@ -65,11 +65,11 @@ import Testing
         #expect(!Self.take(&connections, device: 0, at: later, for: .milliseconds(50), token: 4, into: &outcome).opened)
         #expect(Self.take(&connections, device: 0, at: later, for: .milliseconds(200), token: 4, into: &outcome).opened)
         outcome = .init()
-        connections.close(device: 0, reason: .processDied, at: later + .milliseconds(100), into: &outcome)
-        #expect(outcome.events.map(\.1) == [.closed(.processDied), .closed(.processDied)])
-        #expect(outcome.events.map(\.0).sorted() == [later + .milliseconds(100), later + .milliseconds(200)], "the idle one now, the busy one after its answer")
+        connections.close(InstallProcess(device: 0), reason: .processDied, at: later + .milliseconds(100), into: &outcome)
+        #expect(outcome.events.map(\.event) == [.closed(.processDied), .closed(.processDied)])
+        #expect(outcome.events.map(\.at).sorted() == [later + .milliseconds(100), later + .milliseconds(200)], "the idle one now, the busy one after its answer")
         outcome = .init()
-        connections.sweep(device: 0, token: 3, at: later + .seconds(60), next: 5, into: &outcome)
+        connections.sweep(InstallProcess(device: 0), token: 3, at: later + .seconds(60), next: 5, into: &outcome)
         #expect(outcome.events.isEmpty, "a closed install's old sweep finds nothing")
     }
 
@@ -77,13 +77,28 @@ import Testing
     @Test func anOpeningThatTimesOutLeavesNoConnection() {
         var connections = SimulatedConnections(stacks: [.okHttp], firstDevice: 0)
         var outcome = SimulatedConnections.Outcome()
-        let result = connections.acquire(device: 0, at: t0, open: { .timedOut(after: .seconds(10)) }, into: &outcome)
+        let result = connections.acquire(InstallProcess(device: 0), at: t0, open: { _ in .timedOut(after: .seconds(10)) }, into: &outcome)
         guard case .failure(let timedOut) = result else {
             Issue.record("expected a timeout")
             return
         }
         #expect(timedOut.after == .seconds(10))
-        #expect(outcome.events.map(\.1) == [.handshakeTimedOut] && outcome.events.map(\.0) == [t0 + .seconds(10)])
+        #expect(outcome.events.map(\.event) == [.handshakeTimedOut] && outcome.events.map(\.at) == [t0 + .seconds(10)])
         #expect(Self.take(&connections, device: 0, at: t0 + .seconds(11), for: .milliseconds(10), token: 1, into: &outcome).opened, "the next request opens one")
+    }
+
+    /// An opening the edge refused (`mock.edge.maxConnections`) leaves no connection, says so
+    /// after the reset's round trip, and is told apart from a timeout.
+    @Test func anOpeningTheEdgeRefusedLeavesNoConnection() {
+        var connections = SimulatedConnections(stacks: [.urlSession], firstDevice: 0)
+        var outcome = SimulatedConnections.Outcome()
+        let result = connections.acquire(InstallProcess(device: 0), at: t0, open: { _ in .refused(after: .milliseconds(50)) }, into: &outcome)
+        guard case .failure(let failed) = result else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(failed.refused && failed.after == .milliseconds(50))
+        #expect(outcome.events.map(\.event) == [.refused] && outcome.events.map(\.at) == [t0 + .milliseconds(50)] && outcome.events.map(\.device) == [0])
+        #expect(Self.take(&connections, device: 0, at: t0 + .seconds(1), for: .milliseconds(10), token: 1, into: &outcome).opened, "the next request opens one")
     }
 }

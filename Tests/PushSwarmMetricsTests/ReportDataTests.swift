@@ -310,6 +310,30 @@ import Testing
         #expect(!one.regressions.map(\.metric).contains("429 rate"))
     }
 
+    /// What the edge saw is compared (issue 50): more openings refused or timed out is worse,
+    /// a headline once both runs tried enough; new connections per request is judged beside
+    /// it; a run of few openings is not judged on them; report.html has the Connections line.
+    @Test func theComparisonJudgesConnectionOpeningsAndTheReportShowsThem() {
+        func run(opened: UInt64, refused: UInt64 = 0, timedOut: UInt64 = 0) -> Summary {
+            var summary = Self.summary()
+            summary.metrics.increment("connections.opened", by: opened)
+            summary.metrics.increment("connections.refused", by: refused)
+            summary.metrics.increment("connections.handshakes.timedOut", by: timedOut)
+            return summary
+        }
+        let baseline = run(opened: 1_000)
+        #expect(Comparison(baseline: baseline, current: run(opened: 1_000)).outcome == .same)
+        let refused = Comparison(baseline: baseline, current: run(opened: 1_000, refused: 200, timedOut: 50))
+        let failing = refused.rows.first { $0.metric.hasPrefix("failed connection openings") }
+        #expect(failing?.verdict == .worse && failing?.isHeadline == true && refused.outcome == .worse, "\(String(describing: failing))")
+        let churn = Comparison(baseline: baseline, current: run(opened: 1_900))
+        #expect(churn.rows.first { $0.metric == "new connections per request" }?.verdict == .worse)
+        let few = Comparison(baseline: run(opened: 20), current: run(opened: 20, refused: 20))
+        #expect(few.rows.first { $0.metric.hasPrefix("failed connection openings") }?.verdict == .few && few.outcome != .cannotJudge, "\(few.render())")
+        let html = HTMLReport.render(run(opened: 1_000, refused: 7))
+        #expect(html.contains("<h2>Connections</h2>\n<p>1,000 opened · 7 refused · 0 closed · 1,000 open at the end</p>"), "\(html)")
+    }
+
     @Test func theHTMLReportIsOneFileWithFourChartsAndNoScript() {
         let html = HTMLReport.render(Self.summary(status: { $0 % 40 == 0 ? 429 : 200 }))
         for id in HTMLReport.chartIDs { #expect(html.contains("<svg class=\"chart\" id=\"\(id)\""), "\(id)") }

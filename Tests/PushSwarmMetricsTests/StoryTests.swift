@@ -226,8 +226,10 @@ import Testing
         let text = SummaryArchive.text(of: summary)
         let read = try SummaryArchive.read(text)
         #expect(read.metrics.timeline.ticks == summary.metrics.timeline.ticks && Story(read) == story)
-        // An archive from before `opened`: its rows of six read, with nothing opened.
-        let older = text.replacingOccurrences(of: #",(\d+)\]"#, with: "]", options: .regularExpression)
+        // Archives from before `closed` (rows of seven) and `opened` (six) read, with none of them.
+        let seven = try SummaryArchive.read(text.replacingOccurrences(of: #",(\d+)\]"#, with: "]", options: .regularExpression))
+        #expect(seven.metrics.timeline.ticks.allSatisfy { $0.closed == 0 } && seven.metrics.timeline.ticks.map(\.opened) == summary.metrics.timeline.ticks.map(\.opened))
+        let older = text.replacingOccurrences(of: #",(\d+),(\d+)\]"#, with: "]", options: .regularExpression)
         let old = try SummaryArchive.read(older)
         #expect(old.metrics.timeline.ticks.allSatisfy { $0.opened == 0 } && old.metrics.timeline.ticks.contains { $0.ok == 0 })
     }

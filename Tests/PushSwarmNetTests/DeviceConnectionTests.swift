@@ -104,14 +104,7 @@ import Testing
         client.shutdown()
     }
 
-    static func name(_ event: ConnectionEvent) -> String {
-        switch event {
-        case .opened: "connections.opened"
-        case .closed(let reason): reason.counter
-        case .handshakeFailed: "connections.handshakes.failed"
-        case .handshakeTimedOut: "connections.handshakes.timedOut"
-        }
-    }
+    static func name(_ event: ConnectionEvent) -> String { event.counter }
 
     /// Runs `body` on the group's (only) loop, where a transport calls the client.
     private func onLoop(_ group: EventLoopGroup, _ body: @escaping @Sendable () -> Void) async {
@@ -138,7 +131,7 @@ import Testing
             #expect(await client.send(request(server, owner: owner, stack: .urlSession)).response?.status == 200)
         }
         #expect(client.openConnections == 3)
-        await onLoop(group) { client.closeConnections(owner: 3, loop: 0, reason: .background) }
+        await onLoop(group) { client.closeConnections(owner: InstallProcess(device: 3), loop: 0, reason: .background) }
         #expect(client.openConnections == 2, "install 3's connection closed; install 4's and the address's stay")
         #expect(await client.poolCount() == 2)
         #expect(await counted.wait { $0.count >= 4 ? $0 : nil } == Array(repeating: "connections.opened", count: 3) + ["connections.closed.background"])
@@ -162,7 +155,7 @@ import Testing
         client.watchConnections(loop: 0) { event in counted.update { $0.append(Self.name(event)) } }
         let underWay = Pending(client, request(server, owner: 5))
         _ = await received.wait { $0 >= 1 ? $0 : nil }
-        await onLoop(group) { client.closeConnections(owner: 5, loop: 0, reason: .processDied) }
+        await onLoop(group) { client.closeConnections(owner: InstallProcess(device: 5), loop: 0, reason: .processDied) }
         #expect(client.openConnections == 1, "the busy connection stays until its answer")
         let after = Pending(client, request(server, owner: 5))
         _ = await received.wait { $0 >= 2 ? $0 : nil }

@@ -51,5 +51,9 @@ import PushSwarmSystem
 private final class ClosingTransport: ForwardingTransport {
     private(set) var closes: [(Int, ConnectionCloseReason)] = []
 
-    override func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) { closes.append((device, reason)) }
+    override func closeConnections(of process: InstallProcess, reason: ConnectionCloseReason, at now: Instant) {
+        // The app's: this scenario sends no push, so no notification service extension runs.
+        #expect(process.role == .app)
+        closes.append((process.device, reason))
+    }
 }

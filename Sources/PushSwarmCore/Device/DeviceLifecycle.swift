@@ -46,15 +46,19 @@ public struct DeviceLifecycle: Sendable {
         case notificationDismissed(id: UInt64)
         /// A workload (open or closed model) asks the user for one event now.
         case workloadEvent
+        /// iOS's notification service extension, started for push number `generation`, ends
+        /// unless a later push kept it (`extensionLingers`).
+        case extensionEnds(generation: UInt32)
     }
 
     public enum Output: Sendable {
         case intent(LifecycleIntent)
         case schedule(Event, at: Instant)
         case count(String)
-        /// The app's own HTTP connections close (`holdsOwnConnections`): its process died, or the
-        /// OS suspended it.
-        case closeConnections(ConnectionCloseReason)
+        /// The own HTTP connections of one of the install's processes close
+        /// (`holdsOwnConnections`): the app's or the extension's process died, or the OS suspended
+        /// the app.
+        case closeConnections(ConnectionCloseReason, ProcessRole)
     }
 
     /// Steps a session performs before its ordinary events: onboarding, the permission prompt, login.
@@ -98,6 +102,14 @@ public struct DeviceLifecycle: Sendable {
     private var nextTokenSerial = 0
     /// The user force-stopped the app when it last closed; cleared by the next launch.
     public private(set) var isForceStopped = false
+    /// Pushes the notification service extension handled (iOS), the latest of which keeps it.
+    private var extensionGeneration: UInt32 = 0
+
+    /// How long iOS's notification service extension lives after the last push it handled: the
+    /// time the system gives it to change the notification ("about 30 seconds",
+    /// `serviceExtensionTimeWillExpire()`); a push within it finds it running, with its
+    /// connection and TLS session. An assumption: Apple documents no process lifetime.
+    public static let extensionLingers = TimeSpan.seconds(30)
 
     public init(profile: DeviceProfile, behaviour: Behaviour) {
         self.init(profile: profile, group: GroupBehaviour(behaviour))
@@ -195,7 +207,7 @@ public struct DeviceLifecycle: Sendable {
         case .suspend(let number):
             // Still in the background after this session (not back, not closed meanwhile).
             guard number == session, appState == .background else { return }
-            outputs.append(.closeConnections(.background))
+            outputs.append(.closeConnections(.background, .app))
 
         case .terminate(let number):
             guard number == session, appState == .background else { return }
@@ -203,7 +215,7 @@ public struct DeviceLifecycle: Sendable {
             isForceStopped = random.chance(profile.os == .ios ? behaviour.forceStopShare.ios : behaviour.forceStopShare.android)
             if isForceStopped { outputs.append(.count("sessions.forceStopped")) }
             outputs.append(.intent(.appClosed))
-            if holdsOwnConnections { outputs.append(.closeConnections(.processDied)) }
+            if holdsOwnConnections { outputs.append(.closeConnections(.processDied, .app)) }
 
         case .tokenRotation:
             guard appState != .notInstalled else { return }
@@ -257,6 +269,11 @@ public struct DeviceLifecycle: Sendable {
             }
             outputs.append(.count("notifications.displayed"))
             outputs.append(.intent(.notificationDisplayed(notification)))
+            if holdsOwnConnections, profile.os.hasNotificationExtension {
+                // The extension reports the delivery from a process of its own, which lingers.
+                extensionGeneration &+= 1
+                outputs.append(.schedule(.extensionEnds(generation: extensionGeneration), at: now + Self.extensionLingers))
+            }
             var fate = SeededRandom(seed: notification.fate, stream: .notificationFate)
             let tapRate = notification.tapRate?[profile.os] ?? behaviour.tapRate[profile.os]
             // Kept only until the tap or dismissal that will use it: an ignored push is not kept
@@ -295,6 +312,11 @@ public struct DeviceLifecycle: Sendable {
             guard let notification = takeNotification(id) else { return }
             outputs.append(.count("notifications.dismissed"))
             outputs.append(.intent(.notificationDismissed(notification)))
+
+        case .extensionEnds(let generation):
+            // A later push found the extension running and keeps it a while longer.
+            guard generation == extensionGeneration else { return }
+            outputs.append(.closeConnections(.processDied, .notificationExtension))
         }
     }
 

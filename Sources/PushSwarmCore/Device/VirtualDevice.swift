@@ -219,7 +219,17 @@ public actor VirtualDevice {
                 default:
                     break
                 }
+                let first = work.actions.count
                 client.handle(intent, device: device, now: now, random: &random, into: &work.actions)
+                if case .notificationDisplayed = intent, lifecycle.holdsOwnConnections, profile.os.hasNotificationExtension {
+                    // The SDK's code in the notification service extension reports the push: its
+                    // requests go out from that process, on connections of its own.
+                    for index in first..<work.actions.count {
+                        guard case .send(var request) = work.actions[index] else { continue }
+                        request.sender = .notificationExtension
+                        work.actions[index] = .send(request)
+                    }
+                }
             }
         }
     }
@@ -229,7 +239,7 @@ public actor VirtualDevice {
         switch output {
         case .schedule(let event, let time): actions.append(.scheduleLifecycle(event, at: time))
         case .count(let name): actions.append(.count(name))
-        case .closeConnections(let reason): actions.append(.closeConnections(reason))
+        case .closeConnections(let reason, let role): actions.append(.closeConnections(reason, role))
         case .intent: break
         }
     }

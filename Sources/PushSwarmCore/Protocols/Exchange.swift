@@ -12,6 +12,9 @@ public struct OutgoingRequest: Sendable {
     /// When the request was due, if earlier than now: it waited in the device's queue behind
     /// another. Latency counts from here (no coordinated omission); nil: due now.
     public var intendedStart: Instant?
+    /// The install's process that sends it: the app's, or iOS's notification service extension
+    /// reporting a push it handled (their connections are apart).
+    public var sender: ProcessRole = .app
 
     public init(id: UInt64, operation: String, request: Request, timeout: TimeSpan, retryNumber: Int, intendedStart: Instant? = nil) {
         self.id = id
@@ -58,15 +61,20 @@ public struct ExchangeCompletion: Sendable {
 
 /// A real request's phases, as the socket layer measured them.
 public struct TransportTimings: Sendable {
-    /// Opening a connection (TCP and TLS) for this request; nil when a kept-alive one was reused.
+    /// Opening a connection's TCP for this request (k6's `http_req_connecting`); nil when a
+    /// kept-alive one was reused.
     public var connect: TimeSpan?
+    /// The new connection's TLS handshake, after TCP's (k6's `http_req_tls_handshaking`); nil
+    /// without one.
+    public var tlsHandshake: TimeSpan?
     /// From the request's first byte written to the response's first byte read.
     public var firstByte: TimeSpan
     /// From the request's first byte written to the response complete.
     public var service: TimeSpan
 
-    public init(connect: TimeSpan?, firstByte: TimeSpan, service: TimeSpan) {
+    public init(connect: TimeSpan?, tlsHandshake: TimeSpan? = nil, firstByte: TimeSpan, service: TimeSpan) {
         self.connect = connect
+        self.tlsHandshake = tlsHandshake
         self.firstByte = firstByte
         self.service = service
     }

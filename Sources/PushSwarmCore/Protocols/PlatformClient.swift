@@ -118,9 +118,9 @@ public enum DeviceAction: Sendable {
     /// A request sent on a socket ended (its reply matched, or it timed out, or the socket closed
     /// under it); recorded like an HTTP exchange.
     case completed(ExchangeCompletion)
-    /// The app's own HTTP connections close (its lifecycle's `closeConnections`); a request under
-    /// way finishes on its connection first.
-    case closeConnections(ConnectionCloseReason)
+    /// The HTTP connections of one of the install's processes close (its lifecycle's
+    /// `closeConnections`); a request under way finishes on its connection first.
+    case closeConnections(ConnectionCloseReason, ProcessRole)
 }
 
 /// Creates clients for one kind of device of a platform (a client profile chosen per group).

@@ -65,7 +65,7 @@ extension Partition {
         // longer than `drainLimit` means one never ended: the run ends anyway, counted, and what
         // was still in flight is reported so (`inFlightAtEnd`), rather than never ending.
         let cutOff = end + Self.drainLimit
-        if now >= end && now >= cutOff {
+        if now >= cutOff {
             metrics.increment("run.drainCutOff")
             return finish()
         }

@@ -37,6 +37,7 @@ extension Partition {
                 latencyMicroseconds: UInt64(max(0, (now - completion.sentAt).microseconds)),
                 serviceMicroseconds: completion.timings.map { UInt64(max(0, $0.service.microseconds)) },
                 connectMicroseconds: completion.timings?.connect.map { UInt64(max(0, $0.microseconds)) },
+                tlsMicroseconds: completion.timings?.tlsHandshake.map { UInt64(max(0, $0.microseconds)) },
                 // Time to first byte is a socket's measure; simulated time has none.
                 firstByteMicroseconds: isWall ? completion.timings.map { UInt64(max(0, $0.firstByte.microseconds)) } : nil,
                 at: at

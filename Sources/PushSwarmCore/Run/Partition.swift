@@ -264,9 +264,8 @@ final class Partition: @unchecked Sendable {
             case .opened(let tls):
                 metrics.recordConnectionOpened(at: (time - .start).microseconds)
                 if let tls { metrics.increment(tls.counter) }
-            case .closed(let reason): metrics.increment(reason.counter)
-            case .handshakeFailed: metrics.increment("connections.handshakes.failed")
-            case .handshakeTimedOut: metrics.increment("connections.handshakes.timedOut")
+            case .closed(let reason): metrics.recordConnectionClosed(counter: reason.counter, at: (time - .start).microseconds)
+            case .handshakeFailed, .handshakeTimedOut, .refused: metrics.increment(event.counter)
             }
         case .campaign(let index):
             guard !isDraining else { return }
@@ -469,8 +468,8 @@ final class Partition: @unchecked Sendable {
             transport.closeSocket(socket, device: range.lowerBound + index, at: now)
         case .completed(let completion):
             record(completion, at: now)
-        case .closeConnections(let reason):
-            transport.closeConnections(device: range.lowerBound + index, reason: reason, at: now)
+        case .closeConnections(let reason, let role):
+            transport.closeConnections(of: InstallProcess(device: range.lowerBound + index, role: role), reason: reason, at: now)
         }
     }
 

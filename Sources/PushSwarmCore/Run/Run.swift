@@ -102,7 +102,7 @@ public final class Run: @unchecked Sendable {
     public static func sharedMockState(platforms: [String: any PlatformConfiguration]) -> String? {
         for name in platforms.keys.sorted() {
             guard let configuration = platforms[name] else { continue }
-            if configuration.mockBehaviour.edge.handshakesPerSecond != nil { return "\(name)'s edge (its handshakes a second)" }
+            if configuration.mockBehaviour.edge.isLimited { return "\(name)'s edge (its handshakes a second and connections held)" }
             for rule in configuration.mockBehaviour.rateLimits {
                 switch rule.key {
                 case .sourceIP, .sourceIPAndEndpoint: continue

@@ -28,9 +28,10 @@ public protocol RunTransport: AnyObject {
     /// A device's push token changed (`old` nil: its first); see the extension's default.
     func pushAddressChanged(old: String?, new: String)
 
-    /// Device number `device`'s own HTTP connections close for `reason` (its app's process died,
-    /// or the OS suspended it); see the extension's default.
-    func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant)
+    /// The own HTTP connections of `process` (an install's app, or its notification service
+    /// extension) close for `reason` (the process died, or the OS suspended it); see the
+    /// extension's default.
+    func closeConnections(of process: InstallProcess, reason: ConnectionCloseReason, at now: Instant)
 
     /// Simulated time: what the last calls produced for later (socket replies, service timers),
     /// for the partition to schedule. A live transport delivers through `onArrival` instead.
@@ -51,7 +52,7 @@ extension RunTransport {
     public func pushAddressChanged(old: String?, new: String) {}
 
     /// Transports without connections of a device's own (simulated time, for now) have none to close.
-    public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {}
+    public func closeConnections(of process: InstallProcess, reason: ConnectionCloseReason, at now: Instant) {}
 }
 
 /// A transport whose answers arrive over real time, on its partition's event loop: it calls the
@@ -133,12 +134,15 @@ public final class SimulatedTransport: RunTransport {
     /// Each platform's edge (by mock index), and when it is free for its next full handshake.
     private var edges: [EdgeSettings] = []
     private var edgeFree: [Int: Instant] = [:]
+    /// The connections open at each edge with a cap (`mock.edge.maxConnections`), by mock index,
+    /// and the mock index of each device (from `firstDevice`) when any edge has a cap.
+    private var edgeConnections: [Int: EdgeConnections] = [:]
+    private var deviceHosts: [Int] = []
     /// Installs whose app process holds a TLS session (resumed on its next connection); a process
     /// that dies forgets it.
-    private var tlsSessions = Set<Int>()
-    private var connectionStacks: [ConnectionStack] = []
-    /// Due idle sweeps of installs' connections, by timer token: the install's fleet number.
-    private var sweeps: [UInt64: Int] = [:]
+    private var tlsSessions = Set<InstallProcess>()
+    /// Due idle sweeps of installs' connections, by timer token: whose they are.
+    private var sweeps: [UInt64: InstallProcess] = [:]
 
     /// - Parameter devices: the fleet numbers of the devices it carries (a partition's).
     public init(scenario: Scenario, mocks: MockFleet, devices: Range<Int>) {
@@ -149,20 +153,27 @@ public final class SimulatedTransport: RunTransport {
         deviceRandom = Array(repeating: nil, count: devices.count)
         if scenario.network.connections == .perDevice {
             let fleet = Fleet(scenario: scenario)
-            connectionStacks = devices.map { scenario.groups[fleet.groupIndex(at: $0)].os.connectionStack }
-            connections = SimulatedConnections(stacks: connectionStacks, firstDevice: devices.lowerBound)
+            let groups = devices.map { fleet.groupIndex(at: $0) }
+            connections = SimulatedConnections(stacks: groups.map { scenario.groups[$0].os.connectionStack }, firstDevice: devices.lowerBound)
             edges = mocks.platforms.map { scenario.platforms[$0]?.mockBehaviour.edge ?? EdgeSettings() }
+            if edges.contains(where: { $0.maxConnections != nil }) {
+                deviceHosts = groups.map { mocks.index(of: scenario.groups[$0].platform) ?? -1 }
+            }
         }
     }
-
-    private func stacks(_ device: Int) -> ConnectionStack { connectionStacks[device - firstDevice] }
 
     /// Hands what the install's connections did to the partition: their events, and the sweep
     /// to call back for.
     private func deliver(_ outcome: SimulatedConnections.Outcome) {
-        for (at, event) in outcome.events { arrived.append(Arrival(device: -1, payload: .connection(event), at: at)) }
+        for (at, device, event) in outcome.events {
+            if case .closed = event, !deviceHosts.isEmpty {
+                let host = deviceHosts[device - firstDevice]
+                edgeConnections[host]?.closed(at: at, now: latest)
+            }
+            arrived.append(Arrival(device: -1, payload: .connection(event), at: at))
+        }
         if let sweep = outcome.sweep {
-            sweeps[sweep.token] = sweep.device
+            sweeps[sweep.token] = sweep.process
             arrived.append(Arrival(device: -1, payload: .timer(sweep.token), at: sweep.at))
         }
     }
@@ -190,6 +201,7 @@ public final class SimulatedTransport: RunTransport {
         let outcome: ExchangeOutcome
         let completedAt: Instant
         var connect: TimeSpan?
+        var handshake: TimeSpan?
         /// When the request reached the service (after its connection opened or freed).
         var reached = now
         if random.chance(network.errorRate) {
@@ -202,18 +214,21 @@ public final class SimulatedTransport: RunTransport {
             var events = SimulatedConnections.Outcome()
             defer { deliver(events) }
             var acquired: SimulatedConnections.Acquired?
+            let process = InstallProcess(device: device, role: outgoing.sender)
             if connections != nil {
-                switch connections!.acquire(device: device, at: now, open: { open(device: device, host: host, timeout: outgoing.timeout, at: now, random: &random) }, into: &events) {
-                case .failure(let timedOut):
+                switch connections!.acquire(process, at: now, open: { open(process, stack: $0, host: host, timeout: outgoing.timeout, at: now, random: &random) }, into: &events) {
+                case .failure(let failed):
                     let completion = ExchangeCompletion(
-                        requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now, outcome: .timeout,
+                        requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now,
+                        outcome: failed.refused ? .transportError(reason: "connectionRefused") : .timeout,
                         timings: TransportTimings(connect: nil, firstByte: .zero, service: .zero)
                     )
-                    return (completion, now + timedOut.after)
+                    return (completion, now + failed.after)
                 case .success(let taken):
                     acquired = taken
                     reached = taken.start
                     connect = taken.connectTime
+                    handshake = taken.handshakeTime
                 }
             }
             // The service answers as of now (its limiters see the partition's time in order).
@@ -229,24 +244,33 @@ public final class SimulatedTransport: RunTransport {
                 outcome = .response(answer.response)
                 completedAt = reached + answer.latency
             }
-            if let acquired { connections!.release(device: device, acquired, until: completedAt, token: newToken(), into: &events) }
+            if let acquired { connections!.release(process, acquired, until: completedAt, token: newToken(), into: &events) }
         } else {
             outcome = .transportError(reason: "noService")
             completedAt = now
         }
         // Latency counts from when the request was due; the service's own time is the mock's answer time.
-        let timings = TransportTimings(connect: connect, firstByte: completedAt - reached, service: completedAt - reached)
+        let timings = TransportTimings(connect: connect, tlsHandshake: handshake, firstByte: completedAt - reached, service: completedAt - reached)
         let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now, outcome: outcome, timings: timings)
         return (completion, completedAt)
     }
 
     /// Opens a connection of device `device` to platform `host` at `now`: TCP's round trip and
     /// the TLS handshake's (`network.rtt`), a full handshake waiting its turn at the edge
-    /// (`mock.edge.handshakesPerSecond`); past the client's connect timeout, it fails.
-    private func open(device: Int, host: Int, timeout: TimeSpan, at now: Instant, random: inout SeededRandom) -> SimulatedConnections.Opening {
+    /// (`mock.edge.handshakesPerSecond`); past the client's connect timeout, it fails. An edge
+    /// holding its cap of connections (`mock.edge.maxConnections`) refuses it after TCP's round trip.
+    private func open(_ process: InstallProcess, stack: ConnectionStack, host: Int, timeout: TimeSpan, at now: Instant, random: inout SeededRandom) -> SimulatedConnections.Opening {
         let edge = edges[host]
         let roundTrip = network.roundTrip.map { $0.sampleSpan(using: &random) } ?? .zero
-        let resumed = edge.tls != .none && tlsSessions.contains(device)
+        if let cap = edge.maxConnections {
+            var held = edgeConnections[host] ?? EdgeConnections()
+            let full = held.open(at: now) >= cap
+            // Counted from its SYN: the edge holds it while the handshake goes on.
+            if !full { held.count += 1 }
+            edgeConnections[host] = held
+            if full { return .refused(after: roundTrip) }
+        }
+        let resumed = edge.tls != .none && tlsSessions.contains(process)
         var time = roundTrip * Double(1 + edge.tls.roundTrips(resumed: resumed))
         if edge.tls != .none, !resumed, let rate = edge.handshakesPerSecond {
             // The edge does full handshakes one after another at its rate; this one's turn
@@ -256,11 +280,15 @@ public final class SimulatedTransport: RunTransport {
             edgeFree[host] = turn + TimeSpan(microseconds: Int64((1_000_000 / rate).rounded(.up)))
             time = time + (turn - arrives)
         }
-        let limit = min(timeout, stacks(device).connectTimeout ?? timeout)
-        guard time <= limit else { return .timedOut(after: limit) }
-        guard edge.tls != .none else { return .connected(time: time, tls: nil) }
-        tlsSessions.insert(device)
-        return .connected(time: time, tls: resumed ? .resumed : .full)
+        let limit = min(timeout, stack.connectTimeout ?? timeout)
+        guard time <= limit else {
+            // The client gives up: the edge's connection goes with it.
+            if edge.maxConnections != nil { edgeConnections[host]?.closed(at: now + limit, now: now) }
+            return .timedOut(after: limit)
+        }
+        guard edge.tls != .none else { return .connected(time: time, handshakeTime: .zero, tls: nil) }
+        tlsSessions.insert(process)
+        return .connected(time: time, handshakeTime: time - roundTrip, tls: resumed ? .resumed : .full)
     }
     public func openSocket(_ open: SocketOpen, device: Int, platform: String, source: SourceAddress, at now: Instant) {
         latest = now
@@ -313,19 +341,19 @@ public final class SimulatedTransport: RunTransport {
     }
 
     public func timerFired(_ token: UInt64, at now: Instant) {
-        if let device = sweeps.removeValue(forKey: token) {
+        if let process = sweeps.removeValue(forKey: token) {
             var outcome = SimulatedConnections.Outcome()
-            connections?.sweep(device: device, token: token, at: now, next: newToken(), into: &outcome)
+            connections?.sweep(process, token: token, at: now, next: newToken(), into: &outcome)
             return deliver(outcome)
         }
         guard let key = timers.removeValue(forKey: token), let session = sockets[key] else { return }
         apply(mocks.socketTimer(platform: session.platform, session: session.session, at: now), to: key, at: now, now: now)
     }
 
-    public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
-        if reason == .processDied { tlsSessions.remove(device) }
+    public func closeConnections(of process: InstallProcess, reason: ConnectionCloseReason, at now: Instant) {
+        if reason == .processDied { tlsSessions.remove(process) }
         var outcome = SimulatedConnections.Outcome()
-        connections?.close(device: device, reason: reason, at: now, into: &outcome)
+        connections?.close(process, reason: reason, at: now, into: &outcome)
         deliver(outcome)
     }
 
@@ -387,10 +415,32 @@ open class ForwardingTransport: RunTransport {
     open func deliverFromService(_ messages: [SessionMessage], platform: Int, at now: Instant) { inner.deliverFromService(messages, platform: platform, at: now) }
     open func timerFired(_ token: UInt64, at now: Instant) { inner.timerFired(token, at: now) }
     open func closeAllSockets() { inner.closeAllSockets() }
-    open func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
-        inner.closeConnections(device: device, reason: reason, at: now)
+    open func closeConnections(of process: InstallProcess, reason: ConnectionCloseReason, at now: Instant) {
+        inner.closeConnections(of: process, reason: reason, at: now)
     }
     open func takeArrived() -> [Arrival] { inner.takeArrived() }
     open var currentTime: Instant { inner.currentTime }
     open var isInterrupted: Bool { inner.isInterrupted }
+}
+
+/// The connections one capped edge holds in simulated time: those open, less those told closed
+/// at an instant still to come (a busy connection closes after its answer), which count until
+/// then.
+private struct EdgeConnections {
+    var count = 0
+    private var closing: [Instant] = []
+
+    /// The connections open at `now`.
+    mutating func open(at now: Instant) -> Int {
+        if !closing.isEmpty {
+            let before = closing.count
+            closing.removeAll { $0 <= now }
+            count -= before - closing.count
+        }
+        return count
+    }
+
+    mutating func closed(at instant: Instant, now: Instant) {
+        if instant <= now { count -= 1 } else { closing.append(instant) }
+    }
 }

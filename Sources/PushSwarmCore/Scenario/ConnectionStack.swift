@@ -46,6 +46,11 @@ extension OperatingSystem {
 }
 
 extension OperatingSystem {
+    /// True where the OS hands a displayed push to a process apart from the app's (iOS's
+    /// notification service extension), from which the SDK reports the delivery; Android
+    /// delivers an FCM message to the app's own process, started if it was not running.
+    public var hasNotificationExtension: Bool { self == .ios }
+
     /// How long an app left in the background keeps running before the OS suspends it, and its
     /// sockets with it; nil where the OS leaves a background process running (Android, until the
     /// process is killed). iOS: `applicationDidEnterBackground(_:)` "has approximately five seconds
@@ -67,9 +72,24 @@ public enum ConnectionEvent: Sendable, Equatable {
     case closed(ConnectionCloseReason)
     /// The TLS handshake failed (refused, reset, an alert, a certificate not trusted).
     case handshakeFailed
-    /// The edge did not get to the handshake within the client's connect timeout (simulated
-    /// time's edge, `mock.edge.handshakesPerSecond`).
+    /// The connection was not open within the client's connect timeout: in simulated time the
+    /// edge did not get to its handshake (`mock.edge.handshakesPerSecond`); in wall time TCP or
+    /// TLS did not finish (a full SYN backlog, a busy terminator).
     case handshakeTimedOut
+    /// The edge refused the connection (a TCP reset: `mock.edge.maxConnections` reached, or
+    /// nothing listening).
+    case refused
+
+    /// The run counter it increments (`opened` also puts it on the timeline's ticks).
+    public var counter: String {
+        switch self {
+        case .opened: "connections.opened"
+        case .closed(let reason): reason.counter
+        case .handshakeFailed: "connections.handshakes.failed"
+        case .handshakeTimedOut: "connections.handshakes.timedOut"
+        case .refused: "connections.refused"
+        }
+    }
 }
 
 /// How a connection's TLS handshake went: a full one (a new process, or the first connection
@@ -99,4 +119,28 @@ public enum ConnectionCloseReason: String, Sendable, CaseIterable {
 
     /// The run counter it increments.
     public var counter: String { "connections.closed." + rawValue }
+}
+
+/// Which of an install's processes sends a request, and holds the connections and TLS session
+/// that carry it (`network.connections: perDevice`).
+public enum ProcessRole: UInt8, Sendable, Hashable {
+    /// The app's own process.
+    case app
+    /// iOS's notification service extension: a process of its own that the OS starts to handle
+    /// a displayed push (`UNNotificationServiceExtension`), from which the SDK reports the
+    /// delivery. It shares neither connections nor TLS sessions with the app, and ends soon
+    /// after its last push (`DeviceLifecycle.extensionLingers`).
+    case notificationExtension
+}
+
+/// One process of one install: the key of its own connections and TLS session.
+public struct InstallProcess: Hashable, Sendable {
+    /// The device's number in the fleet.
+    public var device: Int
+    public var role: ProcessRole
+
+    public init(device: Int, role: ProcessRole = .app) {
+        self.device = device
+        self.role = role
+    }
 }

@@ -8,10 +8,10 @@ public struct NetworkSettings: Sendable, Equatable {
     /// per-connection work: against a saturated service more connections add no throughput, only
     /// that cost (docs/performance.md).
     public var connectionsPerSourceAddress: Int = NetworkSettings.defaultConnectionsPerSourceAddress
-    /// Whose connections a device's requests use in wall time (scenario `network.connections`):
-    /// its address's shared pool (`connectionsPerSourceIP` applies) or its own, as its OS keeps
-    /// them.
-    public var connections: ConnectionSharing = .perAddress
+    /// Whose connections a device's requests use (scenario `network.connections`): its own, as
+    /// its OS keeps them (the default: what phones do), or its address's shared pool
+    /// (`connectionsPerSourceIP` applies; a raw-throughput setting).
+    public var connections: ConnectionSharing = .perDevice
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0
@@ -55,10 +55,10 @@ public struct MockBehaviour: Sendable, Equatable {
 }
 
 /// A built-in mock's edge in simulated time (scenario `mock.edge`): the TLS it terminates and how
-/// many full handshakes a second it can do (a TLS terminator's CPU). A full handshake past that
-/// rate waits its turn; one that would wait past the client's connect timeout fails (counted
-/// `connections.handshakes.timedOut`, its request a timeout). A resumed handshake costs the edge
-/// no queue. Wall runs against the built-in mock speak plain HTTP: this is simulated time's.
+/// many full handshakes a second it can do (a TLS terminator's CPU), and how many connections it
+/// holds open at once. A full handshake past that rate waits its turn; one that would wait past
+/// the client's connect timeout fails (counted `connections.handshakes.timedOut`, its request a
+/// timeout). A resumed handshake costs the edge no queue. A connection past the cap is refused. Wall runs against the built-in mock speak plain HTTP: this is simulated time's.
 public struct EdgeSettings: Sendable, Equatable {
     public enum TLS: String, Sendable, CaseIterable {
         case none
@@ -80,6 +80,14 @@ public struct EdgeSettings: Sendable, Equatable {
     public var tls: TLS = .none
     /// Full handshakes a second the edge can do; nil: as many as come.
     public var handshakesPerSecond: Double?
+    /// Connections the edge holds open at once (a load balancer's or nginx's connection cap);
+    /// one more is refused (a TCP reset after its round trip: counted `connections.refused`,
+    /// its request a transport error the SDK retries). Nil: no cap.
+    public var maxConnections: Int?
+
+    /// True when the edge keeps state across source addresses (a handshake queue, a connection
+    /// count), which makes a run with it one partition.
+    public var isLimited: Bool { handshakesPerSecond != nil || maxConnections != nil }
 
     public init() {}
 }

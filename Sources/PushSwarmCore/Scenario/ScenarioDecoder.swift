@@ -179,8 +179,8 @@ public struct ScenarioDecoder: Sendable {
         network.connectionsPerSourceAddress = try object.optional("connectionsPerSourceIP") { try $0.integer(minimum: 1, maximum: 10_000) }
             ?? NetworkSettings.defaultConnectionsPerSourceAddress
         network.connections = try object.optional("connections") {
-            ConnectionSharing(rawValue: try $0.choice(ConnectionSharing.allCases.map(\.rawValue))) ?? .perAddress
-        } ?? .perAddress
+            ConnectionSharing(rawValue: try $0.choice(ConnectionSharing.allCases.map(\.rawValue))) ?? .perDevice
+        } ?? .perDevice
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
         network.roundTrip = try object.optional("rtt") { try $0.durationDistribution() }
         let range = NetworkSettings.maxWebSocketMessageBytesRange

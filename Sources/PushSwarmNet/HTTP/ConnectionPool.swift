@@ -109,6 +109,12 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// A connection could not be opened: the request that asked for it fails with the reason.
     func connectFailed(_ connection: HTTPConnection, error: NetError) {
+        // What the edge did to the opening, counted as simulated time's edge counts it.
+        switch error.reason {
+        case .connectionRefused: tell(.refused)
+        case .connectTimeout: tell(.handshakeTimedOut)
+        default: break
+        }
         state.openFailed()
         client.releaseConnection()
         if let exchange = takeWaiting() {

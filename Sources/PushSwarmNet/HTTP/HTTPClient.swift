@@ -107,7 +107,7 @@ public final class HTTPClient: Sendable {
 
     /// Sends `request`; `completion` runs exactly once, on an event loop thread.
     public func execute(_ request: HTTPClientRequest, completion: @escaping @Sendable (HTTPResult) -> Void) {
-        let key = PoolKey(source: request.source, origin: request.url.origin, owner: request.owner?.device)
+        let key = PoolKey(source: request.source, origin: request.url.origin, owner: request.owner?.process)
         let state = states[request.loop.map { $0 % states.count } ?? abs(key.hashValue % states.count)]
         let exchange = Exchange(request: request, completion: completion, startedAt: state.loop.now)
         if state.loop.inLoop {
@@ -117,12 +117,12 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    /// Closes install `device`'s own connections on loop number `loop` (where its requests went)
-    /// for `reason`. Call on that loop.
-    public func closeConnections(owner device: Int, loop: Int, reason: ConnectionCloseReason) {
+    /// Closes the own connections of an install's process on loop number `loop` (where its
+    /// requests went) for `reason`. Call on that loop.
+    public func closeConnections(owner process: InstallProcess, loop: Int, reason: ConnectionCloseReason) {
         let state = states[loop % states.count]
         precondition(state.loop.inLoop, "closeConnections(owner:) runs on the owner's loop")
-        state.closeConnections(owner: device, reason: reason)
+        state.closeConnections(owner: process, reason: reason)
     }
 
     /// Calls `handler` on loop number `loop` for each connection of its pools opened and closed,
@@ -147,12 +147,12 @@ public final class HTTPClient: Sendable {
 struct PoolKey: Hashable {
     let source: IPAddress?
     let origin: Origin
-    /// The device whose own pool it is; nil for its source address's shared pool.
-    let owner: Int?
+    /// The install's process whose own pool it is; nil for its source address's shared pool.
+    let owner: InstallProcess?
     /// Computed once: a pool is looked up on every request.
     private let hash: Int
 
-    init(source: IPAddress?, origin: Origin, owner: Int? = nil) {
+    init(source: IPAddress?, origin: Origin, owner: InstallProcess? = nil) {
         self.source = source
         self.origin = origin
         self.owner = owner
@@ -225,15 +225,15 @@ private final class ConnectionBudget: Sendable {
 final class LoopState: @unchecked Sendable {
     let loop: EventLoop
     private var pools: [PoolKey: ConnectionPool] = [:]
-    /// Each install's own pools (one per origin it talks to), for closing them all at once.
-    private var ownerPools: [Int: [ConnectionPool]] = [:]
-    /// Each install's TLS session, kept as its app's process keeps it: across idle timeouts and
-    /// suspensions, gone when the process dies (`closeConnections(owner:reason:)`).
-    private var ownerSessions: [Int: TLSSavedSession] = [:]
+    /// Each install process's own pools (one per origin it talks to), for closing them all at once.
+    private var ownerPools: [InstallProcess: [ConnectionPool]] = [:]
+    /// Each install process's TLS session, kept as the process keeps it: across idle timeouts
+    /// and suspensions, gone when the process dies (`closeConnections(owner:reason:)`).
+    private var ownerSessions: [InstallProcess: TLSSavedSession] = [:]
 
-    func savedSession(of device: Int) -> TLSSavedSession? { ownerSessions[device] }
+    func savedSession(of process: InstallProcess) -> TLSSavedSession? { ownerSessions[process] }
 
-    func keep(_ session: TLSSavedSession?, for device: Int) { ownerSessions[device] = session }
+    func keep(_ session: TLSSavedSession?, for process: InstallProcess) { ownerSessions[process] = session }
 
     /// Told of each connection opened and each one closed (by why).
     var onConnection: (@Sendable (ConnectionEvent) -> Void)?
@@ -244,7 +244,7 @@ final class LoopState: @unchecked Sendable {
         if let pool = pools[key] { return pool }
         let pool = ConnectionPool(key: key, owner: owner, home: self, client: client)
         pools[key] = pool
-        if let device = key.owner { ownerPools[device, default: []].append(pool) }
+        if let process = key.owner { ownerPools[process, default: []].append(pool) }
         return pool
     }
 
@@ -253,18 +253,18 @@ final class LoopState: @unchecked Sendable {
     func forget(_ pool: ConnectionPool) {
         guard pools[pool.key] === pool else { return }
         pools[pool.key] = nil
-        guard let device = pool.key.owner, var owned = ownerPools[device] else { return }
+        guard let process = pool.key.owner, var owned = ownerPools[process] else { return }
         owned.removeAll { $0 === pool }
-        ownerPools[device] = owned.isEmpty ? nil : owned
+        ownerPools[process] = owned.isEmpty ? nil : owned
     }
 
-    /// Closes install `device`'s own connections for `reason`: its pools leave the table (its next
-    /// request opens a new connection), idle connections close now, busy ones once their
-    /// exchanges and those waiting for them are done.
-    func closeConnections(owner device: Int, reason: ConnectionCloseReason) {
+    /// Closes the own connections of an install's process for `reason`: its pools leave the
+    /// table (its next request opens a new connection), idle connections close now, busy ones
+    /// once their exchanges and those waiting for them are done.
+    func closeConnections(owner process: InstallProcess, reason: ConnectionCloseReason) {
         // A new process has no TLS session: its first connection's handshake is full.
-        if reason == .processDied { ownerSessions[device] = nil }
-        guard let owned = ownerPools[device] else { return }
+        if reason == .processDied { ownerSessions[process] = nil }
+        guard let owned = ownerPools[process] else { return }
         for pool in owned { pool.retire(reason) }
     }
 

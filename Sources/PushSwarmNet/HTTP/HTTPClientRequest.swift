@@ -33,15 +33,17 @@ public struct HTTPClientRequest: Sendable {
     }
 }
 
-/// An install that holds connections of its own, and how its OS's HTTP stack keeps them.
+/// An install's process that holds connections of its own (the app's, or iOS's notification
+/// service extension's), and how its OS's HTTP stack keeps them.
 public struct ConnectionOwner: Sendable, Equatable {
+    public var process: InstallProcess
     /// The device's index in the fleet.
-    public var device: Int
+    public var device: Int { process.device }
     public var maxConnections: Int
     public var idleTimeoutNanoseconds: UInt64
 
-    public init(device: Int, stack: ConnectionStack) {
-        self.device = device
+    public init(device: Int, role: ProcessRole = .app, stack: ConnectionStack) {
+        process = InstallProcess(device: device, role: role)
         maxConnections = max(1, stack.maxConnectionsPerHost)
         idleTimeoutNanoseconds = UInt64(max(0, stack.idleTimeout.microseconds)) * 1_000
     }
@@ -51,8 +53,10 @@ public struct ConnectionOwner: Sendable, Equatable {
 public struct HTTPTimings: Sendable, Equatable {
     /// Waiting for a free connection in the pool (the client's own queueing).
     public var queued: UInt64 = 0
-    /// Opening the connection (TCP and TLS), 0 when a kept-alive one was reused.
+    /// Opening the connection's TCP, 0 when a kept-alive one was reused.
     public var connect: UInt64 = 0
+    /// The new connection's TLS handshake, after TCP's; 0 without one.
+    public var tlsHandshake: UInt64 = 0
     /// Connections opened for this request (0 when it went out on a kept-alive one; 2 when a
     /// stale one was retried on a new one).
     public var connectionsOpened = 0

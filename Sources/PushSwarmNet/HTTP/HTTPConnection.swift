@@ -22,7 +22,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     /// Opened with no request to take (the one it was opened for went out on a connection that
     /// freed first): its opening and connect time count to the first exchange it carries, so
     /// that connections opened agree with the server's count of connections that carried one.
-    private var uncountedConnect: UInt64?
+    /// The opening's TCP and TLS times, until the first request on it counts them.
+    private var uncountedConnect: (tcp: UInt64, tls: UInt64)?
     /// Its close was counted (or, at the run's end, left uncounted on purpose).
     private var closeCounted = false
     /// Its TLS session was handed to the pool for later connections to resume.
@@ -61,7 +62,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     func send(_ exchange: Exchange, now: UInt64) {
         if let connectTime = uncountedConnect {
             uncountedConnect = nil
-            exchange.timings.connect += connectTime
+            exchange.timings.connect += connectTime.tcp
+            exchange.timings.tlsHandshake += connectTime.tls
             exchange.timings.connectionsOpened += 1
         }
         current = exchange
@@ -103,8 +105,9 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connectTimer = nil
         pool.tell(.opened(tls: connection.tlsHandshake))
         pool.connectSucceeded(self)
-        let connectTime = pool.loop.now - connectStartedAt
-        uncountedConnect = connectTime
+        let now = pool.loop.now
+        let tcpDone = connection.tcpConnectedAt ?? now
+        uncountedConnect = (tcpDone - connectStartedAt, now - tcpDone)
         // A waiting request goes out on it now, and counts its opening.
         pool.connectionReady(self)
     }

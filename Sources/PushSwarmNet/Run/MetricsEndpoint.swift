@@ -152,6 +152,8 @@ public final class MetricsEndpoint: LiveEndpoint {
         }
         histogram("pushswarm_latency_seconds", "Latency from the intended start to the answer, by operation.") { $0.latency }
         histogram("pushswarm_service_time_seconds", "Time from sending a request to its answer, by operation.") { $0.serviceTime }
+        histogram("pushswarm_connect_seconds", "A new connection's TCP connect, for requests that opened one, by operation.") { $0.connectTime }
+        histogram("pushswarm_tls_handshake_seconds", "A new connection's TLS handshake after TCP's, for requests that opened one over TLS, by operation.") { $0.tlsHandshakeTime }
         out.family("pushswarm_generator_lag_seconds", .histogram, help: "How late the generator reached its due events: over a few milliseconds, the machine is the bottleneck.")
         series("pushswarm_generator_lag_seconds", run, metrics.durations["generatorLag"] ?? LatencyHistogram())
         out.family("pushswarm_events_total", .counter, help: "The run's named counts (notifications, sockets, workload, ...).")

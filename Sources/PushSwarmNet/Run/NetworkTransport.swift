@@ -98,11 +98,11 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         onPushAddress?(old, new)
     }
 
-    /// The install's own connections close (`network.connections: perDevice`); with the shared
-    /// pools of addresses, a device's app has none of its own to close.
-    public func closeConnections(device: Int, reason: ConnectionCloseReason, at now: Instant) {
+    /// The own connections of an install's process close (`network.connections: perDevice`);
+    /// with the shared pools of addresses, a device's app has none of its own to close.
+    public func closeConnections(of process: InstallProcess, reason: ConnectionCloseReason, at now: Instant) {
         guard ownConnections != nil else { return }
-        client.closeConnections(owner: device, loop: loop.index, reason: reason)
+        client.closeConnections(owner: process, loop: loop.index, reason: reason)
     }
 
     /// From any thread: a push a service posted for `token`, handed to the partition on its loop.
@@ -138,7 +138,7 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
             timeoutNanoseconds: UInt64(max(1, outgoing.timeout.microseconds)) * 1_000, loop: loop.index
         )
         if let (first, os) = ownConnections, os.indices.contains(device - first) {
-            request.owner = ConnectionOwner(device: device, stack: os[device - first].connectionStack)
+            request.owner = ConnectionOwner(device: device, role: outgoing.sender, stack: os[device - first].connectionStack)
         }
         let id = outgoing.id
         let operation = outgoing.operation
@@ -157,7 +157,8 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
             }
             let measured = result.timings
             let timings = TransportTimings(
-                connect: measured.connect > 0 ? TimeSpan(microseconds: Int64(measured.connect / 1_000)) : nil,
+                connect: measured.connectionsOpened > 0 ? TimeSpan(microseconds: Int64(measured.connect / 1_000)) : nil,
+                tlsHandshake: measured.tlsHandshake > 0 ? TimeSpan(microseconds: Int64(measured.tlsHandshake / 1_000)) : nil,
                 firstByte: TimeSpan(microseconds: Int64(measured.firstByte / 1_000)),
                 service: TimeSpan(microseconds: Int64(measured.service / 1_000))
             )
