@@ -82,6 +82,32 @@ for masked, target in [(key, "websocket-server"), (None, "websocket-client")]:
     write(target, b"\x03" + frame(1, b'{"cid":3}', mask=masked) + frame(9, b"p", mask=masked))
     write(target, b"\x10" + frame(1, b"frag", fin=False, mask=masked) + frame(0, b"ment", mask=masked) + frame(8, b"\x03\xe8bye", mask=masked))
     write(target, b"\x1f" + frame(2, bytes(300), mask=masked))
+# A hostile server's answers to the client (first byte: bit 0 TLS, bit 1 reset at the end, bit 2
+# read the request first, bits 3-7 the piece size): TLS alerts and flights cut short, HTTP cut
+# after its headers or mid-chunk, garbage.
+def record(kind, body): return bytes([kind, 3, 3]) + struct.pack(">H", len(body)) + body
+extensions = b"\x00\x2b\x00\x02\x03\x04" + b"\x00\x33\x00\x24\x00\x1d\x00\x20" + bytes(range(32))
+hello = b"\x03\x03" + bytes(range(32, 64)) + b"\x20" + bytes(32) + b"\x13\x01\x00" + struct.pack(">H", len(extensions)) + extensions
+server_hello = record(0x16, b"\x02" + struct.pack(">I", len(hello))[1:] + hello)
+for mode, answer in [
+    (0x05, record(0x15, b"\x02\x28")),                       # TLS: handshake_failure alert
+    (0x07, server_hello[:40]),                                 # TLS: a ServerHello cut short, then a reset
+    (0x05, server_hello + record(0x17, bytes(64))),            # TLS 1.3: a ServerHello, then records no key opens
+    (0x01, b"HTTP/1.1 200 OK\r\n\r\n"),                      # TLS: plain HTTP where TLS was due
+    (0x04, b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"),  # closed mid-body
+    (0x06, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"),     # reset after the headers began
+    (0x0c, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"),
+    (0x04, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+    (0x04, b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n"),
+    (0x02, bytes(range(256))),                                 # garbage, then a reset
+]:
+    write("hostile-server", bytes([mode]) + answer)
+# HPACK blocks (RFC 7541 Appendix C's requests and a response, a literal then its index, a size
+# update); the first byte sizes the blocks the input is cut into.
+for hexed in ["04828684418cf1e3c2e5f23a6ba0ab90f4ff", "03828684be5886a8eb10649cbf",
+              "40488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
+              "10400a637573746f6d2d6b65790d637573746f6d2d686561646572be", "023fe11f82"]:
+    write("hpack", bytes.fromhex(hexed))
 for path in sorted(glob.glob("Scenarios/*.json")):
     if not path.endswith("schema.json"): write("scenario", open(path, "rb").read())
 print({target: len(os.listdir(f"{root}/{target}")) for target in sorted(os.listdir(root))})

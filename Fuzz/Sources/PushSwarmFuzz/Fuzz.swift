@@ -45,6 +45,8 @@ enum FuzzTarget: String, CaseIterable {
     case pushReceiver = "push-receiver"
     case accessLog = "access-log"
     case serverPipeline = "server-pipeline"
+    case hostileServer = "hostile-server"
+    case hpack
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -61,6 +63,8 @@ enum FuzzTarget: String, CaseIterable {
         case .metricsArchive: Self.metricsArchive(bytes)
         case .pushReceiver: Self.pushReceiver(bytes)
         case .serverPipeline: Self.serverPipeline(bytes)
+        case .hostileServer: HostileServer.run(bytes)
+        case .hpack: Self.hpack(bytes)
         case .accessLog: Self.accessLog(bytes)
         }
     }
@@ -198,6 +202,26 @@ enum FuzzTarget: String, CaseIterable {
         return server
     }()
 
+    /// Header blocks a peer's encoder wrote, in pieces the first byte sizes (each a block, so the
+    /// dynamic table carries across them): fields within the list limit, or an `HPACKError`; what
+    /// decodes, written again by the encoder, decodes to the same fields.
+    static func hpack(_ input: [UInt8]) {
+        guard let first = input.first else { return }
+        let size = Int(first) * 4 + 1
+        var decoder = HPACKDecoder(maxTableSize: 4_096, maxHeaderListSize: 16_384)
+        var encoder = HPACKEncoder()
+        var again = HPACKDecoder(maxTableSize: 4_096, maxHeaderListSize: 1 << 30)
+        var offset = 1
+        while offset < input.count {
+            let end = min(input.count, offset + size)
+            defer { offset = end }
+            guard let fields = try? decoder.decode(Array(input[offset..<end])) else { return }
+            precondition(fields.reduce(0) { $0 + $1.size } <= 16_384, "a header list past its limit")
+            precondition(decoder.dynamicTableSize <= 4_096, "a dynamic table past its size")
+            precondition((try? again.decode(encoder.encode(fields))) == fields, "a round trip changed the fields")
+        }
+    }
+
     /// The input, in pieces of 1 to 256 bytes (the first byte picks), on one connection to a real
     /// server, then the end of the input: the server answers what it can and closes, and the
     /// peer reads to the end (a hang is libFuzzer's timeout).
@@ -208,18 +232,22 @@ enum FuzzTarget: String, CaseIterable {
         pipelineServer.serve(connectedSocket: ends[0])
         let peer = ends[1]
         defer { close(peer) }
-        let bytes = Array(input.dropFirst())
-        let piece = Int(first) + 1
-        var offset = 0
-        while offset < bytes.count {
-            let end = min(bytes.count, offset + piece)
-            let sent = bytes[offset..<end].withUnsafeBytes { send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent <= 0 { break }
-            offset += sent
-        }
+        send(Array(input.dropFirst()), inPiecesOf: Int(first) + 1, to: peer)
         shutdown(peer, Int32(SHUT_WR))
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while read(peer, &buffer, buffer.count) > 0 {}
+    }
+
+    /// Writes `bytes` to socket `peer` in pieces of `piece` bytes (a peer's segments split
+    /// anywhere), until they are all sent or the socket refuses more.
+    static func send(_ bytes: [UInt8], inPiecesOf piece: Int, to peer: Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + piece)
+            let sent = bytes[offset..<end].withUnsafeBytes { Glibc.send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { break }
+            offset += sent
+        }
     }
 
     /// A Smartico session: each line of the input is one message on the socket.
