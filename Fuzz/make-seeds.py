@@ -108,6 +108,13 @@ for hexed in ["04828684418cf1e3c2e5f23a6ba0ab90f4ff", "03828684be5886a8eb10649cb
               "40488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
               "10400a637573746f6d2d6b65790d637573746f6d2d686561646572be", "023fe11f82"]:
     write("hpack", bytes.fromhex(hexed))
+# HTTP/2 frames (the first byte picks the piece size): SETTINGS, HEADERS and CONTINUATION, padded
+# DATA, PING, WINDOW_UPDATE, GOAWAY with debug data, an unknown type.
+def h2(kind, flags, stream, payload): return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+write("http2-frames", b"\x08" + h2(4, 0, 0, b"\x00\x02\x00\x00\x00\x00\x00\x04\x00\x10\x00\x00") + h2(4, 1, 0, b"")
+      + h2(1, 0x20, 1, b"\x80\x00\x00\x00\xff\x82\x87") + h2(9, 4, 1, b"\x84") + h2(0, 9, 1, b"\x02ok\x00\x00"))
+write("http2-frames", b"\x00" + h2(6, 0, 0, bytes(8)) + h2(8, 0, 0, b"\x00\x00\xff\xff") + h2(7, 0, 0, b"\x00\x00\x00\x03\x00\x00\x00\x00deploy") + h2(0xfa, 0, 9, b"x"))
+write("http2-frames", b"\x40" + h2(3, 0, 1, b"\x00\x00\x00\x07") + h2(2, 0, 3, b"\x00\x00\x00\x01\x10") + h2(5, 4, 1, b"\x00\x00\x00\x02\x82"))
 for path in sorted(glob.glob("Scenarios/*.json")):
     if not path.endswith("schema.json"): write("scenario", open(path, "rb").read())
 print({target: len(os.listdir(f"{root}/{target}")) for target in sorted(os.listdir(root))})

@@ -47,6 +47,7 @@ enum FuzzTarget: String, CaseIterable {
     case serverPipeline = "server-pipeline"
     case hostileServer = "hostile-server"
     case hpack
+    case http2Frames = "http2-frames"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -65,6 +66,7 @@ enum FuzzTarget: String, CaseIterable {
         case .serverPipeline: Self.serverPipeline(bytes)
         case .hostileServer: HostileServer.run(bytes)
         case .hpack: Self.hpack(bytes)
+        case .http2Frames: Self.http2Frames(bytes)
         case .accessLog: Self.accessLog(bytes)
         }
     }
@@ -201,6 +203,38 @@ enum FuzzTarget: String, CaseIterable {
         try! server.start(at: SocketAddress(ip: .loopback, port: 0))
         return server
     }()
+
+    /// HTTP/2 frames from a peer, in pieces of 1 to 256 bytes (the first byte picks): frames, a
+    /// stream error (the frame consumed, reading goes on) or a connection error (reading stops);
+    /// never more held than a frame's header and the largest payload allowed; each frame read,
+    /// written again, reads back the same.
+    static func http2Frames(_ input: [UInt8]) {
+        guard let first = input.first else { return }
+        let piece = Int(first) + 1
+        var decoder = HTTP2FrameDecoder(maxFrameSize: 4_096)
+        var offset = 1
+        while offset < input.count {
+            let end = min(input.count, offset + piece)
+            decoder.append(Array(input[offset..<end]))
+            offset = end
+            while true {
+                let frame: HTTP2Frame?
+                do {
+                    frame = try decoder.next()
+                } catch {
+                    if error.stream != nil { continue }
+                    return
+                }
+                guard let frame else { break }
+                var written: [UInt8] = []
+                HTTP2FrameWriter.write(frame, into: &written)
+                var again = HTTP2FrameDecoder(maxFrameSize: 1 << 24)
+                again.append(written)
+                precondition((try? again.next()) == frame, "a frame written again reads back differently")
+            }
+            precondition(decoder.buffered <= 9 + 4_096 + piece, "held \(decoder.buffered) bytes")
+        }
+    }
 
     /// Header blocks a peer's encoder wrote, in pieces the first byte sizes (each a block, so the
     /// dynamic table carries across them): fields within the list limit, or an `HPACKError`; what
