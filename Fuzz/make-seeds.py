@@ -115,6 +115,11 @@ write("http2-frames", b"\x08" + h2(4, 0, 0, b"\x00\x02\x00\x00\x00\x00\x00\x04\x
       + h2(1, 0x20, 1, b"\x80\x00\x00\x00\xff\x82\x87") + h2(9, 4, 1, b"\x84") + h2(0, 9, 1, b"\x02ok\x00\x00"))
 write("http2-frames", b"\x00" + h2(6, 0, 0, bytes(8)) + h2(8, 0, 0, b"\x00\x00\xff\xff") + h2(7, 0, 0, b"\x00\x00\x00\x03\x00\x00\x00\x00deploy") + h2(0xfa, 0, 9, b"x"))
 write("http2-frames", b"\x40" + h2(3, 0, 1, b"\x00\x00\x00\x07") + h2(2, 0, 3, b"\x00\x00\x00\x01\x10") + h2(5, 4, 1, b"\x00\x00\x00\x02\x82"))
+# A server's answers to a client's three streams (1, 3, 5): SETTINGS, responses with bodies, a
+# PING, a reset, a GOAWAY; the first byte picks the piece size.
+write("http2-client", b"\x10" + h2(4, 0, 0, b"\x00\x03\x00\x00\x00\x64") + h2(4, 1, 0, b"") + h2(1, 4, 1, b"\x88") + h2(0, 1, 1, b"{}")
+      + h2(6, 0, 0, bytes(8)) + h2(3, 0, 3, b"\x00\x00\x00\x07") + h2(1, 5, 5, b"\x88") + h2(7, 0, 0, bytes(8)))
+write("http2-client", b"\x03" + h2(4, 0, 0, b"") + h2(1, 0, 1, b"\x88") + h2(9, 0, 1, b"") + h2(9, 4, 1, b"") + h2(0, 0, 1, b"ab") + h2(8, 0, 1, b"\x00\x00\x00\x01"))
 for path in sorted(glob.glob("Scenarios/*.json")):
     if not path.endswith("schema.json"): write("scenario", open(path, "rb").read())
 print({target: len(os.listdir(f"{root}/{target}")) for target in sorted(os.listdir(root))})

@@ -48,6 +48,7 @@ enum FuzzTarget: String, CaseIterable {
     case hostileServer = "hostile-server"
     case hpack
     case http2Frames = "http2-frames"
+    case http2Client = "http2-client"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -67,6 +68,7 @@ enum FuzzTarget: String, CaseIterable {
         case .hostileServer: HostileServer.run(bytes)
         case .hpack: Self.hpack(bytes)
         case .http2Frames: Self.http2Frames(bytes)
+        case .http2Client: Self.http2Client(bytes)
         case .accessLog: Self.accessLog(bytes)
         }
     }
@@ -233,6 +235,43 @@ enum FuzzTarget: String, CaseIterable {
                 precondition((try? again.next()) == frame, "a frame written again reads back differently")
             }
             precondition(decoder.buffered <= 9 + 4_096 + piece, "held \(decoder.buffered) bytes")
+        }
+    }
+
+    /// A server's bytes to a client connection with three requests open, in pieces of 1 to 256
+    /// bytes (the first byte picks): each stream ends once at most (a response, a reset, unprocessed
+    /// at a GOAWAY, or failed with the connection), nothing is held past the limits, and a
+    /// closed connection reads nothing more.
+    static func http2Client(_ input: [UInt8]) {
+        guard let first = input.first else { return }
+        let piece = Int(first) + 1
+        var limits = HTTP2ClientConnection.Limits()
+        limits.maxBodyBytes = 65_536
+        limits.maxIdleControlFrames = 100
+        var client = HTTP2ClientConnection(limits: limits)
+        let request = [HeaderField(":method", "POST"), HeaderField(":scheme", "https"), HeaderField(":path", "/e"), HeaderField(":authority", "x")]
+        var open = Set((0..<3).compactMap { _ in client.send(request, body: Array("{}".utf8)) })
+        var offset = 1
+        while offset < input.count {
+            let end = min(input.count, offset + piece)
+            let events = client.receive(Array(input[offset..<end]))
+            offset = end
+            _ = client.takeOutput()
+            for event in events {
+                switch event {
+                case .ready: break
+                case .response(let stream, _, _, let body):
+                    precondition(open.remove(stream) != nil && body.count <= 65_536, "stream \(stream) ended twice, or held too much")
+                case .reset(let stream, _, _):
+                    precondition(open.remove(stream) != nil, "stream \(stream) reset after it ended")
+                case .goAway(_, _, let unprocessed):
+                    for stream in unprocessed { precondition(open.remove(stream) != nil, "stream \(stream) unprocessed after it ended") }
+                case .connectionError(_, _, let failed):
+                    for stream in failed { precondition(open.remove(stream) != nil, "stream \(stream) failed after it ended") }
+                    precondition(open.isEmpty, "streams left open by a connection error")
+                }
+            }
+            if client.isClosed { precondition(client.receive([0, 0, 0, 6, 0, 0, 0, 0, 0]).isEmpty); return }
         }
     }
 
