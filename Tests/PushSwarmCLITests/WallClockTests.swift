@@ -1195,7 +1195,7 @@ extension CommandLineTests {
     /// its counts of connections at `/nginx-status` (stub_status, not logged).
     func startNginx(
         location: String, http: String = "", accessLog: String = "off", ok: String = #"{"fingerprint":"0"}"#, tls: (certificate: String, key: String)? = nil,
-        status: Bool = false
+        status: Bool = false, http2: Bool = false
     ) throws -> (nginx: Peer, port: UInt16, directory: URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("html"), withIntermediateDirectories: true)
@@ -1208,7 +1208,7 @@ extension CommandLineTests {
               \(http)
               access_log \(accessLog); client_body_temp_path \(directory.path); keepalive_requests 1000000;
               server {
-                listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl") backlog=4096;
+                listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl")\(http2 ? " http2" : "") backlog=4096;
                 \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                 location / { \(location) }
                 location @ok { default_type application/json; return 200 '\(ok)'; }

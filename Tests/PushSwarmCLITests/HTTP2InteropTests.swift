@@ -1,0 +1,90 @@
+import Foundation
+import Glibc
+import PushSwarmNet
+import PushSwarmTestSupport
+import Testing
+
+/// PushSwarm's HTTP/2 client connection (issue 51) against a server it did not write: nginx with
+/// HTTP/2 on a cleartext port (h2c with prior knowledge, RFC 9113 section 3.3), over a real
+/// socket. nginx's access log says what it decoded from PushSwarm's HPACK and frames.
+@Suite struct HTTP2InteropTests {
+    private let cli = CommandLineTests()
+
+    /// Three requests at once on one connection, their headers HPACK-coded (the second and third
+    /// name the first's `user-agent` and `:authority` by dynamic-table index only), one with a
+    /// body larger than nginx's initial windows: nginx answers each on its stream, logs each as
+    /// HTTP/2.0 on one connection with the device's user agent and path, and the client reads
+    /// nginx's HPACK-coded answers.
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"))
+    func nginxAnswersTheStreamsOfOneConnection() throws {
+        let (nginx, port, directory) = try cli.startNginx(
+            location: #"default_type application/json; return 200 '{"ok":true}';"#,
+            http: #"log_format h2 '$connection $server_protocol $request_method $request_uri $status "$http_user_agent"';"#,
+            accessLog: "access.log h2", http2: true
+        )
+        defer { try? FileManager.default.removeItem(at: directory) }
+        defer { nginx.stop() }
+
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        try #require(connected == 0)
+        // A read that waits longer than this is a server that stopped answering: the test fails.
+        var wait = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        func write(_ bytes: [UInt8]) {
+            var offset = 0
+            while offset < bytes.count {
+                let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard sent > 0 else { return }
+                offset += sent
+            }
+        }
+
+        var client = HTTP2ClientConnection()
+        var streams: [UInt32: String] = [:]
+        for (index, body) in [Array("{\"n\":0}".utf8), [UInt8](repeating: UInt8(ascii: "x"), count: 200_000), []].enumerated() {
+            let fields = [
+                HeaderField(":method", body.isEmpty ? "GET" : "POST"), HeaderField(":scheme", "http"), HeaderField(":path", "/events?n=\(index)"),
+                HeaderField(":authority", "127.0.0.1:\(port)"), HeaderField("user-agent", "okhttp/4.12.0"), HeaderField("content-type", "application/json"),
+            ]
+            let stream = client.send(fields, body: body)
+            streams[try #require(stream)] = "/events?n=\(index)"
+        }
+        write(client.takeOutput())
+        var answers: [UInt32: (Int, [HeaderField], [UInt8])] = [:]
+        var ready: Int?
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while answers.count < streams.count {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            for event in client.receive(Array(buffer[0..<count])) {
+                switch event {
+                case .ready(let limit): ready = limit
+                case .response(let stream, let status, let headers, let body): answers[stream] = (status, headers, body)
+                default: Issue.record("nginx: \(event)")
+                }
+            }
+            write(client.takeOutput())
+        }
+        #expect(ready.map { $0 > 3 } == true, "nginx's SETTINGS_MAX_CONCURRENT_STREAMS: \(String(describing: ready))")
+        #expect(answers.count == 3)
+        for (stream, (status, headers, body)) in answers {
+            #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"ok":true}"#, "stream \(stream)")
+            #expect(headers.contains(HeaderField("content-type", "application/json")), "nginx's HPACK read: \(headers)")
+        }
+        close(fd)
+        nginx.stop()
+
+        let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
+        let lines = log.split(separator: "\n").map { $0.split(separator: " ", maxSplits: 5).map(String.init) }
+        #expect(lines.count == 3, "\(log)")
+        #expect(Set(lines.map { $0[0] }).count == 1, "one connection: \(log)")
+        #expect(lines.allSatisfy { $0[1] == "HTTP/2.0" && $0[4] == "200" && $0[5] == #""okhttp/4.12.0""# }, "\(log)")
+        #expect(Set(lines.map { $0[3] }) == Set(streams.values), "every path as sent: \(log)")
+    }
+}
