@@ -21,10 +21,13 @@ import Testing
     /// with the reserve, against 20,000: six processes of 19,744 files each hold them.
     @Test func aFleetOverTheFileLimitIsToldHowManyProcessesHoldIt() throws {
         let scenario = try Self.scenario(devices: 50_000, connections: "perDevice")
-        let plan = WallRun.plan(
+        var plan = WallRun.plan(
             devices: 50_000, devicesPerSource: 1, inProcessMock: true, maxConnectionsPerSource: 1, fileLimit: 20_000
         )
+        plan.perInstall = true
         #expect(plan == WallRun.plan(for: scenario, devices: 50_000, inProcessMock: true).with(fileLimit: 20_000))
+        // A run's own notice: sharing NAT addresses saves installs with their own connections none.
+        #expect(plan.explanation.contains("split the run over processes (--workers N") && !plan.explanation.contains("share NAT addresses"), "\(plan.explanation)")
         let text = ValidateCommand.sockets(scenario, plan: plan)
         #expect(text.contains("at most 50000 HTTP connections, one per install (network.connections: perDevice)"), "\(text)")
         #expect(text.contains("100256 files of the 20000 it may open (ulimit -n): OVER"), "\(text)")
@@ -40,6 +43,7 @@ import Testing
         let text = ValidateCommand.sockets(scenario, plan: plan)
         #expect(text.hasSuffix("6656 files of the 20000 it may open (ulimit -n): fits"), "\(text)")
         #expect(text.contains("the address pools' (network.connections: perAddress)"), "\(text)")
+        #expect(plan.explanation.contains("share NAT addresses (network.devicesPerSourceIP)"), "\(plan.explanation)")
     }
 }
 

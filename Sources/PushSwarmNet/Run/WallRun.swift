@@ -51,6 +51,9 @@ public final class WallRun: @unchecked Sendable {
         /// Files kept for everything else (listeners, epoll, eventfds, reports, the toolchain,
         /// and the runtime's own: libdispatch stops the process when it cannot open one).
         public var reserved: Int
+        /// True when each install holds its own connections (`perDevice`): sharing NAT addresses
+        /// then saves none.
+        public var perInstall = false
 
         public var needed: Int { (clientConnections + webSockets) * socketsPerConnection + reserved }
         public var fits: Bool { needed <= fileLimit }
@@ -73,7 +76,10 @@ public final class WallRun: @unchecked Sendable {
             return "this run could hold \(clientConnections) HTTP connections\(sockets) at once\(ends) + \(reserved) other files = \(needed) files; "
                 + "this process may open \(fileLimit) (ulimit -n). HTTP connections are capped at \(connectionBudget)\(socketCap): a device "
                 + "over the HTTP cap waits for a connection, and that wait counts in its latency. To avoid the caps, run fewer devices, "
-                + "share NAT addresses (network.devicesPerSourceIP), or start `pushswarm mock` as its own process and pass --target."
+                + (perInstall
+                    ? "split the run over processes (--workers N on a machine with the cores, --shard I/N on as many machines), "
+                    : "share NAT addresses (network.devicesPerSourceIP), ")
+                + "or start `pushswarm mock` as its own process and pass --target."
         }
     }
 
@@ -185,11 +191,13 @@ public final class WallRun: @unchecked Sendable {
     /// another); the budget still caps them at the file limit.
     public static func plan(for scenario: Scenario, devices: Range<Int>, inProcessMock: Bool) -> SocketPlan {
         let ownConnections = scenario.network.connections == .perDevice
-        return plan(
+        var plan = plan(
             devices: devices.count, devicesPerSource: ownConnections ? 1 : scenario.network.devicesPerSourceAddress, inProcessMock: inProcessMock,
             maxConnectionsPerSource: ownConnections ? 1 : scenario.network.connectionsPerSourceAddress,
             webSockets: webSocketDevices(scenario, among: devices)
         )
+        plan.perInstall = ownConnections
+        return plan
     }
 
     public static func plan(for scenario: Scenario, devices: Int, inProcessMock: Bool) -> SocketPlan {
