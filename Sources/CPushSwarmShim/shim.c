@@ -260,6 +260,21 @@ int ps_tls_resumed(void *session) { return SSL_session_reused((SSL *)session); }
 
 int ps_tls_protocol(void *session) { return SSL_version((SSL *)session); }
 
+int ps_tls_set_alpn(void *session, const uint8_t *protocols, unsigned length) {
+    // SSL_set_alpn_protos returns 0 on success (unlike most of libssl).
+    return SSL_set_alpn_protos((SSL *)session, protocols, length) == 0 ? 1 : 0;
+}
+
+int ps_tls_alpn_selected(void *session, uint8_t *out, int capacity) {
+    const unsigned char *selected = NULL;
+    unsigned length = 0;
+    SSL_get0_alpn_selected((SSL *)session, &selected, &length);
+    if (!selected || length == 0) return 0;
+    if ((int)length > capacity) length = (unsigned)capacity;
+    memcpy(out, selected, length);
+    return (int)length;
+}
+
 void ps_sha1(const void *data, size_t length, uint8_t out[20]) {
     unsigned int written = 20;
     EVP_Digest(data, length, out, &written, EVP_sha1(), NULL);

@@ -129,6 +129,10 @@ public struct NetError: Error, Sendable, Equatable, CustomStringConvertible {
         case connectionRefused, connectionReset, connectTimeout, closedBeforeResponse, malformedResponse
         case dnsFailure, addressUnavailable, tooManyOpenFiles, tlsHandshake, tlsVerification, socketError
         case bodyTooLarge, tooManyRedirects, webSocketHandshake, webSocketProtocol
+        /// HTTP/2: the server reset the request's stream (its code in the detail), or a request
+        /// it left unprocessed went unanswered after its retries; this end ended the connection
+        /// for a broken rule (the RFC's code in the detail).
+        case streamReset, unprocessed, http2Protocol
     }
 
     public var reason: Reason

@@ -61,7 +61,7 @@ final class Connection: Selectable, @unchecked Sendable {
     /// group). The delegate hears `connectionOpened` or `connectionClosed(error:)`.
     static func connect(
         on loop: EventLoop, to address: SocketAddress, from source: IPAddress?, tls: TLSContext?, hostName: String,
-        resuming saved: TLSSavedSession? = nil, delegate: any ConnectionDelegate
+        resuming saved: TLSSavedSession? = nil, alpn: [String] = [], delegate: any ConnectionDelegate
     ) -> Result<Connection, NetError> {
         let family: Int32
         switch address.ip {
@@ -96,6 +96,10 @@ final class Connection: Selectable, @unchecked Sendable {
                 return .failure(NetError(.tlsHandshake, detail: "cannot create a TLS session"))
             }
             if let saved { session.handle.offer(saved) }
+            if !alpn.isEmpty && !session.handle.offerProtocols(alpn) {
+                Glibc.close(fd)
+                return .failure(NetError(.tlsHandshake, detail: "cannot offer ALPN \(alpn)"))
+            }
             connection.tls = session
         }
         connection.slot = loop.register(fd, connection, events: UInt32(PS_EPOLLOUT | PS_EPOLLIN | PS_EPOLLRDHUP))
@@ -133,6 +137,10 @@ final class Connection: Selectable, @unchecked Sendable {
     /// Its TLS session, for a later connection to resume; nil without TLS or before the server
     /// sent one (TLS 1.3: with or after its first answer).
     func savedTLSSession() -> TLSSavedSession? { tls?.handle.savedSession() }
+
+    /// The protocol the server chose by ALPN (`h2`, `http/1.1`); nil without TLS, before the
+    /// handshake, or when the server chose none.
+    var negotiatedProtocol: String? { tls?.handle.selectedProtocol }
 
     var isOpen: Bool { state == .open }
 

@@ -86,19 +86,11 @@ import Testing
         let keys = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: keys) }
-        let (key, certificate) = (keys.appendingPathComponent("key.pem").path, keys.appendingPathComponent("cert.pem").path)
-        _ = try Peer(which("openssl")!, [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", certificate,
-            "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-        ]).wait()
+        let (certificate, key) = try cli.selfSignedCertificate(in: keys)
         let mockPort = freePort()
+        let proxy = cli.mockProxy(port: mockPort, temporary: keys)
         let (nginx, port, directory) = try cli.startNginx(
-            location: #"proxy_pass http://mock; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $http_host;"#,
-            http: """
-                log_format conn '$connection $remote_addr $msec $ssl_session_reused $ssl_protocol';
-                upstream mock { server 127.0.0.1:\(mockPort); keepalive 16; }
-                proxy_temp_path \(keys.path); fastcgi_temp_path \(keys.path); uwsgi_temp_path \(keys.path); scgi_temp_path \(keys.path);
-                """,
+            location: proxy.location, http: "log_format conn '$connection $remote_addr $msec $ssl_session_reused $ssl_protocol';\n" + proxy.http,
             accessLog: "access.log conn", tls: (certificate, key), status: true
         )
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -1,4 +1,6 @@
 import Foundation
+import PushSwarmCore
+import PushSwarmMetrics
 import Glibc
 import PushSwarmNet
 import PushSwarmTestSupport
@@ -86,5 +88,71 @@ import Testing
         #expect(Set(lines.map { $0[0] }).count == 1, "one connection: \(log)")
         #expect(lines.allSatisfy { $0[1] == "HTTP/2.0" && $0[4] == "200" && $0[5] == #""okhttp/4.12.0""# }, "\(log)")
         #expect(Set(lines.map { $0[3] }) == Set(streams.values), "every path as sent: \(log)")
+    }
+}
+
+/// A wall run's devices over HTTP/2 as phones speak it (issue 51): nginx terminates TLS with a
+/// certificate made here and offers `h2` by ALPN (`listen ... ssl http2`), and its access log
+/// writes each request's `$connection` (the connection's serial number), `$server_protocol` and
+/// `$remote_addr` (each install has its own address, so the address names the install).
+@Suite(.serialized) struct HTTP2RunTests {
+    private let cli = CommandLineTests()
+
+    /// 20 Android Flocktory installs, each behind its own address, 300 events a second for 3 s (Flocktory's
+    /// SDK sends each at once, not one after another): about 15 a second each, against the built-in mock behind nginx (answers in 40 ms or so), so an
+    /// install often has two at once. Over
+    /// HTTP/2 every request is logged HTTP/2.0 and each install's requests share one connection,
+    /// its concurrent ones as streams; PushSwarm's connections opened are nginx's and its
+    /// requests are nginx's. The same run with HTTP/2 off in nginx falls back to HTTP/1.1 through
+    /// ALPN, where an install with two requests at once opens a second connection.
+    @Test(.enabled(if: which("nginx") != nil && which("openssl") != nil, "needs nginx (apt-get install nginx-light) and openssl"))
+    func devicesSpeakHTTP2WhenTheEdgeOffersItAndHTTP1WhenItDoesNot() async throws {
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-h2-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: keys) }
+        let (certificate, key) = try cli.selfSignedCertificate(in: keys)
+        let file = keys.appendingPathComponent("scenario.json").path
+        try Data(#"""
+            {"name": "h2", "seed": 7, "duration": "3s", "devices": 20,
+             "network": {"devicesPerSourceIP": 1},
+             "groups": [{"name": "g", "platform": "flocktory", "os": "android", "workload": {"model": "open", "rate": "300/s"}}],
+             "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
+            """#.utf8).write(to: URL(fileURLWithPath: file))
+        let mockPort = freePort()
+        let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(mockPort)"])
+        defer { mock.stop() }
+        #expect(waitForPort(mockPort, timeout: 30))
+        var perInstall: [Bool: [String: Set<String>]] = [:]
+        for http2 in [true, false] {
+            let proxy = cli.mockProxy(port: mockPort, temporary: keys)
+            let (nginx, port, directory) = try cli.startNginx(
+                location: proxy.location, http: "log_format h2 '$connection $server_protocol $remote_addr $status';\n" + proxy.http,
+                accessLog: "access.log h2", tls: (certificate, key), http2: http2
+            )
+            defer { try? FileManager.default.removeItem(at: directory) }
+            defer { nginx.stop() }
+            let out = directory.appendingPathComponent("run").path
+            let run = try await cli.run([
+                "run", file, "--clock", "wall", "--no-warm-up", "--target", "https://localhost:\(port)", "--ca-file", certificate, "--out", out, "--quiet",
+            ])
+            nginx.stop()
+            #expect(run.status == 0, "http2 \(http2): \(run.error)")
+            let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))))
+            let sent = summary["operations"]?.objectValue?.members.reduce(0) { $0 + Int($1.value["count"]?.numberValue ?? 0) } ?? -1
+            let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
+            let lines = log.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(lines.count > 600, "http2 \(http2): \(lines.count) requests")
+            #expect(lines.allSatisfy { $0.count == 4 && $0[1] == (http2 ? "HTTP/2.0" : "HTTP/1.1") && $0[3] == "200" }, "http2 \(http2): \(lines.prefix(3))")
+            #expect(sent == lines.count, "http2 \(http2): requests sent against nginx's log")
+            let connections = Set(lines.map { $0[0] })
+            #expect(Int(summary["counters"]?["connections.opened"]?.numberValue ?? -1) == connections.count,
+                    "http2 \(http2): connections opened against nginx's \(connections.count): \(String(describing: summary["counters"]))")
+            perInstall[http2] = Dictionary(grouping: lines, by: { $0[2] }).mapValues { Set($0.map { $0[0] }) }
+        }
+        let h2 = try #require(perInstall[true])
+        let h1 = try #require(perInstall[false])
+        print("connections per install: HTTP/2 \(h2.values.map(\.count).sorted()), HTTP/1.1 \(h1.values.map(\.count).sorted())")
+        #expect(h2.count == 20 && h2.values.allSatisfy { $0.count == 1 }, "HTTP/2: one connection per install: \(h2.mapValues(\.count))")
+        #expect(h1.values.contains { $0.count > 1 }, "HTTP/1.1: an install with requests at once opens another connection: \(h1.mapValues(\.count))")
     }
 }

@@ -1222,6 +1222,28 @@ extension CommandLineTests {
         return (nginx, port, directory)
     }
 
+    /// A self-signed certificate for `localhost` and its key (P-256), made in `directory` by openssl.
+    func selfSignedCertificate(in directory: URL) throws -> (certificate: String, key: String) {
+        let (key, certificate) = (directory.appendingPathComponent("key.pem").path, directory.appendingPathComponent("cert.pem").path)
+        _ = try Peer(which("openssl")!, [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", certificate,
+            "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+        ]).wait()
+        return (certificate, key)
+    }
+
+    /// nginx's `location` and `http` lines that make it a proxy in front of a mock listening on
+    /// `port` (kept-alive HTTP/1.1 upstream connections), its temporary files in `temporary`.
+    func mockProxy(port: UInt16, temporary: URL) -> (location: String, http: String) {
+        (
+            #"proxy_pass http://mock; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $http_host;"#,
+            """
+            upstream mock { server 127.0.0.1:\(port); keepalive 16; }
+            proxy_temp_path \(temporary.path); fastcgi_temp_path \(temporary.path); uwsgi_temp_path \(temporary.path); scgi_temp_path \(temporary.path);
+            """
+        )
+    }
+
     /// Runs a program and returns its standard output, trimmed.
     func shell(_ program: String, _ arguments: [String]) throws -> String {
         let process = Process()

@@ -120,7 +120,7 @@ struct FakePlatform: Platform {
     @Test func anUnknownKeyListsTheKeysThatAreAllowed() {
         let error = error(#"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": {"devicesPerIP": 3}}"#)
         #expect(error?.path == "$.network.devicesPerIP")
-        #expect(error?.message == "unknown key; expected one of: connections, connectionsPerSourceIP, devicesPerSourceIP, errorRate, maxWebSocketMessageBytes, rtt")
+        #expect(error?.message == "unknown key; expected one of: connections, connectionsPerSourceIP, devicesPerSourceIP, errorRate, http2, maxWebSocketMessageBytes, rtt")
     }
 
     /// `network.connections`: each install's own connections, as phones hold them, unless a
@@ -139,6 +139,22 @@ struct FakePlatform: Platform {
         #expect(refused?.message == #""perPhone" is not one of: perAddress, perDevice"#)
         #expect(ConnectionStack.okHttp == ConnectionStack(maxConnectionsPerHost: 5, idleTimeout: .minutes(5), connectTimeout: .seconds(10)))
         #expect(OperatingSystem.android.connectionStack == .okHttp && OperatingSystem.ios.connectionStack == .urlSession)
+    }
+
+    /// `network.http2` (issue 51): ALPN decides by default, as phones let it; prior knowledge and
+    /// HTTP/1.1 only are asked for by name, and say what ALPN offers.
+    @Test func whichHTTPIsReadAndChecked() throws {
+        func scenario(_ network: String) -> String {
+            #"{"name": "s", "duration": "1h", "devices": 5, "groups": [{"name": "g", "platform": "fake", "os": "ios"}], "network": "# + network + "}"
+        }
+        #expect(try decode(scenario("{}")).network.http2 == .negotiate)
+        #expect(try decode(scenario(#"{"http2": "priorKnowledge"}"#)).network.http2 == .priorKnowledge)
+        #expect(try decode(scenario(#"{"http2": "off"}"#)).network.http2 == .off)
+        let refused = error(scenario(#"{"http2": "on"}"#))
+        #expect(refused?.path == "$.network.http2")
+        #expect(refused?.message == #""on" is not one of: negotiate, priorKnowledge, off"#)
+        #expect(HTTPVersionPolicy.negotiate.alpnOffer == ["h2", "http/1.1"] && HTTPVersionPolicy.off.alpnOffer == ["http/1.1"])
+        #expect(HTTPVersionPolicy.negotiate.mayNegotiateHTTP2(tls: true) && !HTTPVersionPolicy.negotiate.mayNegotiateHTTP2(tls: false))
     }
 
     /// The warm-up of wall runs against a real target: on unless set off, paced and bounded.

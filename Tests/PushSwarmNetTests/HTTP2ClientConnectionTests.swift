@@ -1,4 +1,5 @@
 import Testing
+import PushSwarmCore
 @testable import PushSwarmNet
 
 /// The client's side of an HTTP/2 connection (RFC 9113), driven by a server written in the test

@@ -1,4 +1,5 @@
 import Testing
+import PushSwarmCore
 @testable import PushSwarmNet
 
 /// HTTP/2's frames (RFC 9113 sections 4 and 6): each type written and read back, whatever pieces

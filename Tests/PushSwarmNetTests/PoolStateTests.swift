@@ -56,6 +56,24 @@ import Testing
     /// passes. After every step the counts are the model's, no request waits while a connection
     /// idles, none waits unless a connection is on its way or the pool is full, and every request
     /// is sent, failed or timed out exactly once by the end.
+    /// HTTP/2 (or an origin ALPN has not answered for yet): one connection at a time, however
+    /// many requests wait, since one connection carries them all as streams; another only while
+    /// none is connecting (the first is full, or going away).
+    @Test func oneConnectionAtATimeWhenOneCarriesEveryRequest() {
+        var state = PoolState<Connection, Request>(maxConnections: 4, idleTimeout: 100)
+        state.opensOneAtATime = true
+        let requests = (0..<3).map { _ in Request() }
+        for request in requests { _ = state.wait(request) }
+        #expect(state.wantsConnection)
+        state.opening()
+        #expect(!state.wantsConnection, "three waiting, one connecting: it will carry them all")
+        state.opened()
+        #expect(state.wantsConnection, "connected and requests still wait (it is full): another")
+        state.opening()
+        state.opensOneAtATime = false
+        #expect(state.wantsConnection, "HTTP/1.1 after all: a connection for each waiting request")
+    }
+
     @Test func itAgreesWithAModelOfConnectionsAndRequests() {
         enum Phase { case connecting, busy(Request), idle(since: UInt64) }
         let limit = 4

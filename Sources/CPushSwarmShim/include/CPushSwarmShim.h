@@ -78,6 +78,11 @@ void ps_tls_saved_session_free(void *saved);
 int ps_tls_offer_session(void *session, void *saved);
 int ps_tls_resumed(void *session);
 int ps_tls_protocol(void *session);
+// ALPN (RFC 7301): ps_tls_set_alpn offers the protocols, in wire form (each a length octet and
+// its name), before the handshake; ps_tls_alpn_selected copies the server's choice into out
+// (at most capacity octets) and returns its length, 0 when the server chose none.
+int ps_tls_set_alpn(void *session, const uint8_t *protocols, unsigned length);
+int ps_tls_alpn_selected(void *session, uint8_t *out, int capacity);
 
 /// SHA-1 (the WebSocket handshake's Sec-WebSocket-Accept needs it) from libcrypto.
 void ps_sha1(const void *data, size_t length, uint8_t out[20]);

@@ -10,6 +10,34 @@ public enum ConnectionSharing: String, Sendable, CaseIterable {
     case perDevice
 }
 
+/// Which HTTP a device speaks to a service in wall time (scenario `network.http2`).
+public enum HTTPVersionPolicy: String, Sendable, CaseIterable {
+    /// As OkHttp and URLSession do: over TLS, ALPN (RFC 7301) offers `h2` then `http/1.1` and the
+    /// device speaks what the server picks; cleartext is HTTP/1.1.
+    case negotiate
+    /// HTTP/2 with prior knowledge (RFC 9113 section 3.3): h2c on cleartext, and over TLS ALPN
+    /// offers `h2` alone. For a cleartext edge known to speak HTTP/2, and tests.
+    case priorKnowledge
+    /// HTTP/1.1 only: ALPN offers `http/1.1`.
+    case off
+
+    /// What ALPN offers on a TLS connection, most preferred first.
+    public var alpnOffer: [String] {
+        switch self {
+        case .negotiate: ["h2", "http/1.1"]
+        case .priorKnowledge: ["h2"]
+        case .off: ["http/1.1"]
+        }
+    }
+
+    /// Whether a connection to an origin speaks HTTP/2 from its first byte, before any ALPN
+    /// answer: true with prior knowledge.
+    public var assumesHTTP2: Bool { self == .priorKnowledge }
+
+    /// Whether a connection to an origin might speak HTTP/2 (only what ALPN says can tell).
+    public func mayNegotiateHTTP2(tls: Bool) -> Bool { tls && self == .negotiate }
+}
+
 /// How an OS's HTTP stack keeps one app's connections to one host (docs/connections.md).
 public struct ConnectionStack: Sendable, Equatable {
     /// Connections open at once to one host; more requests wait for one.
@@ -79,11 +107,23 @@ public enum ConnectionEvent: Sendable, Equatable {
     /// The edge refused the connection (a TCP reset: `mock.edge.maxConnections` reached, or
     /// nothing listening).
     case refused
+    /// An HTTP/2 server sent GOAWAY with this code (a deploy draining its connections, or an
+    /// error): the connection takes no new stream, and its unprocessed ones go again.
+    case goAway(code: UInt32)
+    /// An HTTP/2 server reset one request's stream with this code; REFUSED_STREAM's request goes
+    /// again (RFC 9113 section 8.7).
+    case streamReset(code: UInt32)
+    /// A request the server had not processed (above a GOAWAY's last stream, or refused) was sent
+    /// again on another connection.
+    case unprocessedRetried
 
     /// The run counter it increments (`opened` also puts it on the timeline's ticks).
     public var counter: String {
         switch self {
         case .opened: "connections.opened"
+        case .goAway(let code): "connections.http2.goAway." + HTTP2ErrorCode.name(of: code)
+        case .streamReset(let code): "connections.http2.reset." + HTTP2ErrorCode.name(of: code)
+        case .unprocessedRetried: "connections.http2.retriedUnprocessed"
         case .closed(let reason): reason.counter
         case .handshakeFailed: "connections.handshakes.failed"
         case .handshakeTimedOut: "connections.handshakes.timedOut"

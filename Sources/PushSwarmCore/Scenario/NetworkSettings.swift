@@ -12,6 +12,9 @@ public struct NetworkSettings: Sendable, Equatable {
     /// its OS keeps them (the default: what phones do), or its address's shared pool
     /// (`connectionsPerSourceIP` applies; a raw-throughput setting).
     public var connections: ConnectionSharing = .perDevice
+    /// Which HTTP devices speak in wall time (scenario `network.http2`): what ALPN agrees over
+    /// TLS (the default, as phones), HTTP/2 with prior knowledge, or HTTP/1.1 only.
+    public var http2: HTTPVersionPolicy = .negotiate
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0

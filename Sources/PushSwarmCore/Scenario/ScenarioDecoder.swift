@@ -181,6 +181,9 @@ public struct ScenarioDecoder: Sendable {
         network.connections = try object.optional("connections") {
             ConnectionSharing(rawValue: try $0.choice(ConnectionSharing.allCases.map(\.rawValue))) ?? .perDevice
         } ?? .perDevice
+        network.http2 = try object.optional("http2") {
+            HTTPVersionPolicy(rawValue: try $0.choice(HTTPVersionPolicy.allCases.map(\.rawValue))) ?? .negotiate
+        } ?? .negotiate
         network.errorRate = try object.optional("errorRate") { try $0.fraction() } ?? 0
         network.roundTrip = try object.optional("rtt") { try $0.durationDistribution() }
         let range = NetworkSettings.maxWebSocketMessageBytesRange

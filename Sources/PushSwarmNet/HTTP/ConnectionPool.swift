@@ -30,6 +30,20 @@ final class ConnectionPool: @unchecked Sendable {
             maxConnections: owner?.maxConnections ?? client.configuration.maxConnectionsPerPool,
             idleTimeout: owner?.idleTimeoutNanoseconds ?? client.configuration.idleTimeoutNanoseconds
         )
+        let versions = client.configuration.httpVersions
+        state.opensOneAtATime = versions.assumesHTTP2 || versions.mayNegotiateHTTP2(tls: key.origin.isTLS)
+    }
+
+    /// The HTTP/2 connection that takes new requests as streams while it carries some (an idle
+    /// one is in the idle list, as an HTTP/1.1 one is).
+    private var multiplexed: HTTPConnection?
+
+    /// A connection opened and its protocol is known: an HTTP/2 origin's requests wait for one
+    /// connection; an HTTP/1.1 origin's open a connection each, up to the pool's limit.
+    func learned(http2: Bool) {
+        guard state.opensOneAtATime != http2 else { return }
+        state.opensOneAtATime = http2
+        openIfNeeded()
     }
 
     /// An install's pool with nothing open and nothing waiting leaves its loop's table; the next
@@ -50,9 +64,18 @@ final class ConnectionPool: @unchecked Sendable {
             }
         }
         exchange.enqueuedAt = now
+        if let shared = multiplexed {
+            if shared.canTakeRequest {
+                shared.send(exchange, now: now)
+                if !shared.canTakeRequest { multiplexed = nil }
+                return
+            }
+            multiplexed = nil
+        }
         while let connection = state.takeIdle() {
             if connection.isUsable {
                 connection.send(exchange, now: now)
+                if connection.isMultiplexed && connection.canTakeRequest { multiplexed = connection }
                 return
             }
             connectionGone(connection)
@@ -61,11 +84,32 @@ final class ConnectionPool: @unchecked Sendable {
         openIfNeeded()
     }
 
-    /// A connection finished its exchange (or opened) and can take the next.
+    /// A connection finished an exchange (or opened) and can take the next; an HTTP/2 one takes
+    /// waiting requests up to its streams' limit, and idles once it carries none.
     func connectionReady(_ connection: HTTPConnection) {
-        if let next = takeWaiting() {
+        if connection.isMultiplexed {
+            let now = loop.now
+            while connection.canTakeRequest, let next = takeWaiting() { connection.send(next, now: now) }
+            if connection.activeRequests > 0 {
+                if connection.canTakeRequest && retiredFor == nil {
+                    multiplexed = connection
+                } else if multiplexed === connection {
+                    multiplexed = nil
+                }
+                return
+            }
+            if multiplexed === connection { multiplexed = nil }
+            if !connection.canTakeRequest {
+                // Going away (GOAWAY) with nothing left on it: closed, and a new one takes its place.
+                connection.close(for: .serverClosed)
+                connectionGone(connection)
+                return
+            }
+        } else if let next = takeWaiting() {
             connection.send(next, now: loop.now)
-        } else if let reason = retiredFor {
+            return
+        }
+        if let reason = retiredFor {
             connection.close(for: reason)
             connectionGone(connection)
         } else if client.poolsWaitForBudget {
@@ -102,6 +146,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// A connection closed; its exchange, if any, was already dealt with.
     func connectionGone(_ connection: HTTPConnection) {
+        if multiplexed === connection { multiplexed = nil }
         state.closed(connection)
         released()
         forgetIfEmpty()
@@ -153,6 +198,7 @@ final class ConnectionPool: @unchecked Sendable {
     func retire(_ reason: ConnectionCloseReason) {
         guard retiredFor == nil else { return }
         retiredFor = reason
+        multiplexed = nil
         home.forget(self)
         idleSweep?.cancel()
         idleSweep = nil
@@ -219,7 +265,10 @@ final class ConnectionPool: @unchecked Sendable {
             guard client.reserveConnection(for: self) else { return }
             state.opening()
             let connection = HTTPConnection(pool: self, limits: client.configuration.limits)
-            connection.connect(to: address, tls: key.origin.isTLS ? (client.configuration.tls ?? DefaultTLS.context) : nil)
+            connection.connect(
+                to: address, tls: key.origin.isTLS ? (client.configuration.tls ?? DefaultTLS.context) : nil,
+                alpn: client.configuration.httpVersions.alpnOffer
+            )
         }
     }
 
@@ -227,8 +276,9 @@ final class ConnectionPool: @unchecked Sendable {
         guard !exchange.isFinished else { return }
         leaveQueue(exchange)
         if let connection = exchange.connection {
-            // The answer may still come; the connection cannot be reused for the next request.
-            connection.abandon()
+            // The answer may still come: HTTP/1.1's connection cannot be reused for the next
+            // request; HTTP/2 cancels the stream.
+            connection.abandon(exchange)
         }
         exchange.finish(now: loop.now) { .timeout($0) }
         forgetIfEmpty()

@@ -16,6 +16,10 @@ final class Exchange: @unchecked Sendable {
     var connection: HTTPConnection?
     /// A kept-alive connection the server had closed: retried once on a fresh one.
     var retriedStale = false
+    /// Its HTTP/2 stream while one carries it.
+    var stream: UInt32 = 0
+    /// Times it went again because an HTTP/2 server had not processed it (GOAWAY, REFUSED_STREAM).
+    var unprocessedRetries = 0
     /// Its place in its pool's wait queue while it waits for a connection (see `ConnectionPool`).
     var waitTicket: Int?
 
@@ -62,6 +66,32 @@ final class Exchange: @unchecked Sendable {
         }
         bytes.append(contentsOf: "\r\n".utf8)
         bytes.append(contentsOf: request.body)
+    }
+
+    /// The request as HTTP/2 header fields (RFC 9113 section 8.3.1): the pseudo-headers first, in
+    /// OkHttp's order, then its headers in lower case without the connection-specific ones
+    /// (section 8.2.2) or `host` (`:authority` says it).
+    func headerFields() -> [HeaderField] {
+        var fields: [HeaderField] = []
+        fields.reserveCapacity(5 + request.headers.count)
+        fields.append(HeaderField(":method", request.method))
+        fields.append(HeaderField(":path", request.url.path))
+        fields.append(HeaderField(":scheme", request.url.origin.isTLS ? "https" : "http"))
+        fields.append(HeaderField(":authority", request.url.origin.hostHeader))
+        var hasLength = false
+        for header in request.headers {
+            let name = header.name.lowercased()
+            switch name {
+            case "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te": continue
+            case "content-length": hasLength = true
+            default: break
+            }
+            fields.append(HeaderField(name: Array(name.utf8), value: Array(header.value.utf8)))
+        }
+        if !hasLength && (!request.body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
+            fields.append(HeaderField("content-length", String(request.body.count)))
+        }
+        return fields
     }
 
     /// Writes `value` in decimal without making a String.

@@ -3,8 +3,10 @@ import PushSwarmSystem
 import PushSwarmMetrics
 import Synchronization
 
-/// An HTTP/1.1 client on PushSwarm's event loops: keep-alive pools per (source address, origin),
-/// Content-Length and chunked bodies, connect and request timeouts. A 3xx is an answer like any
+/// An HTTP client on PushSwarm's event loops: keep-alive pools per (source address, origin) or
+/// per install; HTTP/1.1 with Content-Length and chunked bodies, or HTTP/2 (ALPN, or prior
+/// knowledge) with every request of a pool a stream on one connection; connect and request
+/// timeouts. A 3xx is an answer like any
 /// other: the platform client that wants its `Location` follows it (Flocktory's redirect chains,
 /// spec 001), and keeps its own cookie, so that the device's requests stay one each in its report.
 ///
@@ -22,12 +24,17 @@ public final class HTTPClient: Sendable {
         /// Connections open at once across all pools (the process's file limit); a pool over it
         /// waits until another connection closes.
         public var maxOpenConnections: Int
+        /// Which HTTP the connections speak: what ALPN agrees over TLS (`h2` first, as phones
+        /// offer it), HTTP/2 with prior knowledge, or HTTP/1.1 only.
+        public var httpVersions: HTTPVersionPolicy
 
         public init(
             maxConnectionsPerPool: Int = 64, connectTimeoutNanoseconds: UInt64 = 10_000_000_000, tls: TLSContext? = nil,
             limits: HTTPParser.Limits = HTTPParser.Limits(maxHeaderBytes: 65_536, maxBodyBytes: 16 << 20),
-            idleTimeoutNanoseconds: UInt64 = 300_000_000_000, maxOpenConnections: Int = Int.max
+            idleTimeoutNanoseconds: UInt64 = 300_000_000_000, maxOpenConnections: Int = Int.max,
+            httpVersions: HTTPVersionPolicy = .negotiate
         ) {
+            self.httpVersions = httpVersions
             self.maxConnectionsPerPool = maxConnectionsPerPool
             self.connectTimeoutNanoseconds = connectTimeoutNanoseconds
             self.tls = tls

@@ -8,7 +8,9 @@ enum DefaultTLS {
     static let context: TLSContext? = try? TLSContext()
 }
 
-/// One HTTP/1.1 connection of a pool, carrying one exchange at a time.
+/// One connection of a pool: HTTP/1.1 carrying one exchange at a time, or HTTP/2 (ALPN chose
+/// `h2`, or prior knowledge) carrying each exchange as a stream, up to the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS.
 final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private let pool: ConnectionPool
     private var connection: Connection?
@@ -28,19 +30,40 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private var closeCounted = false
     /// Its TLS session was handed to the pool for later connections to resume.
     private var keptTLSSession = false
+    /// Set once it speaks HTTP/2: the protocol's state and the exchange on each open stream.
+    private var http2: HTTP2Streams?
 
     init(pool: ConnectionPool, limits: HTTPParser.Limits) {
         self.pool = pool
         parser = HTTPParser(kind: .response, limits: limits)
     }
 
-    var isUsable: Bool { connection?.isOpen ?? false }
+    /// Open, and (HTTP/2) not going away.
+    var isUsable: Bool {
+        guard connection?.isOpen == true else { return false }
+        guard let http2 else { return true }
+        return http2.state.goingAway == nil && !http2.state.isClosed
+    }
 
-    func connect(to address: SocketAddress, tls: TLSContext?) {
+    /// Speaks HTTP/2: takes requests while it carries others.
+    var isMultiplexed: Bool { http2 != nil }
+
+    /// Whether a request may go out on it now: HTTP/1.1 with none in flight, HTTP/2 while a
+    /// stream may open.
+    var canTakeRequest: Bool {
+        guard connection?.isOpen == true else { return false }
+        guard let http2 else { return current == nil }
+        return http2.state.canOpenStream
+    }
+
+    /// Requests on it now.
+    var activeRequests: Int { http2?.exchanges.count ?? (current == nil ? 0 : 1) }
+
+    func connect(to address: SocketAddress, tls: TLSContext?, alpn: [String] = []) {
         connectStartedAt = pool.loop.now
         let result = Connection.connect(
             on: pool.loop, to: address, from: pool.key.source, tls: tls, hostName: pool.key.origin.host,
-            resuming: tls == nil ? nil : pool.savedTLSSession, delegate: self
+            resuming: tls == nil ? nil : pool.savedTLSSession, alpn: tls == nil ? [] : alpn, delegate: self
         )
         switch result {
         case .success(let connection):
@@ -66,6 +89,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             exchange.timings.tlsHandshake += connectTime.tls
             exchange.timings.connectionsOpened += 1
         }
+        if http2 != nil { return sendStream(exchange, now: now) }
         current = exchange
         exchange.connection = self
         receivedForCurrent = false
@@ -74,18 +98,31 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         connection?.write { exchange.serialize(into: &$0) }
     }
 
-    /// Gives up the current exchange (timed out): the connection is closed, not reused.
-    func abandon() {
+    /// Gives up `exchange` (timed out): HTTP/1.1's connection is closed, not reused; HTTP/2
+    /// cancels the exchange's stream and goes on.
+    func abandon(_ exchange: Exchange) {
+        if http2 != nil {
+            guard http2?.exchanges.removeValue(forKey: exchange.stream) != nil else { return }
+            http2?.state.cancel(exchange.stream)
+            writeHTTP2Output()
+            if http2?.exchanges.isEmpty == true && !isUsable { return retireGoneAway() }
+            pool.connectionReady(self)
+            return
+        }
         current = nil
         close(for: .error)
         pool.connectionGone(self)
     }
 
     /// Closes it; an opened connection counts its close once, for `reason` (nil: the run's end,
-    /// or one that never opened, which no figure counts as closed).
+    /// or one that never opened, which no figure counts as closed). HTTP/2 says GOAWAY first.
     func close(for reason: ConnectionCloseReason? = nil) {
         countClose(reason)
         connectTimer?.cancel()
+        if http2 != nil {
+            http2?.state.shutdown()
+            writeHTTP2Output()
+        }
         connection?.close()
         connection = nil
     }
@@ -108,11 +145,22 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         let now = pool.loop.now
         let tcpDone = connection.tcpConnectedAt ?? now
         uncountedConnect = (tcpDone - connectStartedAt, now - tcpDone)
-        // A waiting request goes out on it now, and counts its opening.
+        // RFC 9113 section 3.2: over TLS, h2 is what ALPN chose; without TLS (or an ALPN answer),
+        // only prior knowledge says it.
+        let versions = pool.client.configuration.httpVersions
+        let selected = connection.negotiatedProtocol
+        if selected == "h2" || (selected == nil && versions.assumesHTTP2) {
+            http2 = HTTP2Streams(state: HTTP2ClientConnection())
+            writeHTTP2Output()
+        }
+        // A waiting request goes out on it now, and counts its opening; then, if it speaks
+        // HTTP/1.1, the others waiting each get a connection of their own.
         pool.connectionReady(self)
+        pool.learned(http2: http2 != nil)
     }
 
     func connection(_ connection: Connection, read bytes: Span<UInt8>) {
+        if http2 != nil { return readHTTP2(Array(decodingSpan: bytes)) }
         guard let exchange = current else {
             // Bytes with no request outstanding: the server is confused; do not reuse.
             close(for: .error)
@@ -150,6 +198,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             pool.connectFailed(self, error: error ?? NetError(.connectionRefused, detail: "closed while connecting"))
             return
         }
+        if http2 != nil { return http2Closed(error: error) }
         let exchange = current
         current = nil
         pool.connectionGone(self)
@@ -173,12 +222,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private func complete(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
         current = nil
         exchangesCarried += 1
-        // The app's process keeps its TLS session for its next connection: taken once a
-        // connection has one (TLS 1.3's ticket comes with or after the first answer).
-        if !keptTLSSession, let saved = connection?.savedTLSSession() {
-            keptTLSSession = true
-            pool.savedTLSSession = saved
-        }
+        keepTLSSession()
         if message.keepAlive && parser.isIdle, connection?.isOpen == true {
             pool.connectionReady(self)
         } else {
@@ -189,12 +233,168 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         finishExchange(exchange, with: message, now: now)
     }
 
+    /// The app's process keeps its TLS session for its next connection: taken once a connection
+    /// has one (TLS 1.3's ticket comes with or after the first answer).
+    private func keepTLSSession() {
+        if !keptTLSSession, let saved = connection?.savedTLSSession() {
+            keptTLSSession = true
+            pool.savedTLSSession = saved
+        }
+    }
+
+    // MARK: HTTP/2
+
+    private func sendStream(_ exchange: Exchange, now: UInt64) {
+        guard let stream = http2?.state.send(exchange.headerFields(), body: exchange.request.body) else {
+            // No stream may open (the pool asked `canTakeRequest` first): it waits for another.
+            exchange.connection = nil
+            pool.submit(exchange, atFront: true)
+            return
+        }
+        http2?.exchanges[stream] = exchange
+        exchange.stream = stream
+        exchange.connection = self
+        exchange.writtenAt = now
+        writeHTTP2Output()
+    }
+
+    private func writeHTTP2Output() {
+        guard let output = http2?.state.takeOutput(), !output.isEmpty else { return }
+        connection?.write(output)
+    }
+
+    private func readHTTP2(_ bytes: [UInt8]) {
+        guard var streams = http2 else { return }
+        let hadRequests = !streams.exchanges.isEmpty
+        let events = streams.state.receive(bytes)
+        http2 = streams
+        writeHTTP2Output()
+        let now = pool.loop.now
+        // The pool's books first, the exchanges' completions after (a completion may send the
+        // device's next request, which should find the connection as it now is).
+        var finished: [(Exchange, HTTPResult.Outcome)] = []
+        var retried: [Exchange] = []
+        var connectionFailed = false
+        for event in events {
+            switch event {
+            case .ready:
+                break
+            case .response(let stream, let status, let fields, let body):
+                guard let exchange = http2?.exchanges.removeValue(forKey: stream) else { continue }
+                exchangesCarried += 1
+                exchange.firstByteAt = now
+                let headers = fields.compactMap { field -> Header? in
+                    field.name.first == UInt8(ascii: ":") ? nil
+                        : Header(String(decoding: field.name, as: UTF8.self), String(decoding: field.value, as: UTF8.self))
+                }
+                finished.append((exchange, .response(Response(status: status, headers: headers, body: body))))
+            case .reset(let stream, let code, let retryable):
+                pool.tell(.streamReset(code: code))
+                guard let exchange = http2?.exchanges.removeValue(forKey: stream) else { continue }
+                if retryable && exchange.unprocessedRetries < HTTP2Streams.maxUnprocessedRetries {
+                    retried.append(exchange)
+                } else {
+                    finished.append((exchange, .failure(NetError(.streamReset, detail: "the server reset the stream: \(HTTP2ErrorCode.name(of: code))"))))
+                }
+            case .goAway(_, let code, let unprocessed):
+                pool.tell(.goAway(code: code))
+                for stream in unprocessed {
+                    guard let exchange = http2?.exchanges.removeValue(forKey: stream) else { continue }
+                    if exchange.unprocessedRetries < HTTP2Streams.maxUnprocessedRetries {
+                        retried.append(exchange)
+                    } else {
+                        finished.append((exchange, .failure(NetError(.unprocessed, detail: "GOAWAY \(HTTP2ErrorCode.name(of: code)) left it unprocessed \(exchange.unprocessedRetries + 1) times"))))
+                    }
+                }
+            case .connectionError(let code, let reason, let failed):
+                connectionFailed = true
+                for stream in failed {
+                    guard let exchange = http2?.exchanges.removeValue(forKey: stream) else { continue }
+                    finished.append((exchange, .failure(NetError(.http2Protocol, detail: "\(code.name): \(reason.rawValue)"))))
+                }
+            }
+        }
+        keepTLSSession()
+        if connectionFailed {
+            // Its GOAWAY is written; the connection ends.
+            countClose(.error)
+            connection?.closeAfterWrites()
+            connection = nil
+            for exchange in http2?.exchanges.values.map({ $0 }) ?? [] { finished.append((exchange, .failure(NetError(.http2Protocol, detail: "the connection failed")))) }
+            http2?.exchanges.removeAll()
+            pool.connectionGone(self)
+        } else if http2?.exchanges.isEmpty == true && !isUsable {
+            retireGoneAway()
+        } else if hadRequests {
+            pool.connectionReady(self)
+        }
+        for exchange in retried {
+            pool.tell(.unprocessedRetried)
+            exchange.unprocessedRetries += 1
+            exchange.connection = nil
+            pool.submit(exchange, atFront: true)
+        }
+        for (exchange, outcome) in finished {
+            switch outcome {
+            case .response(let response):
+                exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
+                exchange.timings.service += now - exchange.writtenAt
+                exchange.finish(now: now) { .response(response, $0) }
+            case .failure(let error):
+                exchange.finish(now: now) { .failure(error, $0) }
+            }
+        }
+    }
+
+    /// A connection going away (GOAWAY) with no stream left closes; the pool opens another.
+    private func retireGoneAway() {
+        close(for: .serverClosed)
+        pool.connectionGone(self)
+    }
+
+    /// The socket closed under an HTTP/2 connection: its streams fail, except that one on a
+    /// connection that had answered others is sent once more (a server closing a kept-alive
+    /// connection without GOAWAY, as HTTP/1.1's stale connection).
+    private func http2Closed(error: NetError?) {
+        let exchanges = http2?.exchanges.values.sorted { $0.stream < $1.stream } ?? []
+        http2?.exchanges.removeAll()
+        pool.connectionGone(self)
+        for exchange in exchanges where !exchange.isFinished {
+            if exchangesCarried > 0 && !exchange.retriedStale {
+                exchange.retriedStale = true
+                exchange.connection = nil
+                pool.submit(exchange, atFront: true)
+                continue
+            }
+            let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
+            exchange.finish(now: pool.loop.now) { .failure(failure, $0) }
+        }
+    }
+
     private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
         exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
         exchange.timings.service += now - exchange.writtenAt
         let status = Int(message.startLine.1) ?? 0
         let response = Response(status: status, headers: message.headers, body: message.body)
         exchange.finish(now: now) { .response(response, $0) }
+    }
+}
+
+/// An HTTP/2 connection's state and the exchange each of its open streams carries.
+struct HTTP2Streams {
+    /// Times a request goes again after a server left it unprocessed (GOAWAY above its last
+    /// stream, REFUSED_STREAM) before it fails: a server that refuses everything is an answer.
+    static let maxUnprocessedRetries = 3
+
+    var state: HTTP2ClientConnection
+    var exchanges: [UInt32: Exchange] = [:]
+}
+
+extension HTTPResult {
+    /// How an exchange ended, before its timings are known.
+    enum Outcome {
+        case response(Response)
+        case failure(NetError)
     }
 }
 

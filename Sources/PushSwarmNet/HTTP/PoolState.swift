@@ -51,10 +51,16 @@ struct PoolState<Connection: AnyObject, Request: AnyObject> {
 
     // MARK: opening connections
 
-    /// Whether another connection should be opened: fewer are connecting than requests wait,
-    /// and the pool has room.
+    /// Opens one connection at a time: its origin speaks HTTP/2 (one connection carries every
+    /// request as a stream, so requests that wait wait for it, not for a connection each), or may
+    /// (ALPN has not said yet: the first connection tells, as browsers wait for it).
+    var opensOneAtATime = false
+
+    /// Whether another connection should be opened: fewer are connecting than requests wait (or,
+    /// one at a time, none is), and the pool has room.
     var wantsConnection: Bool {
-        connecting < waiting.count && open < maxConnections
+        guard open < maxConnections else { return false }
+        return opensOneAtATime ? connecting == 0 && waiting.count > 0 : connecting < waiting.count
     }
 
     /// A connection is being opened (after the process's budget allowed it).

@@ -1,3 +1,5 @@
+public import PushSwarmCore
+
 /// The client's side of one HTTP/2 connection (RFC 9113) as a state machine without I/O: bytes
 /// the server sent go in (`receive`), bytes to write and what happened come out (`takeOutput`,
 /// the events). Requests are streams on it; flow control, SETTINGS, PING, GOAWAY and RST_STREAM
@@ -114,6 +116,23 @@ public struct HTTP2ClientConnection: Sendable {
         writeHeaders(stream: id, block: hpackOut.encode(fields), endStream: body.isEmpty)
         if !body.isEmpty { flush(id) }
         return id
+    }
+
+    /// Gives up a stream (its request timed out): RST_STREAM with CANCEL (section 8.7's code for a
+    /// response no longer wanted); what the server still sends on it is read and dropped.
+    public mutating func cancel(_ id: UInt32) {
+        guard !isClosed, streams.removeValue(forKey: id) != nil else { return }
+        write(.rstStream(stream: id, code: HTTP2ErrorCode.cancel.rawValue))
+    }
+
+    /// Ends the connection as a client closing it does (section 6.8): GOAWAY with NO_ERROR and
+    /// no stream, since the server opens none. Open streams are dropped; the caller ends them.
+    public mutating func shutdown() {
+        guard !isClosed else { return }
+        isClosed = true
+        streams.removeAll()
+        block = nil
+        write(.goAway(lastStream: 0, code: HTTP2ErrorCode.noError.rawValue, debug: []))
     }
 
     /// Reads what the server sent; returns what happened, in order.

@@ -1,26 +1,8 @@
+public import PushSwarmCore
+
 /// HTTP/2's frames (RFC 9113 sections 4 and 6): their layout, what each may carry, and the errors
 /// a frame that breaks those rules is. The connection's state (streams, flow control, SETTINGS
 /// in force, header blocks across CONTINUATION) is the connection's; this reads and writes frames.
-
-/// RFC 9113 section 7's error codes. A peer may send others: frames carry the code as a number
-/// (`HTTP2Frame.rstStream`, `.goAway`), and "unknown or unsupported error codes MUST NOT trigger
-/// any special behavior".
-public enum HTTP2ErrorCode: UInt32, Sendable, CaseIterable {
-    case noError = 0x0
-    case protocolError = 0x1
-    case internalError = 0x2
-    case flowControlError = 0x3
-    case settingsTimeout = 0x4
-    case streamClosed = 0x5
-    case frameSizeError = 0x6
-    case refusedStream = 0x7
-    case cancel = 0x8
-    case compressionError = 0x9
-    case connectError = 0xA
-    case enhanceYourCalm = 0xB
-    case inadequateSecurity = 0xC
-    case http11Required = 0xD
-}
 
 /// A SETTINGS parameter (section 6.5.2); unknown identifiers are kept and ignored.
 public struct HTTP2Setting: Equatable, Sendable {

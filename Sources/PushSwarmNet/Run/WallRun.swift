@@ -148,7 +148,8 @@ public final class WallRun: @unchecked Sendable {
         plan = Self.plan(for: scenario, devices: devices, inProcessMock: mockServer != nil)
         let tls = targets.values.contains { $0.origin.isTLS } ? try TLSContext(insecure: options.insecure, caFile: options.caFile) : nil
         client = HTTPClient(group: group, configuration: HTTPClient.Configuration(
-            maxConnectionsPerPool: scenario.network.connectionsPerSourceAddress, tls: tls, maxOpenConnections: plan.connectionBudget
+            maxConnectionsPerPool: scenario.network.connectionsPerSourceAddress, tls: tls, maxOpenConnections: plan.connectionBudget,
+            httpVersions: scenario.network.http2
         ))
         let bindSources = NetworkTransport.bindsSourceAddresses(targets)
         let socketBudget = SocketBudget(limit: plan.webSocketBudget)

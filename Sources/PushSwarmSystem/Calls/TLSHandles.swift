@@ -65,6 +65,29 @@ public final class TLSSessionHandle {
         _ = ps_tls_offer_session(pointer, saved.pointer)
     }
 
+    /// Offers `protocols` by ALPN (RFC 7301), most preferred first (`["h2", "http/1.1"]`, as
+    /// OkHttp and URLSession offer them); call before the handshake. False when libssl refused
+    /// the list (an empty or over-long name).
+    public func offerProtocols(_ protocols: [String]) -> Bool {
+        var wire: [UInt8] = []
+        for name in protocols {
+            let bytes = Array(name.utf8)
+            guard !bytes.isEmpty, bytes.count <= 255 else { return false }
+            wire.append(UInt8(bytes.count))
+            wire.append(contentsOf: bytes)
+        }
+        return wire.withUnsafeBufferPointer { ps_tls_set_alpn(pointer, $0.baseAddress, UInt32($0.count)) } == 1
+    }
+
+    /// The protocol the server chose by ALPN once the handshake is done; nil when it chose none
+    /// (a server without ALPN: HTTP/1.1).
+    public var selectedProtocol: String? {
+        var name = [UInt8](repeating: 0, count: 255)
+        let length = name.withUnsafeMutableBufferPointer { ps_tls_alpn_selected(pointer, $0.baseAddress, Int32($0.count)) }
+        guard length > 0 else { return nil }
+        return String(decoding: name[0..<Int(length)], as: UTF8.self)
+    }
+
     /// Whether the handshake resumed an offered session (an abbreviated handshake).
     public var resumed: Bool { ps_tls_resumed(pointer) == 1 }
 
