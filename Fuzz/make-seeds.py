@@ -120,6 +120,13 @@ write("http2-frames", b"\x40" + h2(3, 0, 1, b"\x00\x00\x00\x07") + h2(2, 0, 3, b
 write("http2-client", b"\x10" + h2(4, 0, 0, b"\x00\x03\x00\x00\x00\x64") + h2(4, 1, 0, b"") + h2(1, 4, 1, b"\x88") + h2(0, 1, 1, b"{}")
       + h2(6, 0, 0, bytes(8)) + h2(3, 0, 3, b"\x00\x00\x00\x07") + h2(1, 5, 5, b"\x88") + h2(7, 0, 0, bytes(8)))
 write("http2-client", b"\x03" + h2(4, 0, 0, b"") + h2(1, 0, 1, b"\x88") + h2(9, 0, 1, b"") + h2(9, 4, 1, b"") + h2(0, 0, 1, b"ab") + h2(8, 0, 1, b"\x00\x00\x00\x01"))
+# A client's frames to the mock's server (after the preface): SETTINGS, a GET, a POST with its
+# body in two DATA frames, a PING, a WINDOW_UPDATE, a reset, a GOAWAY; the first byte picks the
+# piece size, the second the answers' body.
+write("http2-server", b"\x10\x00" + h2(4, 0, 0, b"\x00\x02\x00\x00\x00\x00") + h2(1, 5, 1, b"\x82\x86\x84\x41\x01\x78")
+      + h2(1, 4, 3, b"\x83\x86\x84\x41\x01\x78") + h2(0, 0, 3, b"{") + h2(0, 1, 3, b"}") + h2(6, 0, 0, bytes(8))
+      + h2(8, 0, 0, b"\x00\x01\x00\x00") + h2(1, 5, 5, b"\x82\x86\x84\x41\x01\x78") + h2(3, 0, 5, b"\x00\x00\x00\x08") + h2(7, 0, 0, bytes(8)))
+write("http2-server", b"\x02\x01" + h2(4, 0, 0, b"") + h2(1, 1, 1, b"\x82\x86\x84") + h2(9, 4, 1, b"\x41\x01\x78") + h2(1, 5, 3, b"\x82\x86\x84\x41\x01\x78"))
 for path in sorted(glob.glob("Scenarios/*.json")):
     if not path.endswith("schema.json"): write("scenario", open(path, "rb").read())
 print({target: len(os.listdir(f"{root}/{target}")) for target in sorted(os.listdir(root))})

@@ -11,7 +11,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(http-request http-response websocket-server websocket-client json scenario mock-http mock-socket metrics-archive push-receiver access-log server-pipeline hostile-server hpack http2-frames http2-client)
+    targets=(http-request http-response websocket-server websocket-client json scenario mock-http mock-socket metrics-archive push-receiver access-log server-pipeline hostile-server hpack http2-frames http2-client http2-server)
 fi
 
 echo "== building the fuzz targets (-sanitize=fuzzer,address)"

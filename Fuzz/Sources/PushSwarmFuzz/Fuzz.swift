@@ -49,6 +49,7 @@ enum FuzzTarget: String, CaseIterable {
     case hpack
     case http2Frames = "http2-frames"
     case http2Client = "http2-client"
+    case http2Server = "http2-server"
 
     nonisolated(unsafe) static var selected = FuzzTarget.json
 
@@ -69,6 +70,7 @@ enum FuzzTarget: String, CaseIterable {
         case .hpack: Self.hpack(bytes)
         case .http2Frames: Self.http2Frames(bytes)
         case .http2Client: Self.http2Client(bytes)
+        case .http2Server: Self.http2Server(bytes)
         case .accessLog: Self.accessLog(bytes)
         }
     }
@@ -272,6 +274,39 @@ enum FuzzTarget: String, CaseIterable {
                 }
             }
             if client.isClosed { precondition(client.receive([0, 0, 0, 6, 0, 0, 0, 0, 0]).isEmpty); return }
+        }
+    }
+
+    /// A client's bytes (after the preface) to the mock's HTTP/2 server connection, in pieces of 1
+    /// to 256 bytes (the first byte picks), each whole request answered at once (the second byte's
+    /// low bit: with a body past the client's window) and every third with GOAWAY: no stream is
+    /// ever over the limit, no request body past its limit, and a closed connection reads nothing.
+    static func http2Server(_ input: [UInt8]) {
+        guard input.count >= 2 else { return }
+        let piece = Int(input[0]) + 1
+        let body = [UInt8](repeating: 0x61, count: input[1] & 1 == 0 ? 2 : 70_000)
+        var limits = HTTP2ServerConnection.Limits()
+        limits.maxBodyBytes = 65_536
+        limits.maxIdleControlFrames = 100
+        limits.maxConcurrentStreams = 4
+        var server = HTTP2ServerConnection(limits: limits)
+        _ = server.receive(HTTP2Frame.clientPreface)
+        var offset = 2
+        var requests = 0
+        while offset < input.count {
+            let end = min(input.count, offset + piece)
+            let events = server.receive(Array(input[offset..<end]))
+            offset = end
+            for event in events {
+                guard case .request(let stream, _, let requestBody) = event else { continue }
+                precondition(requestBody.count <= 65_536, "held a request body of \(requestBody.count)")
+                requests += 1
+                if requests % 3 == 0 { server.goAway(lastStream: stream >= 2 ? stream - 2 : 0) }
+                server.respond(stream: stream, status: 200, headers: [Header("content-type", "text/plain")], body: body)
+            }
+            precondition(server.openStreams <= 4, "\(server.openStreams) streams open past the limit of 4")
+            _ = server.takeOutput()
+            if server.isClosed { precondition(server.receive([0, 0, 0, 6, 0, 0, 0, 0, 0]).isEmpty); return }
         }
     }
 

@@ -15,6 +15,10 @@ public struct FaultRule: Sendable, Equatable {
         case malformed
         /// Send the answer's body at this many bytes per second.
         case slowBody(bytesPerSecond: Int)
+        /// Drain the connection as a deploy does: the request is not processed. Over HTTP/2 a
+        /// GOAWAY names the stream before it as the last processed, and the client sends it again
+        /// on a new connection; over HTTP/1.1 the connection closes unanswered.
+        case goAway
     }
 
     /// When the fault strikes.
@@ -52,10 +56,13 @@ public enum InjectedFault: Sendable, Equatable {
     case truncated
     case malformed
     case slowBody(bytesPerSecond: Int)
+    case goAway
 
-    /// The reason a client gives the failure it sees (the network layer's names).
+    /// The reason a client gives the failure it sees (the network layer's names). GOAWAY in
+    /// simulated time is HTTP/1.1's connection closed unanswered (its HTTP/2 model is to come).
     public var transportReason: String? {
         switch self {
+        case .goAway: "closedBeforeResponse"
         case .reset: "connectionReset"
         case .truncated: "closedBeforeResponse"
         case .malformed: "malformedResponse"

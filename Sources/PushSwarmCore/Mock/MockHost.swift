@@ -77,6 +77,9 @@ public struct MockHost: Sendable {
             case .truncated: wireFault = .truncated
             case .malformed: wireFault = .malformed
             case .slowBody(let rate): wireFault = .slowBody(bytesPerSecond: rate)
+            case .goAway:
+                // Drained before the service saw it: nothing is processed or recorded.
+                return Answer(response: Response(status: 0), latency: latency, operation: "goAway", fault: .goAway)
             }
             break
         }

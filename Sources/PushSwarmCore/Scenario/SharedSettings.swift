@@ -72,10 +72,11 @@ extension JSONReader {
 
     /// `{"kind": "stall", "every": "10s", "for": "1s"}`, `{"kind": "http5xx", "status": 502, "rate": 0.01}`,
     /// `{"kind": "slowBody", "bytesPerSecond": 200, "rate": 0.05}`; `reset`, `truncated` and
-    /// `malformed` take a `rate` or a window the same way.
+    /// `malformed` take a `rate` or a window the same way; `{"kind": "goAway", "every": "5m", "for": "1s"}`
+    /// is a deploy every 5 minutes.
     public func faultRule() throws -> FaultRule {
         var object = try object()
-        let kindName = try object.required("kind") { try $0.choice(["http5xx", "stall", "reset", "truncated", "malformed", "slowBody"]) }
+        let kindName = try object.required("kind") { try $0.choice(["http5xx", "stall", "reset", "truncated", "malformed", "slowBody", "goAway"]) }
         let kind: FaultRule.Kind
         switch kindName {
         case "http5xx":
@@ -84,6 +85,7 @@ extension JSONReader {
         case "reset": kind = .reset
         case "truncated": kind = .truncated
         case "malformed": kind = .malformed
+        case "goAway": kind = .goAway
         default: kind = .slowBody(bytesPerSecond: try object.required("bytesPerSecond") { try $0.integer(minimum: 1, maximum: 1_000_000_000) })
         }
         let rate = try object.optional("rate") { try $0.fraction() }

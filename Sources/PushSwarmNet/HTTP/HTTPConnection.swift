@@ -119,12 +119,15 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     func close(for reason: ConnectionCloseReason? = nil) {
         countClose(reason)
         connectTimer?.cancel()
+        guard let socket = connection else { return }
+        // Let go first: a write that fails (the server closed already) tells `connectionClosed`,
+        // which must find the connection already closed, not close it (and count it gone) again.
+        connection = nil
         if http2 != nil {
             http2?.state.shutdown()
-            writeHTTP2Output()
+            if let output = http2?.state.takeOutput(), !output.isEmpty { socket.write(output) }
         }
-        connection?.close()
-        connection = nil
+        socket.close()
     }
 
     /// Counts an opened connection's close, the first time only.
@@ -190,6 +193,8 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: Connection, error: NetError?) {
+        // Closed by this end already (`close(for:)`): nothing more to tell.
+        guard self.connection === connection else { return }
         self.connection = nil
         connectTimer?.cancel()
         countClose(error == nil ? .serverClosed : .error)
@@ -201,20 +206,25 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         if http2 != nil { return http2Closed(error: error) }
         let exchange = current
         current = nil
-        pool.connectionGone(self)
-        guard let exchange, !exchange.isFinished else { return }
+        guard let exchange, !exchange.isFinished else { return pool.connectionGone(self) }
         if error == nil, let message = parser.finishAtEOF() {
+            pool.connectionGone(self)
             finishExchange(exchange, with: message, now: pool.loop.now)
             return
         }
         if exchangesCarried > 0 && !receivedForCurrent && !exchange.retriedStale {
             // The server closed a kept-alive connection as the request went out (RFC 9112
-            // section 9.3.1): the request never reached it, so it is sent once more.
+            // section 9.3.1): the request never reached it, so it is sent once more. It waits in
+            // the pool before the connection is gone: an install's pool left with nothing would
+            // leave its loop's table, and the request would open a connection in a pool the
+            // install's next request no longer finds.
             exchange.retriedStale = true
             exchange.connection = nil
             pool.submit(exchange, atFront: true)
+            pool.connectionGone(self)
             return
         }
+        pool.connectionGone(self)
         let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
         exchange.finish(now: pool.loop.now) { .failure(failure, $0) }
     }
@@ -315,6 +325,13 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             }
         }
         keepTLSSession()
+        // Requests to send again wait in the pool first (see `connectionClosed`).
+        for exchange in retried {
+            pool.tell(.unprocessedRetried)
+            exchange.unprocessedRetries += 1
+            exchange.connection = nil
+            pool.submit(exchange, atFront: true)
+        }
         if connectionFailed {
             // Its GOAWAY is written; the connection ends.
             countClose(.error)
@@ -327,12 +344,6 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             retireGoneAway()
         } else if hadRequests {
             pool.connectionReady(self)
-        }
-        for exchange in retried {
-            pool.tell(.unprocessedRetried)
-            exchange.unprocessedRetries += 1
-            exchange.connection = nil
-            pool.submit(exchange, atFront: true)
         }
         for (exchange, outcome) in finished {
             switch outcome {
@@ -358,17 +369,19 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
     private func http2Closed(error: NetError?) {
         let exchanges = http2?.exchanges.values.sorted { $0.stream < $1.stream } ?? []
         http2?.exchanges.removeAll()
-        pool.connectionGone(self)
+        var failed: [Exchange] = []
         for exchange in exchanges where !exchange.isFinished {
             if exchangesCarried > 0 && !exchange.retriedStale {
                 exchange.retriedStale = true
                 exchange.connection = nil
                 pool.submit(exchange, atFront: true)
-                continue
+            } else {
+                failed.append(exchange)
             }
-            let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
-            exchange.finish(now: pool.loop.now) { .failure(failure, $0) }
         }
+        pool.connectionGone(self)
+        let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
+        for exchange in failed { exchange.finish(now: pool.loop.now) { .failure(failure, $0) } }
     }
 
     private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {

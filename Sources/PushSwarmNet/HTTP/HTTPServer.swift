@@ -39,34 +39,55 @@ public final class HTTPResponder: @unchecked Sendable {
     private weak var connection: ServerConnection?
     private let loop: EventLoop
     private let upgrade: Bool
+    /// The request's HTTP/2 stream; 0 over HTTP/1.1.
+    let stream: UInt32
 
-    init(connection: ServerConnection, loop: EventLoop, upgrade: Bool) {
+    init(connection: ServerConnection, loop: EventLoop, upgrade: Bool, stream: UInt32 = 0) {
         self.connection = connection
         self.loop = loop
         self.upgrade = upgrade
+        self.stream = stream
     }
 
     /// Sends `response`, from any thread (one closure: the benchmark's hot path).
     public func respond(_ response: Response) {
-        loop.execute { [self] in connection?.respond(response) }
+        loop.execute { [self] in connection?.respond(response, stream: stream) }
+    }
+
+    /// Which HTTP the request came over.
+    public var isHTTP2: Bool { stream != 0 }
+
+    /// A fault, after `nanoseconds`: the service drains the connection as a deploy does. Over
+    /// HTTP/2, GOAWAY names the stream before this one as the last it processes: this request and
+    /// any after it on the connection are unprocessed (the client sends them again on a new
+    /// connection), those before are answered, then the connection closes. Over HTTP/1.1 the
+    /// connection closes without an answer.
+    public func goAway(afterNanoseconds nanoseconds: UInt64 = 0) {
+        later(nanoseconds) { [stream] in $0.goAway(before: stream) }
     }
 
     /// Sends `response` after `nanoseconds` (a mock's latency), from the loop's thread or any.
     public func respond(_ response: Response, afterNanoseconds nanoseconds: UInt64) {
         guard nanoseconds > 0 else { return respond(response) }
-        later(nanoseconds) { $0.respond(response) }
+        later(nanoseconds) { [stream] in $0.respond(response, stream: stream) }
     }
 
     /// Closes without answering, after `nanoseconds` (a fault: the client sees its request
-    /// fail); `reset` sends a RST.
+    /// fail); `reset` sends a RST. Over HTTP/2 (as for the truncated, malformed and slow faults
+    /// below) the request's stream is reset (RST_STREAM INTERNAL_ERROR) and the connection goes
+    /// on; a slow body is answered whole after the delay.
     public func dropConnection(reset: Bool, afterNanoseconds nanoseconds: UInt64 = 0) {
-        later(nanoseconds) { $0.drop(reset: reset) }
+        later(nanoseconds) { [stream] in
+            // HTTP/2: the request's stream is reset, not the connection its neighbours share.
+            stream != 0 ? $0.resetStream(stream) : $0.drop(reset: reset)
+        }
     }
 
     /// A fault, after `nanoseconds`: the status line, headers and half the body of `response`,
     /// then the connection closes (the client sees the answer end early).
     public func respondTruncated(_ response: Response, afterNanoseconds nanoseconds: UInt64) {
-        later(nanoseconds) { connection in
+        later(nanoseconds) { [stream] connection in
+            if stream != 0 { return connection.resetStream(stream) }
             let bytes = ServerConnection.serialize(response, close: true, omitBody: false)
             connection.respondRaw(Array(bytes.prefix(bytes.count - max(1, (response.body.count + 1) / 2))))
         }
@@ -74,12 +95,16 @@ public final class HTTPResponder: @unchecked Sendable {
 
     /// A fault, after `nanoseconds`: bytes that are not HTTP, then the connection closes.
     public func respondMalformed(afterNanoseconds nanoseconds: UInt64) {
-        later(nanoseconds) { $0.respondRaw(Array("HTTP/1.1 2OO WHAT\r\nContent-Length: x\r\n\r\n".utf8)) }
+        later(nanoseconds) { [stream] in
+            stream != 0 ? $0.resetStream(stream) : $0.respondRaw(Array("HTTP/1.1 2OO WHAT\r\nContent-Length: x\r\n\r\n".utf8))
+        }
     }
 
     /// A fault, after `nanoseconds`: `response` with its body sent at `bytesPerSecond`, then closed.
     public func respondSlowly(_ response: Response, bytesPerSecond: Int, afterNanoseconds nanoseconds: UInt64) {
-        later(nanoseconds) { $0.respondPaced(response, bytesPerSecond: bytesPerSecond) }
+        later(nanoseconds) { [stream] in
+            stream != 0 ? $0.respond(response, stream: stream) : $0.respondPaced(response, bytesPerSecond: bytesPerSecond)
+        }
     }
 
     /// Runs `action` on the connection's loop after `nanoseconds` (at once for 0), if it is still open.
@@ -120,6 +145,9 @@ public typealias HTTPHandler = @Sendable (ServerRequest, HTTPResponder) -> Void
 /// An HTTP/1.1 server on PushSwarm's event loops: one SO_REUSEPORT listener per loop,
 /// keep-alive, in-order answers for pipelined requests, limits on header and body size, time
 /// limits for slow clients, 4xx on malformed input and never a crash on anything a client sends.
+/// A client whose first bytes are HTTP/2's preface speaks HTTP/2 (h2c with prior knowledge,
+/// `HTTP2ServerConnection`): its requests are streams, answered in any order, the same handler
+/// behind them.
 public final class HTTPServer: Sendable {
     public struct Configuration: Sendable {
         public var limits: HTTPParser.Limits
@@ -129,6 +157,8 @@ public final class HTTPServer: Sendable {
         public var idleTimeoutNanoseconds: UInt64
         /// The largest message an accepted WebSocket takes from its client (1009 above it).
         public var maxWebSocketMessageBytes: Int
+        /// SETTINGS_MAX_CONCURRENT_STREAMS for a client that speaks HTTP/2 (nginx's 128).
+        public var http2MaxConcurrentStreams = 128
 
         public init(
             limits: HTTPParser.Limits = HTTPParser.Limits(), requestReadTimeoutNanoseconds: UInt64 = 10_000_000_000,

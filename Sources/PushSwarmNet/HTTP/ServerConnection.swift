@@ -121,6 +121,19 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
     func connectionOpened(_ connection: Connection) {}
 
     func connection(_ connection: Connection, read bytes: Span<UInt8>) {
+        if http2 != nil { return readHTTP2(Array(decodingSpan: bytes)) }
+        if !receivedAny {
+            receivedAny = true
+            // RFC 9113 section 3.3: prior knowledge; "PRI" is no HTTP/1.1 method.
+            if bytes.count >= 3 && bytes[0] == UInt8(ascii: "P") && bytes[1] == UInt8(ascii: "R") && bytes[2] == UInt8(ascii: "I") {
+                timer?.cancel()
+                var limits = HTTP2ServerConnection.Limits()
+                limits.maxConcurrentStreams = listener.server.configuration.http2MaxConcurrentStreams
+                limits.maxBodyBytes = listener.server.configuration.limits.maxBodyBytes
+                http2 = HTTP2ServerConnection(limits: limits)
+                return readHTTP2(Array(decodingSpan: bytes))
+            }
+        }
         let wasIdle = parser.isIdle
         parser.append(bytes)
         if wasIdle && !awaitingAnswer { armReadTimer() }
@@ -292,6 +305,83 @@ final class ServerConnection: ConnectionDelegate, @unchecked Sendable {
         let remainder = parser.takeRemainder()
         delegate.webSocketOpened(socket)
         if !remainder.isEmpty { socket.connection(connection, read: remainder.span) }
+    }
+
+    // MARK: HTTP/2 (h2c with prior knowledge: the client's first bytes are the preface)
+
+    /// Set once the client spoke HTTP/2.
+    private var http2: HTTP2ServerConnection?
+    private var receivedAny = false
+
+    private func readHTTP2(_ bytes: [UInt8]) {
+        guard var state = http2, let connection else { return }
+        let events = state.receive(bytes)
+        http2 = state
+        for event in events {
+            switch event {
+            case .request(let stream, let fields, let body):
+                listener.server.statistics.requests.add(1, ordering: .relaxed)
+                var method = "", target = "", headers: [Header] = []
+                headers.reserveCapacity(fields.count)
+                for field in fields {
+                    let name = String(decoding: field.name, as: UTF8.self), value = String(decoding: field.value, as: UTF8.self)
+                    switch name {
+                    case ":method": method = value
+                    case ":path": target = value
+                    case ":authority": headers.append(Header("Host", value))
+                    case ":scheme": break
+                    default: headers.append(Header(name, value))
+                    }
+                }
+                let request = ServerRequest(method: method, target: target, headers: headers, body: body, peer: connection.peerAddress)
+                listener.server.handler(request, HTTPResponder(connection: self, loop: connection.loop, upgrade: false, stream: stream))
+            case .clientGoingAway:
+                break
+            case .connectionError:
+                listener.server.statistics.malformedRequests.add(1, ordering: .relaxed)
+            }
+        }
+        afterHTTP2()
+    }
+
+    /// Writes what HTTP/2 has to say; closes once it is over (an error, or GOAWAY drained);
+    /// the idle timer runs while no stream is open.
+    private func afterHTTP2() {
+        guard let connection, var state = http2 else { return }
+        let output = state.takeOutput()
+        http2 = state
+        if !output.isEmpty { connection.write(output) }
+        if state.isDrained {
+            timer?.cancel()
+            connection.closeAfterWrites()
+            self.connection = nil
+            listener.forget(self)
+        } else if state.openStreams == 0 {
+            armIdleTimer()
+        } else {
+            timer?.cancel()
+        }
+    }
+
+    /// Answers an HTTP/2 stream, or the HTTP/1.1 request in hand (`stream` 0).
+    func respond(_ response: Response, stream: UInt32) {
+        guard stream != 0 else { return respond(response) }
+        http2?.respond(stream: stream, status: response.status, headers: response.headers, body: response.body)
+        afterHTTP2()
+    }
+
+    /// Resets an HTTP/2 stream (a fault: the request fails, its neighbours go on).
+    func resetStream(_ stream: UInt32) {
+        http2?.reset(stream, .internalError)
+        afterHTTP2()
+    }
+
+    /// The GOAWAY fault: over HTTP/2, the last stream processed is the one before `stream`;
+    /// over HTTP/1.1 the connection closes unanswered.
+    func goAway(before stream: UInt32) {
+        guard stream != 0 else { return drop(reset: false) }
+        http2?.goAway(lastStream: stream >= 2 ? stream - 2 : 0)
+        afterHTTP2()
     }
 
     private var lastHandshakeKey: String?

@@ -6,25 +6,7 @@ public import PushSwarmCore
 /// are kept by the rules of sections 5 and 6, and a server that floods or breaks them ends the
 /// connection with the error the RFC names, never with unbounded memory.
 public struct HTTP2ClientConnection: Sendable {
-    public struct Limits: Sendable {
-        /// SETTINGS_MAX_HEADER_LIST_SIZE this end announces and holds a response's headers to.
-        public var maxHeaderListSize = 65_536
-        /// The window this end gives each stream and the connection (SETTINGS_INITIAL_WINDOW_SIZE
-        /// and a WINDOW_UPDATE on stream 0): OkHttp's 16 MiB connection window is larger; a
-        /// device's answers are small.
-        public var receiveWindow = 1 << 20
-        /// The largest response body held for one stream.
-        public var maxBodyBytes = 16 << 20
-        /// A header block's fragments (HEADERS and its CONTINUATIONs) at most: past it, the
-        /// CONTINUATION flood of the 2024 CVEs (VU#421644) ends the connection before it is held.
-        public var maxHeaderBlockBytes = 131_072
-        /// Frames that make this end work without carrying a response forward (PING, SETTINGS,
-        /// empty DATA, frames for closed streams, WINDOW_UPDATE, PRIORITY, unknown types), in a
-        /// row: past it, ENHANCE_YOUR_CALM (the floods of CVE-2019-9512, -9515, -9518).
-        public var maxIdleControlFrames = 1_000
-
-        public init() {}
-    }
+    public typealias Limits = HTTP2Limits
 
     public enum Event: Equatable, Sendable {
         /// The server's first SETTINGS arrived: streams may open up to its limit.
@@ -57,23 +39,13 @@ public struct HTTP2ClientConnection: Sendable {
     }
 
     public let limits: Limits
-    private var output: [UInt8] = []
-    private var decoder: HTTP2FrameDecoder
+    private var link: HTTP2Link
+    private var decoder = HTTP2FrameDecoder()
     private var hpackIn: HPACKDecoder
-    private var hpackOut = HPACKEncoder()
     private var streams: [UInt32: Stream] = [:]
     private var nextStream: UInt32 = 1
-    /// The header block being received: its stream, its fragments so far, and whether it ends the
-    /// stream (HEADERS' END_STREAM); frames of no other kind may come until it ends (6.10).
-    private var block: (stream: UInt32, bytes: [UInt8], endStream: Bool, frames: Int)?
-    // The server's settings, as they stand (section 6.5.2's initial values until it says).
     private var peerMaxConcurrentStreams = Int.max
-    private var peerInitialWindow = 65_535
-    private var peerMaxFrameSize = HTTP2Frame.defaultMaxFrameSize
-    private var connectionSendWindow = 65_535
-    private var connectionReceiveWindow: Int
     private var receivedSettings = false
-    private var idleControlFrames = 0
     /// GOAWAY's last stream, once the server sent one; nil while it takes new streams.
     public private(set) var goingAway: UInt32?
     public private(set) var isClosed = false
@@ -82,23 +54,18 @@ public struct HTTP2ClientConnection: Sendable {
     /// the header list limit) and opens the connection's window to `limits.receiveWindow`.
     public init(limits: Limits = Limits()) {
         self.limits = limits
-        decoder = HTTP2FrameDecoder()
+        link = HTTP2Link(receiveWindow: limits.receiveWindow, maxHeaderBlockBytes: limits.maxHeaderBlockBytes, maxIdleControlFrames: limits.maxIdleControlFrames)
         hpackIn = HPACKDecoder(maxHeaderListSize: limits.maxHeaderListSize)
-        connectionReceiveWindow = limits.receiveWindow
-        output = HTTP2Frame.clientPreface
-        write(.settings(ack: false, [
+        link.writeRaw(HTTP2Frame.clientPreface)
+        link.writeSettings([
             HTTP2Setting(HTTP2Setting.enablePush, 0),
             HTTP2Setting(HTTP2Setting.initialWindowSize, UInt32(limits.receiveWindow)),
             HTTP2Setting(HTTP2Setting.maxHeaderListSize, UInt32(limits.maxHeaderListSize)),
-        ]))
-        if limits.receiveWindow > 65_535 { write(.windowUpdate(stream: 0, increment: UInt32(limits.receiveWindow - 65_535))) }
+        ])
     }
 
     /// The bytes to write to the server now.
-    public mutating func takeOutput() -> [UInt8] {
-        defer { output.removeAll(keepingCapacity: true) }
-        return output
-    }
+    public mutating func takeOutput() -> [UInt8] { link.takeOutput() }
 
     public var openStreams: Int { streams.count }
 
@@ -111,9 +78,9 @@ public struct HTTP2ClientConnection: Sendable {
         guard canOpenStream, nextStream <= UInt32(Int32.max) else { return nil }
         let id = nextStream
         nextStream += 2
-        idleControlFrames = 0
-        streams[id] = Stream(sendWindow: peerInitialWindow, receiveWindow: limits.receiveWindow, pending: body)
-        writeHeaders(stream: id, block: hpackOut.encode(fields), endStream: body.isEmpty)
+        link.madeProgress()
+        streams[id] = Stream(sendWindow: link.peerInitialWindow, receiveWindow: limits.receiveWindow, pending: body)
+        link.writeHeaders(stream: id, fields, endStream: body.isEmpty)
         if !body.isEmpty { flush(id) }
         return id
     }
@@ -122,7 +89,7 @@ public struct HTTP2ClientConnection: Sendable {
     /// response no longer wanted); what the server still sends on it is read and dropped.
     public mutating func cancel(_ id: UInt32) {
         guard !isClosed, streams.removeValue(forKey: id) != nil else { return }
-        write(.rstStream(stream: id, code: HTTP2ErrorCode.cancel.rawValue))
+        link.write(.rstStream(stream: id, code: HTTP2ErrorCode.cancel.rawValue))
     }
 
     /// Ends the connection as a client closing it does (section 6.8): GOAWAY with NO_ERROR and
@@ -131,8 +98,8 @@ public struct HTTP2ClientConnection: Sendable {
         guard !isClosed else { return }
         isClosed = true
         streams.removeAll()
-        block = nil
-        write(.goAway(lastStream: 0, code: HTTP2ErrorCode.noError.rawValue, debug: []))
+        link.end()
+        link.write(.goAway(lastStream: 0, code: HTTP2ErrorCode.noError.rawValue, debug: []))
     }
 
     /// Reads what the server sent; returns what happened, in order.
@@ -161,22 +128,12 @@ public struct HTTP2ClientConnection: Sendable {
     // MARK: frames
 
     private mutating func handle(_ frame: HTTP2Frame, into events: inout [Event]) {
-        if let pending = block {
-            // Section 6.10: a header block is "a contiguous sequence of frames": only its
-            // CONTINUATIONs may come until it ends.
-            guard case .continuation(let stream, let fragment, let endHeaders) = frame, stream == pending.stream else {
-                return fail(.protocolError, .headerBlockInterrupted, into: &events)
-            }
-            guard pending.bytes.count + fragment.count <= limits.maxHeaderBlockBytes, pending.frames < limits.maxIdleControlFrames else {
-                return fail(.enhanceYourCalm, .continuationFlood, into: &events)
-            }
-            block?.bytes += fragment
-            block?.frames += 1
-            if endHeaders, let whole = block {
-                block = nil
-                headerBlock(stream: whole.stream, whole.bytes, endStream: whole.endStream, into: &events)
-            }
-            return
+        switch link.step(frame) {
+        case .notInBlock: break
+        case .continued: return
+        case .whole(let stream, let bytes, let endStream): return headerBlock(stream: stream, bytes, endStream: endStream, into: &events)
+        case .interrupted: return fail(.protocolError, .headerBlockInterrupted, into: &events)
+        case .flood: return fail(.enhanceYourCalm, .continuationFlood, into: &events)
         }
         switch frame {
         case .settings(let ack, let settings):
@@ -184,18 +141,16 @@ public struct HTTP2ClientConnection: Sendable {
             if !ack { apply(settings, into: &events) }
         case .ping(let ack, let opaque):
             countIdle(into: &events)
-            if !ack { write(.ping(ack: true, opaque: opaque)) }
+            if !ack { link.write(.ping(ack: true, opaque: opaque)) }
         case .headers(let stream, let fragment, let endStream, let endHeaders, _):
             guard stream % 2 == 1, stream < nextStream else { return fail(.protocolError, .unknownStream, into: &events) }
-            guard fragment.count <= limits.maxHeaderBlockBytes else { return fail(.enhanceYourCalm, .continuationFlood, into: &events) }
-            if endHeaders {
-                headerBlock(stream: stream, fragment, endStream: endStream, into: &events)
-            } else {
-                block = (stream, fragment, endStream, 0)
+            switch link.begin(stream: stream, fragment: fragment, endStream: endStream, endHeaders: endHeaders) {
+            case .whole(let stream, let bytes, let endStream): headerBlock(stream: stream, bytes, endStream: endStream, into: &events)
+            case .flood: fail(.enhanceYourCalm, .continuationFlood, into: &events)
+            default: break
             }
         case .continuation:
-            // A CONTINUATION with no header block open (6.10).
-            fail(.protocolError, .headerBlockInterrupted, into: &events)
+            break  // taken by `link.step`
         case .data(let stream, let payload, let endStream):
             data(stream: stream, payload, endStream: endStream, into: &events)
         case .windowUpdate(let stream, let increment):
@@ -220,24 +175,18 @@ public struct HTTP2ClientConnection: Sendable {
 
     private mutating func apply(_ settings: [HTTP2Setting], into events: inout [Event]) {
         for setting in settings {
-            switch setting.id {
-            case HTTP2Setting.headerTableSize: hpackOut.peerTableSize(Int(setting.value))
-            case HTTP2Setting.maxConcurrentStreams: peerMaxConcurrentStreams = Int(setting.value)
-            case HTTP2Setting.maxFrameSize: peerMaxFrameSize = Int(setting.value)
-            case HTTP2Setting.initialWindowSize:
-                // Section 6.9.2: the change applies to every open stream's window, which may not
-                // pass 2^31 - 1.
-                let delta = Int(setting.value) - peerInitialWindow
-                peerInitialWindow = Int(setting.value)
-                for id in streams.keys {
-                    streams[id]!.sendWindow += delta
-                    guard streams[id]!.sendWindow <= HTTP2Frame.maxWindow else { return fail(.flowControlError, .flowControl, into: &events) }
-                }
-            default: break
+            if setting.id == HTTP2Setting.maxConcurrentStreams { peerMaxConcurrentStreams = Int(setting.value) }
+            // Section 6.9.2: a new initial window applies to every open stream's window, which
+            // may not pass 2^31 - 1.
+            let delta = link.apply(setting)
+            guard delta != 0 else { continue }
+            for id in streams.keys {
+                streams[id]!.sendWindow += delta
+                guard streams[id]!.sendWindow <= HTTP2Frame.maxWindow else { return fail(.flowControlError, .flowControl, into: &events) }
             }
         }
         // Section 6.5.3: acknowledged once applied.
-        write(.settings(ack: true, []))
+        link.write(.settings(ack: true, []))
         if !receivedSettings {
             receivedSettings = true
             events.append(.ready(maxConcurrentStreams: peerMaxConcurrentStreams))
@@ -254,7 +203,7 @@ public struct HTTP2ClientConnection: Sendable {
             return fail(.compressionError, .compression, into: &events)
         }
         guard var stream = streams[id] else { return countIdle(into: &events) }
-        idleControlFrames = 0
+        link.madeProgress()
         if stream.finalResponse == nil {
             guard let status = fields.first(where: { $0.name == Array(":status".utf8) }).flatMap({ Int(String(decoding: $0.value, as: UTF8.self)) }),
                   (100...999).contains(status) else {
@@ -273,37 +222,27 @@ public struct HTTP2ClientConnection: Sendable {
     }
 
     private mutating func data(stream id: UInt32, _ payload: [UInt8], endStream: Bool, into events: inout [Event]) {
-        // Section 6.9.1: DATA counts against both windows, whatever stream it is on.
-        connectionReceiveWindow -= payload.count
-        guard connectionReceiveWindow >= 0 else { return fail(.flowControlError, .flowControl, into: &events) }
-        if connectionReceiveWindow < limits.receiveWindow / 2 {
-            write(.windowUpdate(stream: 0, increment: UInt32(limits.receiveWindow - connectionReceiveWindow)))
-            connectionReceiveWindow = limits.receiveWindow
-        }
+        guard link.received(dataOctets: payload.count) else { return fail(.flowControlError, .flowControl, into: &events) }
         guard id % 2 == 1, id < nextStream else { return fail(.protocolError, .unknownStream, into: &events) }
         guard var stream = streams[id] else { return countIdle(into: &events) }
         if payload.isEmpty && !endStream {
             countIdle(into: &events)
         } else {
-            idleControlFrames = 0
+            link.madeProgress()
         }
         stream.receiveWindow -= payload.count
         guard stream.receiveWindow >= 0 else { return resetStream(id, .flowControlError, into: &events) }
         guard stream.finalResponse != nil else { return resetStream(id, .protocolError, into: &events) }
         guard stream.body.count + payload.count <= limits.maxBodyBytes else { return resetStream(id, .cancel, into: &events) }
         stream.body += payload
-        if !endStream, stream.receiveWindow < limits.receiveWindow / 2 {
-            write(.windowUpdate(stream: id, increment: UInt32(limits.receiveWindow - stream.receiveWindow)))
-            stream.receiveWindow = limits.receiveWindow
-        }
+        if !endStream { link.reopen(stream: id, window: &stream.receiveWindow) }
         streams[id] = stream
         if endStream { finish(id, into: &events) }
     }
 
     private mutating func windowUpdate(stream id: UInt32, _ increment: Int, into events: inout [Event]) {
         if id == 0 {
-            connectionSendWindow += increment
-            guard connectionSendWindow <= HTTP2Frame.maxWindow else { return fail(.flowControlError, .flowControl, into: &events) }
+            guard link.openConnectionWindow(by: increment) else { return fail(.flowControlError, .flowControl, into: &events) }
             for stream in streams.keys.sorted() where !(streams[stream]?.pending.isEmpty ?? true) { flush(stream) }
             return
         }
@@ -320,47 +259,20 @@ public struct HTTP2ClientConnection: Sendable {
 
     // MARK: writing
 
-    /// Sends as much of the stream's pending body as both windows and the server's frame size
-    /// allow; the last of it ends the stream.
+    /// Sends as much of the stream's pending body as the windows allow.
     private mutating func flush(_ id: UInt32) {
         guard var stream = streams[id] else { return }
-        while !stream.pending.isEmpty {
-            let size = min(stream.pending.count, stream.sendWindow, connectionSendWindow, peerMaxFrameSize)
-            guard size > 0 else { break }
-            let chunk = Array(stream.pending.prefix(size))
-            stream.pending.removeFirst(size)
-            stream.sendWindow -= size
-            connectionSendWindow -= size
-            write(.data(stream: id, payload: chunk, endStream: stream.pending.isEmpty))
-        }
+        link.sendData(stream: id, pending: &stream.pending, window: &stream.sendWindow)
         streams[id] = stream
     }
 
-    /// A header block in one HEADERS frame, or split into CONTINUATIONs at the server's frame size.
-    private mutating func writeHeaders(stream: UInt32, block: [UInt8], endStream: Bool) {
-        var rest = block[...]
-        let first = rest.prefix(peerMaxFrameSize)
-        rest = rest.dropFirst(first.count)
-        write(.headers(stream: stream, block: Array(first), endStream: endStream, endHeaders: rest.isEmpty, priority: nil))
-        while !rest.isEmpty {
-            let next = rest.prefix(peerMaxFrameSize)
-            rest = rest.dropFirst(next.count)
-            write(.continuation(stream: stream, block: Array(next), endHeaders: rest.isEmpty))
-        }
-    }
-
-    private mutating func write(_ frame: HTTP2Frame) {
-        HTTP2FrameWriter.write(frame, into: &output)
-    }
-
     private mutating func countIdle(into events: inout [Event]) {
-        idleControlFrames += 1
-        if idleControlFrames > limits.maxIdleControlFrames { fail(.enhanceYourCalm, .controlFlood, into: &events) }
+        if link.countIdle() { fail(.enhanceYourCalm, .controlFlood, into: &events) }
     }
 
     private mutating func resetStream(_ id: UInt32, _ code: HTTP2ErrorCode, into events: inout [Event]) {
         guard streams.removeValue(forKey: id) != nil else { return }
-        write(.rstStream(stream: id, code: code.rawValue))
+        link.write(.rstStream(stream: id, code: code.rawValue))
         events.append(.reset(stream: id, code: code.rawValue, retryable: false))
     }
 
@@ -369,10 +281,10 @@ public struct HTTP2ClientConnection: Sendable {
     private mutating func fail(_ code: HTTP2ErrorCode, _ reason: ConnectionErrorReason, into events: inout [Event]) {
         guard !isClosed else { return }
         isClosed = true
-        write(.goAway(lastStream: 0, code: code.rawValue, debug: Array(reason.rawValue.utf8)))
+        link.write(.goAway(lastStream: 0, code: code.rawValue, debug: Array(reason.rawValue.utf8)))
         let failed = streams.keys.sorted()
         streams.removeAll()
-        block = nil
+        link.end()
         events.append(.connectionError(code: code, reason: reason, failedStreams: failed))
     }
 }

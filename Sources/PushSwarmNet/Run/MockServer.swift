@@ -92,6 +92,9 @@ public final class MockServer: Sendable {
         case .malformed?:
             count(answer.operation, 0, partition: part)
             responder.respondMalformed(afterNanoseconds: delay)
+        case .goAway?:
+            count(answer.operation, 0, partition: part)
+            responder.goAway()
         case .slowBody(let rate)?:
             count(answer.operation, answer.response.status, partition: part)
             // The simulated answer time includes the trickle; on the wire the trickle itself takes it.
