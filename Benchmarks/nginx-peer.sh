@@ -7,11 +7,13 @@
 # its http block; sets `port` and `nginx_pid`. The caller stops it (kill "$nginx_pid"). write_wrk_post DIR: writes DIR/post.lua,
 # one SmartAppPush event as a device sends it, POSTed by wrk. NGINX_BIN (default: the nginx on PATH or
 # /usr/sbin/nginx) may name another binary, with a loader in front (Benchmarks/scale-bundle.sh).
+# NGINX_HTTP2=1 adds `http2` to its listen: HTTP/2 by ALPN over TLS, h2c with prior knowledge
+# without it.
 
 need_tools() {
     for tool in "$@"; do
         if ! command -v "$tool" >/dev/null && ! [ -x "/usr/sbin/$tool" ]; then
-            echo "needs $tool: apt-get install -y nginx-light wrk" >&2
+            echo "needs $tool: apt-get install -y nginx-light wrk nghttp2-client" >&2
             exit 2
         fi
     done
@@ -38,7 +40,7 @@ http {
     keepalive_requests 1000000;
     $extra
     server {
-        listen 127.0.0.1:$port$ssl reuseport backlog=4096;
+        listen 127.0.0.1:$port$ssl$([ "${NGINX_HTTP2:-0}" = 1 ] && echo " http2") reuseport backlog=4096;
         $certificates
         location / {
             default_type application/json;
@@ -79,7 +81,8 @@ PY
 # summary FILE EXPRESSION: prints EXPRESSION of summary.json FILE (as `s`).
 summary() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
-# device_run RATE PARTITIONS NAME [MODE]: one run of Benchmarks/device-path.json at RATE/s through
+# device_run RATE PARTITIONS NAME [MODE]: one run of `$device_json` (default
+# Benchmarks/device-path.json) at RATE/s through
 # `$device_binary` against nginx on `$port`, for `$seconds` s, in `$work`, its 64 addresses holding
 # `$per_address` connections each (default 1: 64 in all, as many as wrk -c64 holds); in the default mode (live
 # progress on, its output to NAME.stderr, as a user or a CI job runs it) unless MODE is quiet.
@@ -89,7 +92,7 @@ device_run() {
     local rate=$1 partitions=$2 name=$3 mode=${4:-default}
     local extra=()
     [ "$mode" = quiet ] && extra=(--quiet)
-    sed "s/RATE/$rate/; s/CONNS/${per_address:-1}/" Benchmarks/device-path.json > "$work/$name.json"
+    sed "s/RATE/$rate/; s/CONNS/${per_address:-1}/" "${device_json:-Benchmarks/device-path.json}" > "$work/$name.json"
     read -r cpu rss wall < <(measure "$device_binary" run "$work/$name.json" --clock wall --target "http://127.0.0.1:$port" --duration "${seconds}s" \
         --partitions "$partitions" --out "$work/$name" "${extra[@]}" 2>"$work/$name.stderr")
     echo "$rss" > "$work/$name.rss"

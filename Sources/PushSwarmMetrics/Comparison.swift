@@ -148,6 +148,17 @@ public struct Comparison: Sendable {
             add("failed connection openings (refused, TLS failed, timed out)", unit: "%", before?.share, after?.share, .lowerIsBetter,
                 floor: options.rateFloor, headline: attempts >= options.minimumSamples, samples: attempts)
         }
+        let (http2Before, http2After) = (HTTP2Figures(baseline.metrics), HTTP2Figures(current.metrics))
+        if http2Before != nil || http2After != nil {
+            // Which HTTP the edge spoke (a change of the edge's ALPN, or of the scenario), and the
+            // GOAWAYs it sent per request (a deploy, or an edge recycling its connections).
+            add("HTTP/2 share of requests", unit: "%", http2Before?.http2Share ?? 0, http2After?.http2Share ?? 0, .higherIsBetter, floor: 0.01, headline: false)
+            func goAwaysPerThousand(_ summary: Summary, _ figures: HTTP2Figures?) -> Double {
+                summary.metrics.sent > 0 ? Double(figures?.goAwayCount ?? 0) * 1_000 / Double(summary.metrics.sent) : 0
+            }
+            add("HTTP/2 GOAWAYs per 1,000 requests", unit: "", goAwaysPerThousand(baseline, http2Before), goAwaysPerThousand(current, http2After), .lowerIsBetter,
+                floor: 0.5, headline: false, samples: min(baseline.metrics.sent, current.metrics.sent))
+        }
         if baseline.ledger != nil || current.ledger != nil {
             // Any lost item is worse: the floor is below one.
             add("ledger lost", unit: "", Double(baseline.lost), Double(current.lost), .lowerIsBetter, floor: 0.5, headline: true, relative: false)

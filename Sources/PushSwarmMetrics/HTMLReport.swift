@@ -108,6 +108,9 @@ public enum HTMLReport {
             // What the service's edge saw (docs/connections.md).
             html += "<h2>Connections</h2>\n<p>\(escape(line))</p>\n<p class=\"meta\">Each opened connection is a TCP handshake at the service's edge (and a TLS one over https); a full TLS handshake costs the edge an asymmetric key operation, a resumed one does not. Open at the end and at the peak count at a second's resolution.</p>\n"
         }
+        if let http2 = HTTP2Figures(metrics) {
+            html += "<p>HTTP/2: \(escape(http2.line))</p>\n<p class=\"meta\">Over HTTP/2 an install's requests to an origin are streams of one connection. A GOAWAY (a deploy draining its connections) leaves the streams after its last one unprocessed: they are sent again on a new connection, as are streams refused (REFUSED_STREAM); other resets are the request's error (docs/http2.md).</p>\n"
+        }
 
         html += "<h2>Retries</h2>\n<p>\(TerminalReport.group(metrics.retries)) retries · \(TerminalReport.format2(metrics.retryAmplification)) attempts per request"
         if let p50 = metrics.backoffDelays.value(atQuantile: 0.5) {

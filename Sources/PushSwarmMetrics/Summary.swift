@@ -287,6 +287,7 @@ public struct Summary: Sendable {
         if let warmUp { root["warmUp"] = warmUp.json }
         root["counters"] = .object(Self.countObject(metrics.counters))
         if let connections = connectionsJSON { root["connections"] = connections }
+        if let http2 = HTTP2Figures(metrics) { root["http2"] = http2.json }
         root["story"] = Story(self).json
         return .object(root)
     }

@@ -54,6 +54,7 @@ public enum TerminalReport {
                 + "\(group(warmUp.sent)) requests, by status \(statuses.isEmpty ? "none" : statuses) · transport errors \(group(warmUp.transportErrors)) · timeouts \(group(warmUp.timeouts)) · not in the figures above")
         }
         if let line = Self.connectionsLine(metrics) { lines.append("Connections " + line) }
+        if let http2 = HTTP2Figures(metrics) { lines.append("HTTP/2      " + http2.line) }
         lines.append("Rate limit  \(group(summary.rateLimited)) answered 429")
         let retryParts = metrics.retriesByAttempt.sorted { $0.key < $1.key }.map { "retry \($0.key): \(group($0.value))" }.joined(separator: ", ")
         var retryLine = "Retries     \(group(metrics.retries)) · \(format2(metrics.retryAmplification)) attempts per request"

@@ -202,6 +202,10 @@ import Testing
         #expect(count("connections.closed.serverClosed") == goAways, "each drained connection closed")
         #expect(count("connections.opened") == 20 + goAways, "one connection per install, and one more for each it lost to a GOAWAY")
         #expect(summary["connections"]?["openAtEnd"]?.numberValue == 20)
+        // The report says it as it happened: every request over HTTP/2, GOAWAYs by code.
+        let http2 = summary["http2"]
+        #expect(http2?["requests"]?.numberValue.map(Int.init) == sent && http2?["http1Requests"]?.numberValue == 0, "\(String(describing: http2))")
+        #expect(http2?["goAways"]?["NO_ERROR"]?.numberValue.map(Int.init) == goAways && http2?["connections"]?.numberValue.map(Int.init) == 20 + goAways)
         let ledger = summary["ledger"]
         #expect(ledger?["checked"] == .bool(true) && ledger?["lost"]?.numberValue == 0 && ledger?["duplicates"]?.numberValue == 0, "\(String(describing: ledger))")
         #expect(ledger?["accepted"]?.numberValue.map(Int.init) == sent, "every event once in the ledger")

@@ -334,6 +334,33 @@ import Testing
         #expect(html.contains("<h2>Connections</h2>\n<p>1,000 opened · 7 refused · 0 closed · 1,000 open at the end</p>"), "\(html)")
     }
 
+    /// HTTP/2's figures (issue 51): the summary's `http2` object, the terminal's and report.html's
+    /// line, and `compare` judging more GOAWAYs per request worse and a fall of HTTP/2's share.
+    @Test func http2FiguresAreReportedAndCompared() throws {
+        func run(http2: UInt64, http1: UInt64 = 0, connections: UInt64, goAways: UInt64 = 0) -> Summary {
+            var summary = Self.summary()
+            summary.metrics.increment(HTTPProtocolCounters.http2Requests, by: http2)
+            summary.metrics.increment(HTTPProtocolCounters.http1Requests, by: http1)
+            summary.metrics.increment(HTTPProtocolCounters.http2Connections, by: connections)
+            summary.metrics.increment(HTTPProtocolCounters.goAwayPrefix + "NO_ERROR", by: goAways)
+            summary.metrics.increment(HTTPProtocolCounters.retriedUnprocessed, by: goAways)
+            return summary
+        }
+        #expect(HTTP2Figures(Self.summary().metrics) == nil, "no HTTP/2: no figures")
+        let baseline = run(http2: 2_000, connections: 40, goAways: 2)
+        let figures = try #require(HTTP2Figures(baseline.metrics))
+        #expect(figures.line == "2,000 requests on 40 connections (50.00 streams a connection) · GOAWAY 2 (NO_ERROR 2) · streams reset 0 · 2 unprocessed sent again")
+        let json = baseline.json
+        #expect(json["http2"]?["streamsPerConnection"] == .number(50) && json["http2"]?["goAways"]?["NO_ERROR"] == .number(2), "\(String(describing: json["http2"]))")
+        #expect(TerminalReport.render(baseline, reportPath: nil).contains("HTTP/2      " + figures.line))
+        #expect(HTMLReport.render(baseline).contains("<p>HTTP/2: " + figures.line + "</p>"))
+        #expect(Comparison(baseline: baseline, current: run(http2: 2_000, connections: 40, goAways: 2)).rows.allSatisfy { !$0.metric.hasPrefix("HTTP/2") || $0.verdict == .same })
+        let deploys = Comparison(baseline: baseline, current: run(http2: 2_000, connections: 200, goAways: 160))
+        #expect(deploys.rows.first { $0.metric == "HTTP/2 GOAWAYs per 1,000 requests" }?.verdict == .worse, "\(deploys.render(everything: true))")
+        let fellBack = Comparison(baseline: baseline, current: run(http2: 0, http1: 2_000, connections: 0))
+        #expect(fellBack.rows.first { $0.metric == "HTTP/2 share of requests" }?.verdict == .worse, "\(fellBack.render(everything: true))")
+    }
+
     @Test func theHTMLReportIsOneFileWithFourChartsAndNoScript() {
         let html = HTMLReport.render(Self.summary(status: { $0 % 40 == 0 ? 429 : 200 }))
         for id in HTMLReport.chartIDs { #expect(html.contains("<svg class=\"chart\" id=\"\(id)\""), "\(id)") }

@@ -67,6 +67,26 @@ import Testing
         }
     }
 
+    /// HTTP/2's figures (issue 51): requests by protocol, HTTP/2 connections, GOAWAYs and resets
+    /// by code, requests sent again; absent from a run that spoke no HTTP/2.
+    @Test func http2FiguresAreFamiliesOfTheirOwn() {
+        #expect(!MetricsEndpoint.text(Self.progress(), labels: Self.labels).contains("http2"), "a run without HTTP/2 has no HTTP/2 families")
+        var progress = Self.progress()
+        progress.metrics.increment(HTTPProtocolCounters.http2Requests, by: 90)
+        progress.metrics.increment(HTTPProtocolCounters.http1Requests, by: 10)
+        progress.metrics.increment(HTTPProtocolCounters.http2Connections, by: 3)
+        progress.metrics.increment(HTTPProtocolCounters.goAwayPrefix + "NO_ERROR", by: 2)
+        progress.metrics.increment(HTTPProtocolCounters.resetPrefix + "REFUSED_STREAM", by: 4)
+        progress.metrics.increment(HTTPProtocolCounters.retriedUnprocessed, by: 6)
+        let lines = Set(MetricsEndpoint.text(progress, labels: Self.labels).split(separator: "\n").map(String.init))
+        #expect(lines.contains("pushswarm_http_requests_by_protocol_total{\(Self.run),protocol=\"HTTP/2\"} 90"))
+        #expect(lines.contains("pushswarm_http_requests_by_protocol_total{\(Self.run),protocol=\"HTTP/1.1\"} 10"))
+        #expect(lines.contains("pushswarm_http2_connections_total{\(Self.run)} 3"))
+        #expect(lines.contains("pushswarm_http2_goaways_total{\(Self.run),code=\"NO_ERROR\"} 2"))
+        #expect(lines.contains("pushswarm_http2_stream_resets_total{\(Self.run),code=\"REFUSED_STREAM\"} 4"))
+        #expect(lines.contains("pushswarm_http2_retried_unprocessed_total{\(Self.run)} 6"))
+    }
+
     /// One writer for the format (`PrometheusText`), for the run's endpoint and the built-in
     /// mock's alike: label values are escaped (`\\`, `\"`, `\n`), and what both serve passes
     /// Prometheus's own linter. The mock once wrote its lines by hand, unescaped.

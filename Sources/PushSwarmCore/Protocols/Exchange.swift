@@ -71,8 +71,12 @@ public struct TransportTimings: Sendable {
     public var firstByte: TimeSpan
     /// From the request's first byte written to the response complete.
     public var service: TimeSpan
+    /// Which HTTP carried it: true for a stream of an HTTP/2 connection, false for HTTP/1.1; nil
+    /// where no socket tells (simulated time).
+    public var http2: Bool?
 
-    public init(connect: TimeSpan?, tlsHandshake: TimeSpan? = nil, firstByte: TimeSpan, service: TimeSpan) {
+    public init(connect: TimeSpan?, tlsHandshake: TimeSpan? = nil, firstByte: TimeSpan, service: TimeSpan, http2: Bool? = nil) {
+        self.http2 = http2
         self.connect = connect
         self.tlsHandshake = tlsHandshake
         self.firstByte = firstByte

@@ -30,6 +30,8 @@ extension Partition {
 
     func record(_ completion: ExchangeCompletion, at now: Instant) {
         let at = (now - .start).microseconds
+        // Which HTTP carried it, where a socket says (wall time).
+        if let http2 = completion.timings?.http2 { metrics.increment(http2 ? HTTPProtocolCounters.http2Requests : HTTPProtocolCounters.http1Requests) }
         switch completion.outcome {
         case .response(let response):
             metrics.recordResponse(

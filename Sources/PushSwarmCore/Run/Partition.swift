@@ -265,7 +265,7 @@ final class Partition: @unchecked Sendable {
                 metrics.recordConnectionOpened(at: (time - .start).microseconds)
                 if let tls { metrics.increment(tls.counter) }
             case .closed(let reason): metrics.recordConnectionClosed(counter: reason.counter, at: (time - .start).microseconds)
-            case .handshakeFailed, .handshakeTimedOut, .refused, .goAway, .streamReset, .unprocessedRetried: metrics.increment(event.counter)
+            case .handshakeFailed, .handshakeTimedOut, .refused, .speaksHTTP2, .goAway, .streamReset, .unprocessedRetried: metrics.increment(event.counter)
             }
         case .campaign(let index):
             guard !isDraining else { return }

@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// Whose HTTP connections a device's requests go out on in wall time (scenario
 /// `network.connections`).
 public enum ConnectionSharing: String, Sendable, CaseIterable {
@@ -107,6 +109,9 @@ public enum ConnectionEvent: Sendable, Equatable {
     /// The edge refused the connection (a TCP reset: `mock.edge.maxConnections` reached, or
     /// nothing listening).
     case refused
+    /// A connection just opened speaks HTTP/2 (ALPN chose `h2`, or prior knowledge): its
+    /// requests are streams on it.
+    case speaksHTTP2
     /// An HTTP/2 server sent GOAWAY with this code (a deploy draining its connections, or an
     /// error): the connection takes no new stream, and its unprocessed ones go again.
     case goAway(code: UInt32)
@@ -121,9 +126,10 @@ public enum ConnectionEvent: Sendable, Equatable {
     public var counter: String {
         switch self {
         case .opened: "connections.opened"
-        case .goAway(let code): "connections.http2.goAway." + HTTP2ErrorCode.name(of: code)
-        case .streamReset(let code): "connections.http2.reset." + HTTP2ErrorCode.name(of: code)
-        case .unprocessedRetried: "connections.http2.retriedUnprocessed"
+        case .speaksHTTP2: HTTPProtocolCounters.http2Connections
+        case .goAway(let code): HTTPProtocolCounters.goAwayPrefix + HTTP2ErrorCode.name(of: code)
+        case .streamReset(let code): HTTPProtocolCounters.resetPrefix + HTTP2ErrorCode.name(of: code)
+        case .unprocessedRetried: HTTPProtocolCounters.retriedUnprocessed
         case .closed(let reason): reason.counter
         case .handshakeFailed: "connections.handshakes.failed"
         case .handshakeTimedOut: "connections.handshakes.timedOut"

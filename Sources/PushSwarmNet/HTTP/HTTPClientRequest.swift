@@ -66,6 +66,10 @@ public struct HTTPTimings: Sendable, Equatable {
     public var service: UInt64 = 0
     /// From `execute` to the end.
     public var total: UInt64 = 0
+    /// It went out on a connection (its bytes written, or queued to be).
+    public var wentOut = false
+    /// It went out as a stream of an HTTP/2 connection (false: HTTP/1.1, or not sent).
+    public var http2 = false
 
     public init() {}
 }

@@ -89,6 +89,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             exchange.timings.tlsHandshake += connectTime.tls
             exchange.timings.connectionsOpened += 1
         }
+        exchange.timings.wentOut = true
         if http2 != nil { return sendStream(exchange, now: now) }
         current = exchange
         exchange.connection = self
@@ -155,6 +156,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         if selected == "h2" || (selected == nil && versions.assumesHTTP2) {
             http2 = HTTP2Streams(state: HTTP2ClientConnection())
             writeHTTP2Output()
+            pool.tell(.speaksHTTP2)
         }
         // A waiting request goes out on it now, and counts its opening; then, if it speaks
         // HTTP/1.1, the others waiting each get a connection of their own.
@@ -263,6 +265,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         }
         http2?.exchanges[stream] = exchange
         exchange.stream = stream
+        exchange.timings.http2 = true
         exchange.connection = self
         exchange.writtenAt = now
         writeHTTP2Output()

@@ -133,6 +133,19 @@ public final class MetricsEndpoint: LiveEndpoint {
         out.sample("pushswarm_workload_shed_total", run.with("reason", "deviceBusy"), shed - min(shed, ceiling))
         out.sample("pushswarm_workload_shed_total", run.with("reason", "waitingCeiling"), ceiling)
         out.sample("pushswarm_workload_shed_total", run.with("reason", "missedStart"), counters["workload.missedStarts"] ?? 0)
+        if let http2 = HTTP2Figures(metrics) {
+            out.family("pushswarm_http_requests_by_protocol_total", .counter, help: "Requests answered or failed on the wire, by the HTTP that carried them.")
+            out.sample("pushswarm_http_requests_by_protocol_total", run.with("protocol", "HTTP/2"), http2.http2Requests)
+            out.sample("pushswarm_http_requests_by_protocol_total", run.with("protocol", "HTTP/1.1"), http2.http1Requests)
+            out.family("pushswarm_http2_connections_total", .counter, help: "Connections that spoke HTTP/2 (their requests are streams).")
+            out.sample("pushswarm_http2_connections_total", run, http2.connections)
+            out.family("pushswarm_http2_goaways_total", .counter, help: "GOAWAYs servers sent, by the RFC 9113 error code.")
+            for (code, count) in http2.goAways { out.sample("pushswarm_http2_goaways_total", run.with("code", code), count) }
+            out.family("pushswarm_http2_stream_resets_total", .counter, help: "Streams reset (RST_STREAM), by code.")
+            for (code, count) in http2.resets { out.sample("pushswarm_http2_stream_resets_total", run.with("code", code), count) }
+            out.family("pushswarm_http2_retried_unprocessed_total", .counter, help: "Requests a server left unprocessed (GOAWAY, REFUSED_STREAM), sent again on another connection.")
+            out.sample("pushswarm_http2_retried_unprocessed_total", run, http2.retriedUnprocessed)
+        }
         out.family("pushswarm_transport_errors_total", .counter, help: "Requests that failed on the wire, by operation.")
         for (labels, operation) in operations { out.sample("pushswarm_transport_errors_total", labels, operation.transportErrors) }
         out.family("pushswarm_timeouts_total", .counter, help: "Requests that timed out, by operation.")

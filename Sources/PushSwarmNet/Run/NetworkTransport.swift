@@ -160,7 +160,8 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
                 connect: measured.connectionsOpened > 0 ? TimeSpan(microseconds: Int64(measured.connect / 1_000)) : nil,
                 tlsHandshake: measured.tlsHandshake > 0 ? TimeSpan(microseconds: Int64(measured.tlsHandshake / 1_000)) : nil,
                 firstByte: TimeSpan(microseconds: Int64(measured.firstByte / 1_000)),
-                service: TimeSpan(microseconds: Int64(measured.service / 1_000))
+                service: TimeSpan(microseconds: Int64(measured.service / 1_000)),
+                http2: measured.wentOut ? measured.http2 : nil
             )
             let completion = ExchangeCompletion(requestID: id, operation: operation, sentAt: intended, outcome: outcome, timings: timings)
             deliver(Arrival(device: device, completion: completion, at: clock.now), detail: detail)
