@@ -211,6 +211,28 @@ import Testing
         #expect(ledger?["accepted"]?.numberValue.map(Int.init) == sent, "every event once in the ledger")
     }
 
+    /// The mock's edge announces the stream cap a scenario gives it (`mock.edge.maxConcurrentStreams`)
+    /// in its SETTINGS, as nghttp (nghttp2's client) reads them, and 128 (nginx's) without one.
+    @Test(.enabled(if: which("nghttp") != nil, "needs nghttp (apt-get install nghttp2-client)"))
+    func theMocksEdgeAnnouncesItsStreamCap() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-h2-cap-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for (edge, expected) in [(#", "platforms": {"smartapppush": {"mock": {"edge": {"maxConcurrentStreams": 3}}}}"#, 3), ("", 128)] {
+            let file = directory.appendingPathComponent("scenario.json").path
+            try Data(#"{"name": "cap", "duration": "1m", "devices": 1, "groups": [{"name": "g", "platform": "smartapppush", "os": "android"}]"#.utf8 + Data(edge.utf8) + Data("}".utf8))
+                .write(to: URL(fileURLWithPath: file))
+            let port = freePort()
+            let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(port)"])
+            defer { mock.stop() }
+            #expect(waitForPort(port, timeout: 30))
+            let said = try cli.shell("nghttp", ["-nv", "http://127.0.0.1:\(port)/ledger"])
+            #expect(said.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):\(expected)]"), "\(said)")
+            #expect(said.contains(":status: 200"), "\(said)")
+            mock.stop()
+        }
+    }
+
     /// curl, with HTTP/2 by prior knowledge and with HTTP/1.1, gets the same answers from
     /// `pushswarm mock`: the spec's validation error naming the missing fields, 405 with `Allow`,
     /// 404 for a path no platform serves, and the ledger.

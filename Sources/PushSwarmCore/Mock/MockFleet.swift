@@ -29,6 +29,9 @@ public final class MockFleet: Sendable {
 
     /// Platform names, sorted; index `i` is `hosts[i]`.
     public let platforms: [String]
+    /// The HTTP/2 streams a connection may have open at the mocks' edge (`mock.edge.maxConcurrentStreams`,
+    /// the least any platform asks for: they share one server); nil: the server's default.
+    public let maxConcurrentStreams: Int?
     private let state: Mutex<State>
 
     /// `partition`: the number of the partition whose addresses these mocks serve; its session
@@ -49,6 +52,7 @@ public final class MockFleet: Sendable {
         identifierNonce: UInt64 = 0
     ) {
         platforms = configurations.keys.sorted()
+        maxConcurrentStreams = configurations.values.compactMap { $0.mockBehaviour.edge.maxConcurrentStreams }.min()
         var hosts: [MockHost] = []
         for name in platforms {
             guard let configuration = configurations[name] else { continue }

@@ -87,6 +87,10 @@ public struct EdgeSettings: Sendable, Equatable {
     /// one more is refused (a TCP reset after its round trip: counted `connections.refused`,
     /// its request a transport error the SDK retries). Nil: no cap.
     public var maxConnections: Int?
+    /// Streams an HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS): one
+    /// more is refused with REFUSED_STREAM, which the client sends again. Wall time's mock; nil:
+    /// 128, as nginx.
+    public var maxConcurrentStreams: Int?
 
     /// True when the edge keeps state across source addresses (a handshake queue, a connection
     /// count), which makes a run with it one partition.

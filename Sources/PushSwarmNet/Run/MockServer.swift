@@ -40,7 +40,9 @@ public final class MockServer: Sendable {
         let chosen = self.partition
         var owner: (@Sendable (IPAddress) -> Int)?
         if count > 1 { owner = { peer in chosen(SourceAddress(peer: peer)) % loops } }
-        server = HTTPServer(group: group, owner: owner) { request, responder in box.handle?(request, responder) }
+        var configuration = HTTPServer.Configuration()
+        if let streams = mocks[0].maxConcurrentStreams { configuration.http2MaxConcurrentStreams = streams }
+        server = HTTPServer(group: group, configuration: configuration, owner: owner) { request, responder in box.handle?(request, responder) }
         box.handle = { [weak self] request, responder in self?.handle(request, responder) }
     }
 
