@@ -265,6 +265,45 @@ int ps_tls_set_alpn(void *session, const uint8_t *protocols, unsigned length) {
     return SSL_set_alpn_protos((SSL *)session, protocols, length) == 0 ? 1 : 0;
 }
 
+static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *out_length, const unsigned char *offered,
+                       unsigned int offered_length, void *argument) {
+    (void)ssl;
+    (void)argument;
+    static const unsigned char preferred[] = "\x02h2\x08http/1.1";
+    unsigned char *chosen = NULL;
+    if (SSL_select_next_proto(&chosen, out_length, preferred, sizeof(preferred) - 1, offered, offered_length) != OPENSSL_NPN_NEGOTIATED) {
+        return SSL_TLSEXT_ERR_NOACK;
+    }
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+void *ps_tls_server_context(const char *certificate_file, const char *key_file, char *error, size_t error_length) {
+    SSL_CTX *context = SSL_CTX_new(TLS_server_method());
+    if (!context) {
+        last_ssl_error(error, error_length);
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (SSL_CTX_use_certificate_chain_file(context, certificate_file) != 1 || SSL_CTX_use_PrivateKey_file(context, key_file, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_check_private_key(context) != 1) {
+        last_ssl_error(error, error_length);
+        SSL_CTX_free(context);
+        return NULL;
+    }
+    SSL_CTX_set_alpn_select_cb(context, select_alpn, NULL);
+    return context;
+}
+
+void *ps_tls_server_session(void *context, int fd) {
+    SSL *ssl = SSL_new((SSL_CTX *)context);
+    if (!ssl) return NULL;
+    SSL_set_fd(ssl, fd);
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
 int ps_tls_alpn_selected(void *session, uint8_t *out, int capacity) {
     const unsigned char *selected = NULL;
     unsigned length = 0;

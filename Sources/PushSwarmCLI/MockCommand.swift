@@ -7,7 +7,7 @@ import PushSwarmSystem
 
 enum MockCommand: Command {
     static let declaration = CommandDeclaration(
-        synopsis: "pushswarm mock [FILE] [--listen ADDRESS:PORT] [--seed N]",
+        synopsis: "pushswarm mock [FILE] [--listen ADDRESS:PORT] [--tls-cert FILE --tls-key FILE] [--seed N]",
         about: """
             Serves every built-in mock service on real sockets until Ctrl-C: the same services that
             answer in simulated time, validating requests against each platform's spec, rate-limiting,
@@ -21,9 +21,14 @@ enum MockCommand: Command {
                                     connections.
               GET /ledger           JSON: what each mock accepted (?keys=1 lists the items' keys).
               /_pushswarm/echo      WebSocket echo, for checking a client or a proxy.
+
+            HTTP/2: with prior knowledge (h2c) on the same port as HTTP/1.1; over TLS (--tls-cert and
+            --tls-key), ALPN agrees h2 with a client that offers it, as an ingestion edge does.
             """,
         options: [
             OptionDeclaration("--listen", "ADDRESS:PORT", "Where to listen (default 127.0.0.1:8080; [::1]:8080 for IPv6)."),
+            OptionDeclaration("--tls-cert", "FILE", "Serve TLS with this certificate chain (PEM); needs --tls-key."),
+            OptionDeclaration("--tls-key", "FILE", "The certificate's private key (PEM)."),
             SharedOptions.seed.help("Seed of the mocks' randomness (latency, faults).").declaration,
         ]
     )
@@ -55,6 +60,20 @@ enum MockCommand: Command {
             }
         }
         if let value = arguments.value(SharedOptions.seed) { seed = value }
+        var tls: TLSServerContext?
+        switch (arguments.value("--tls-cert"), arguments.value("--tls-key")) {
+        case (nil, nil): break
+        case (let certificate?, let key?):
+            do {
+                tls = try TLSServerContext(certificateFile: certificate, keyFile: key)
+            } catch {
+                PushSwarmCommand.printError("--tls-cert, --tls-key: \(error.detail)")
+                return .badInput
+            }
+        default:
+            PushSwarmCommand.printError("--tls-cert and --tls-key go together: a certificate and its key")
+            return .badInput
+        }
 
         let group = EventLoopGroup()
         // One share of the mocks per loop, by source address, unless a mock keeps state across
@@ -64,16 +83,16 @@ enum MockCommand: Command {
         // The mock's instant zero is now: answers that tell the time (Smartico's ts) tell today's.
         let started = Int64(Date().timeIntervalSince1970)
         let fleets = (0..<(shared ? 1 : loops)).map { MockFleet(platforms: configurations.mapValues { $0.partitionCopy() }, seed: seed, partition: $0, calendarStartUnixSeconds: started) }
-        let server = MockServer(mocks: fleets, group: group, clock: WallClock()) { source in Int(source.index % UInt32(fleets.count)) }
+        let server = MockServer(mocks: fleets, group: group, clock: WallClock(), tls: tls) { source in Int(source.index % UInt32(fleets.count)) }
         do {
             try server.start(at: address)
         } catch {
             PushSwarmCommand.printError("cannot listen on \(address): \(error.detail)")
             return .failure
         }
-        let base = "http://\(address)"
+        let base = "\(tls == nil ? "http" : "https")://\(address)"
         print("PushSwarm mock services on \(base) (\(configurations.keys.sorted().joined(separator: ", ")))")
-        print("  \(base)/metrics  \(base)/ledger  ws://\(address)/_pushswarm/echo")
+        print("  \(base)/metrics  \(base)/ledger  \(tls == nil ? "ws" : "wss")://\(address)/_pushswarm/echo")
         print("Ctrl-C stops.")
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Signals.onInterrupt { continuation.resume() }

@@ -111,11 +111,18 @@ final class Connection: Selectable, @unchecked Sendable {
         return .success(connection)
     }
 
-    /// Adopts an accepted socket (servers).
-    static func accepted(on loop: EventLoop, fd: Int32, peerIPv4: UInt32, delegate: any ConnectionDelegate) -> Connection? {
+    /// Adopts an accepted socket (servers); with `tls`, its handshake comes first.
+    static func accepted(on loop: EventLoop, fd: Int32, peerIPv4: UInt32, tls: TLSServerContext? = nil, delegate: any ConnectionDelegate) -> Connection? {
         _ = ps_no_delay(fd)
-        let connection = Connection(loop: loop, fd: fd, state: .open, peerIPv4: peerIPv4)
+        let connection = Connection(loop: loop, fd: fd, state: tls == nil ? .open : .handshaking, peerIPv4: peerIPv4)
         connection.delegate = delegate
+        if let tls {
+            guard let session = TLSSession(accepting: tls, fd: fd) else {
+                Glibc.close(fd)
+                return nil
+            }
+            connection.tls = session
+        }
         connection.interest = UInt32(PS_EPOLLIN | PS_EPOLLRDHUP)
         connection.slot = loop.register(fd, connection, events: connection.interest)
         guard connection.slot >= 0 else {

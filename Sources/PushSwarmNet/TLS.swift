@@ -16,9 +16,28 @@ public final class TLSContext: Sendable {
     }
 }
 
+/// A TLS server configuration (libssl): the certificate chain and key a server presents, and
+/// ALPN that agrees `h2` with a client that offers it (the built-in mock's `--tls-cert`).
+public final class TLSServerContext: Sendable {
+    let handle: TLSContextHandle
+
+    public init(certificateFile: String, keyFile: String) throws(NetError) {
+        switch TLSContextHandle.makeServer(certificateFile: certificateFile, keyFile: keyFile) {
+        case .success(let handle): self.handle = handle
+        case .failure(let error): throw NetError(.tlsHandshake, detail: "cannot set up TLS with \(certificateFile) and \(keyFile): \(error.message)")
+        }
+    }
+}
+
 /// One TLS session over a connected socket.
 final class TLSSession {
     let handle: TLSSessionHandle
+
+    /// The server's side, on an accepted socket.
+    init?(accepting context: TLSServerContext, fd: Int32) {
+        guard let handle = TLSSessionHandle(accepting: context.handle, fd: fd) else { return nil }
+        self.handle = handle
+    }
 
     init?(context: TLSContext, fd: Int32, hostName: String) {
         guard let handle = TLSSessionHandle(context: context.handle, fd: fd, hostName: hostName, verify: context.verifies) else { return nil }

@@ -233,33 +233,83 @@ import Testing
         }
     }
 
-    /// curl, with HTTP/2 by prior knowledge and with HTTP/1.1, gets the same answers from
-    /// `pushswarm mock`: the spec's validation error naming the missing fields, 405 with `Allow`,
-    /// 404 for a path no platform serves, and the ledger.
-    @Test(.enabled(if: which("curl") != nil, "needs curl"))
+    /// curl gets the same answers from `pushswarm mock` over HTTP/2 as over HTTP/1.1: with prior
+    /// knowledge on its cleartext port, and over TLS (`--tls-cert`, a certificate made here) where
+    /// ALPN agrees h2 with `curl --http2` and http/1.1 with `curl --http1.1`. The answers: the
+    /// spec's validation error naming the missing fields, 405 with `Allow`, 404 for a path no
+    /// platform serves, and the ledger.
+    @Test(.enabled(if: which("curl") != nil && which("openssl") != nil, "needs curl and openssl"))
     func curlGetsTheSameAnswersOverHTTP2AsOverHTTP1() throws {
-        let port = freePort()
-        let mock = try Peer(CommandLineTests.binary.path, ["mock", CommandLineTests.root.path + "/Scenarios/quickstart.json", "--listen", "127.0.0.1:\(port)"])
-        defer { mock.stop() }
-        #expect(waitForPort(port, timeout: 30))
-        let base = "http://127.0.0.1:\(port)"
-        for request in [["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "{}", base + "/smartapppush/events"],
-                        ["-X", "GET", base + "/smartapppush/events"], ["-X", "GET", base + "/nowhere"], ["-X", "GET", base + "/ledger"]] {
-            let http2 = try cli.shell("curl", ["-s", "-i", "--http2-prior-knowledge"] + request)
-            let http1 = try cli.shell("curl", ["-s", "-i", "--http1.1"] + request)
-            #expect(http2.hasPrefix("HTTP/2 ") && http1.hasPrefix("HTTP/1.1 "), "\(http2)")
-            func statusAndBody(_ answer: String) -> (String, String) {
-                let parts = answer.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
-                let status = parts[0].split(separator: " ").dropFirst().first.map(String.init) ?? ""
-                return (status, parts.dropFirst().joined(separator: "\n\n"))
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-h2-curl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: keys) }
+        let (certificate, key) = try cli.selfSignedCertificate(in: keys)
+        for tls in [false, true] {
+            let port = freePort()
+            let mock = try Peer(CommandLineTests.binary.path, ["mock", CommandLineTests.root.path + "/Scenarios/quickstart.json", "--listen", "127.0.0.1:\(port)"]
+                + (tls ? ["--tls-cert", certificate, "--tls-key", key] : []))
+            defer { mock.stop() }
+            #expect(waitForPort(port, timeout: 30))
+            let base = tls ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)"
+            let trust = tls ? ["--cacert", certificate] : []
+            for request in [["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "{}", base + "/smartapppush/events"],
+                            ["-X", "GET", base + "/smartapppush/events"], ["-X", "GET", base + "/nowhere"], ["-X", "GET", base + "/ledger"]] {
+                let http2 = try cli.shell("curl", ["-s", "-i", tls ? "--http2" : "--http2-prior-knowledge"] + trust + request)
+                let http1 = try cli.shell("curl", ["-s", "-i", "--http1.1"] + trust + request)
+                #expect(http2.hasPrefix("HTTP/2 ") && http1.hasPrefix("HTTP/1.1 "), "tls \(tls): \(http2)")
+                func statusAndBody(_ answer: String) -> (String, String) {
+                    let parts = answer.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
+                    let status = parts[0].split(separator: " ").dropFirst().first.map(String.init) ?? ""
+                    return (status, parts.dropFirst().joined(separator: "\n\n"))
+                }
+                let (status2, body2) = statusAndBody(http2), (status1, body1) = statusAndBody(http1)
+                #expect(status2 == status1 && body2 == body1, "tls \(tls) \(request.last!): HTTP/2 \(status2) \(body2) against HTTP/1.1 \(status1) \(body1)")
+                if request.last!.hasSuffix("/smartapppush/events") && request[1] == "POST" {
+                    #expect(status2 == "400" && body2.contains("tenant_id"), "the spec's validation error: \(body2)")
+                }
+                if request[1] == "GET" && request.last!.hasSuffix("/events") {
+                    #expect(status2 == "405" && http2.lowercased().contains("allow: post"), "\(http2)")
+                }
             }
-            let (status2, body2) = statusAndBody(http2), (status1, body1) = statusAndBody(http1)
-            #expect(status2 == status1 && body2 == body1, "\(request.last!): HTTP/2 \(status2) \(body2) against HTTP/1.1 \(status1) \(body1)")
-            if request.last!.hasSuffix("/smartapppush/events") && request[1] == "POST" {
-                #expect(status2 == "400" && body2.contains("tenant_id"), "the spec's validation error: \(body2)")
-            }
-            if request[1] == "GET" && request.last!.hasSuffix("/events") {
-                #expect(status2 == "405" && http2.lowercased().contains("allow: post"), "\(http2)")
+            mock.stop()
+        }
+    }
+
+    /// A wall run against `pushswarm mock` over TLS: ALPN agrees h2, so every request is a stream
+    /// and each install holds one connection, its handshake full; with `network.http2: off` the
+    /// devices offer only http/1.1 and every request goes over HTTP/1.1 on the same mock.
+    @Test(.enabled(if: which("openssl") != nil, "needs openssl"))
+    func aRunAgainstTheMockOverTLSSpeaksWhatALPNAgrees() async throws {
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-h2-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: keys) }
+        let (certificate, key) = try cli.selfSignedCertificate(in: keys)
+        for policy in ["negotiate", "off"] {
+            let file = keys.appendingPathComponent("\(policy).json").path
+            try Data(#"""
+                {"name": "h2-tls", "seed": 7, "duration": "2s", "devices": 20,
+                 "network": {"devicesPerSourceIP": 1, "http2": "\#(policy)"},
+                 "groups": [{"name": "g", "platform": "flocktory", "os": "android", "workload": {"model": "open", "rate": "200/s"}}],
+                 "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
+                """#.utf8).write(to: URL(fileURLWithPath: file))
+            let port = freePort()
+            let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(port)", "--tls-cert", certificate, "--tls-key", key])
+            defer { mock.stop() }
+            #expect(waitForPort(port, timeout: 30))
+            let out = keys.appendingPathComponent("run-\(policy)").path
+            let run = try await cli.run(["run", file, "--clock", "wall", "--no-warm-up", "--target", "https://localhost:\(port)", "--ca-file", certificate, "--out", out, "--quiet"])
+            mock.stop()
+            #expect(run.status == 0, "\(policy): \(run.error)")
+            let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))))
+            let sent = Int(summary["requests"]?["sent"]?.numberValue ?? 0)
+            #expect(sent > 200 && summary["requests"]?["byStatus"]?["200"]?.numberValue.map(Int.init) == sent, "\(policy): \(String(describing: summary["requests"]))")
+            let http2 = summary["http2"]
+            if policy == "negotiate" {
+                #expect(http2?["requests"]?.numberValue.map(Int.init) == sent && http2?["connections"]?.numberValue == 20, "\(String(describing: http2))")
+                #expect(summary["connections"]?["opened"]?.numberValue == 20 && summary["connections"]?["handshakes"]?["full"]?.numberValue == 20)
+            } else {
+                #expect(http2 == nil, "HTTP/1.1 only: no HTTP/2 figures, \(String(describing: http2))")
+                #expect(summary["counters"]?["requests.http1"]?.numberValue.map(Int.init) == sent)
             }
         }
     }

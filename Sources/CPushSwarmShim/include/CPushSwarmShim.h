@@ -82,6 +82,11 @@ int ps_tls_protocol(void *session);
 // its name), before the handshake; ps_tls_alpn_selected copies the server's choice into out
 // (at most capacity octets) and returns its length, 0 when the server chose none.
 int ps_tls_set_alpn(void *session, const uint8_t *protocols, unsigned length);
+// A server's context: its certificate chain and key (PEM files), TLS 1.2 and up, and ALPN that
+// picks h2 when the client offers it, else http/1.1 (RFC 7301 section 3.2: no match, no ALPN
+// answer). ps_tls_server_session: a session that accepts on an accepted socket.
+void *ps_tls_server_context(const char *certificate_file, const char *key_file, char *error, size_t error_length);
+void *ps_tls_server_session(void *context, int fd);
 int ps_tls_alpn_selected(void *session, uint8_t *out, int capacity);
 
 /// SHA-1 (the WebSocket handshake's Sec-WebSocket-Accept needs it) from libcrypto.

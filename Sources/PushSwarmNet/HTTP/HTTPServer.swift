@@ -159,6 +159,9 @@ public final class HTTPServer: Sendable {
         public var maxWebSocketMessageBytes: Int
         /// SETTINGS_MAX_CONCURRENT_STREAMS for a client that speaks HTTP/2 (nginx's 128).
         public var http2MaxConcurrentStreams = 128
+        /// TLS on every connection (with ALPN offering `h2` then `http/1.1`); nil: cleartext
+        /// (HTTP/1.1, or h2c with prior knowledge).
+        public var tls: TLSServerContext?
 
         public init(
             limits: HTTPParser.Limits = HTTPParser.Limits(), requestReadTimeoutNanoseconds: UInt64 = 10_000_000_000,

@@ -62,7 +62,7 @@ final class Listener: Selectable, @unchecked Sendable {
             return
         }
         let serverConnection = ServerConnection(listener: self)
-        guard let connection = Connection.accepted(on: loop, fd: fd, peerIPv4: peer, delegate: serverConnection) else { return }
+        guard let connection = Connection.accepted(on: loop, fd: fd, peerIPv4: peer, tls: server.configuration.tls, delegate: serverConnection) else { return }
         serverConnection.attach(connection)
         connections[ObjectIdentifier(serverConnection)] = serverConnection
         server.statistics.connectionsAccepted.add(1, ordering: .relaxed)

@@ -28,7 +28,8 @@ public final class MockServer: Sendable {
     }
 
     /// `mocks[partition(source)]` serves `source`; `partition` numbers index `group.loops` too.
-    public init(mocks: [MockFleet], group: EventLoopGroup, clock: WallClock, partition: @escaping @Sendable (SourceAddress) -> Int) {
+    /// With `tls`, every connection is TLS, and ALPN agrees HTTP/2 with a client that offers it.
+    public init(mocks: [MockFleet], group: EventLoopGroup, clock: WallClock, tls: TLSServerContext? = nil, partition: @escaping @Sendable (SourceAddress) -> Int) {
         precondition(!mocks.isEmpty)
         fleets = mocks
         let count = mocks.count
@@ -41,6 +42,7 @@ public final class MockServer: Sendable {
         var owner: (@Sendable (IPAddress) -> Int)?
         if count > 1 { owner = { peer in chosen(SourceAddress(peer: peer)) % loops } }
         var configuration = HTTPServer.Configuration()
+        configuration.tls = tls
         if let streams = mocks[0].maxConcurrentStreams { configuration.http2MaxConcurrentStreams = streams }
         server = HTTPServer(group: group, configuration: configuration, owner: owner) { request, responder in box.handle?(request, responder) }
         box.handle = { [weak self] request, responder in self?.handle(request, responder) }

@@ -14,6 +14,16 @@ public final class TLSContextHandle: @unchecked Sendable {
         return .success(TLSContextHandle(pointer: context))
     }
 
+    /// A server's context: its certificate chain and key (PEM files), and ALPN that picks `h2`
+    /// when the client offers it, else `http/1.1`.
+    public static func makeServer(certificateFile: String, keyFile: String) -> Result<TLSContextHandle, TLSSetupError> {
+        var error = [CChar](repeating: 0, count: 256)
+        guard let context = ps_tls_server_context(certificateFile, keyFile, &error, 256) else {
+            return .failure(TLSSetupError(message: String(cText: error)))
+        }
+        return .success(TLSContextHandle(pointer: context))
+    }
+
     private init(pointer: UnsafeMutableRawPointer) {
         self.pointer = pointer
     }
@@ -33,6 +43,13 @@ public final class TLSSessionHandle {
 
     public init?(context: TLSContextHandle, fd: Int32, hostName: String, verify: Bool) {
         guard let session = ps_tls_session(context.pointer, fd, hostName, verify ? 1 : 0) else { return nil }
+        pointer = session
+        self.context = context
+    }
+
+    /// A session that accepts a client's handshake on an accepted socket (`makeServer`'s context).
+    public init?(accepting context: TLSContextHandle, fd: Int32) {
+        guard let session = ps_tls_server_session(context.pointer, fd) else { return nil }
         pointer = session
         self.context = context
     }
