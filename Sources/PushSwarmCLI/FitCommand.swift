@@ -164,6 +164,9 @@ enum FitCommand: Command {
         lines.append("")
         let share = profile.requests > 0 ? Double(profile.rateLimited) / Double(profile.requests) * 100 : 0
         lines.append("requests \(group(profile.requests)) · 429s \(group(profile.rateLimited)) (\(String(format: "%.1f", share)) %)")
+        if profile.http2Requests + profile.http1Requests > 0 {
+            lines.append("protocols: HTTP/2 \(group(profile.http2Requests)) · HTTP/1.x \(group(profile.http1Requests))")
+        }
         if let peak = profile.peakSecond { lines.append("peak second \(RFC3339.format(unixMicroseconds: peak.second * 1_000_000, offsetSeconds: 0, utcAsZ: true)): \(group(peak.requests)) requests") }
         if let peak = profile.peakMinute { lines.append("peak minute \(RFC3339.format(unixMicroseconds: peak.minute * 1_000_000, offsetSeconds: 0, utcAsZ: true)): \(group(peak.requests)) requests") }
         if let storm = profile.storm {

@@ -1,4 +1,5 @@
 import Foundation
+import PushSwarmMetrics
 import Testing
 
 @testable import PushSwarmCore
@@ -188,6 +189,33 @@ import Testing
         }
         let fine = Array("203.0.113.7 [01/Jan/1970:00:00:15 +0000] \"POST /events HTTP/1.1\" 200 10.000 15.000".utf8)
         #expect(try format.record(fine.span).startMicroseconds == 5_000_000)
+    }
+
+    /// Which HTTP a request came over (issue 51): `$server_protocol` when the format logs it, else
+    /// the protocol ending `$request` (nginx writes `HTTP/2.0` there too); the profile counts both,
+    /// and the fitted scenario speaks what most came over (HTTP/1.1 only when none was HTTP/2).
+    @Test func theProtocolIsReadAndTheFittedScenarioSpeaksIt() throws {
+        let logged = AccessLogFormat.nginx(try NginxLogFormat(#"$remote_addr [$time_local] "$request_method $request_uri" $server_protocol $status $msec"#))
+        let http2 = Array(#"203.0.113.7 [26/Nov/2026:18:00:00 +0000] "POST /events" HTTP/2.0 200 1795716000.120"#.utf8)
+        let http1 = Array(#"203.0.113.7 [26/Nov/2026:18:00:00 +0000] "POST /events" HTTP/1.1 200 1795716000.480"#.utf8)
+        let unsaid = Array(#"203.0.113.7 [26/Nov/2026:18:00:00 +0000] "POST /events" - 200 1795716000.500"#.utf8)
+        #expect(try logged.record(http2.span).http2 == true && logged.record(http1.span).http2 == false && logged.record(unsaid.span).http2 == nil)
+        let combined = AccessLogFormat.combined
+        let line = Array(#"203.0.113.7 - - [26/Nov/2026:18:00:00 +0000] "POST /events HTTP/2.0" 200 2 "-" "okhttp/4.12.0""#.utf8)
+        #expect(try combined.record(line.span).http2 == true, "the request line's protocol")
+        #expect(LogValues.requestProtocol(Array("GET /".utf8).span) == nil)
+
+        func fitted(_ lines: [[UInt8]]) throws -> ScenarioFit? {
+            var profile = LogProfile()
+            for line in lines { profile.add(try logged.record(line.span), operation: "smartapppush.events") }
+            return ScenarioFit.fit(profile, retry: nil, traces: [:])
+        }
+        #expect(try fitted([http2, http2, http1])?.httpVersions == .negotiate)
+        #expect(try fitted([http1, http1])?.httpVersions == .off)
+        #expect(try fitted([unsaid])?.httpVersions == nil, "a log that does not say leaves the default")
+        let fit = try #require(try fitted([http2, http1, http2]))
+        let scenario = fit.scenarioValue(name: "h2", source: ScenarioFit.Source(files: ["a.log"], lines: 3, records: 3), limiter: nil, retry: nil)
+        #expect(scenario["network"]?["http2"] == .string("negotiate"), "\(String(describing: scenario["network"]))")
     }
 
     /// A rotated log is gzip, possibly several members (`cat a.gz b.gz`); what follows the last

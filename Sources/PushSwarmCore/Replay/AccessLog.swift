@@ -15,8 +15,12 @@ public struct AccessLogRecord: Sendable, Equatable {
     public var status: Int
     /// How long the request took, when the format says.
     public var durationMicroseconds: Int64?
+    /// Whether it came over HTTP/2 (`$server_protocol`, or the protocol at the end of
+    /// `$request`: "HTTP/2.0"), when the log says.
+    public var http2: Bool?
 
-    public init(startMicroseconds: Int64, address: String, method: String, path: String, status: Int, durationMicroseconds: Int64? = nil) {
+    public init(startMicroseconds: Int64, address: String, method: String, path: String, status: Int, durationMicroseconds: Int64? = nil, http2: Bool? = nil) {
+        self.http2 = http2
         self.startMicroseconds = startMicroseconds
         self.address = address
         self.method = method
@@ -156,6 +160,22 @@ public enum LogValues {
 
     /// A request line's method and path (query and any scheme and host dropped); nil when it is
     /// not `METHOD TARGET[ PROTOCOL]`.
+    /// Whether a protocol as nginx logs it (`HTTP/2.0`, `HTTP/1.1`) is HTTP/2; nil for anything
+    /// else (`-`, a request line without one).
+    static func isHTTP2(_ text: Span<UInt8>) -> Bool? {
+        let prefix = Array("HTTP/".utf8)
+        guard text.count > prefix.count, text.extracting(0..<prefix.count).bytesEqual(prefix.span) else { return nil }
+        return text[prefix.count] == UInt8(ascii: "2") ? true : (text[prefix.count] == UInt8(ascii: "1") ? false : nil)
+    }
+
+    /// The protocol at the end of a request line (`POST /events HTTP/2.0`), nil without one.
+    static func requestProtocol(_ text: Span<UInt8>) -> Bool? {
+        var last = -1
+        for index in 0..<text.count where text[index] == UInt8(ascii: " ") { last = index }
+        guard last > 0, last + 1 < text.count else { return nil }
+        return isHTTP2(text.extracting((last + 1)...))
+    }
+
     static func request(_ text: Span<UInt8>) -> (method: String, path: String)? {
         var space = -1
         for index in 0..<text.count where text[index] == UInt8(ascii: " ") {
@@ -234,7 +254,7 @@ public enum LogValues {
 /// Any other variable is passed over.
 public struct NginxLogFormat: Sendable {
     enum Variable: Sendable, Equatable {
-        case remoteAddr, forwardedFor, timeLocal, timeISO8601, msec, request, method, requestURI, status, requestTime
+        case remoteAddr, forwardedFor, timeLocal, timeISO8601, msec, request, method, requestURI, status, requestTime, serverProtocol
         case other
     }
 
@@ -318,6 +338,7 @@ public struct NginxLogFormat: Sendable {
         case "request_uri", "uri": .requestURI
         case "status": .status
         case "request_time": .requestTime
+        case "server_protocol": .serverProtocol
         default: .other
         }
     }
@@ -333,6 +354,7 @@ public struct NginxLogFormat: Sendable {
         var uri: String?
         var status: Int?
         var duration: Int64?
+        var http2: Bool?
         for (place, token) in tokens.enumerated() {
             switch token {
             case .literal(let text):
@@ -364,7 +386,10 @@ public struct NginxLogFormat: Sendable {
                 case .timeLocal:
                     guard let parsed = LogValues.timeLocal(value) else { throw AccessLogError("$time_local is not a time: \"\(LogValues.excerpt(value))\"") }
                     if timePrecision < 1 { time = parsed; timePrecision = 1 }
-                case .request: request = LogValues.request(value) ?? ("", isDash ? "" : LogValues.excerpt(value))
+                case .request:
+                    request = LogValues.request(value) ?? ("", isDash ? "" : LogValues.excerpt(value))
+                    if http2 == nil { http2 = LogValues.requestProtocol(value) }
+                case .serverProtocol: http2 = LogValues.isHTTP2(value)
                 case .method: method = isDash ? nil : String(decodingUTF8: value)
                 case .requestURI: uri = isDash ? nil : LogValues.path(ofTarget: value)
                 case .status:
@@ -383,7 +408,9 @@ public struct NginxLogFormat: Sendable {
         guard let time, let status else { throw AccessLogError("no time or status") }
         guard let client = address ?? forwarded else { throw AccessLogError("no client address") }
         let (requestMethod, path) = request ?? (method ?? "", uri ?? "")
-        return AccessLogRecord(startMicroseconds: time - (duration ?? 0), address: client, method: requestMethod, path: path, status: status, durationMicroseconds: duration)
+        return AccessLogRecord(
+            startMicroseconds: time - (duration ?? 0), address: client, method: requestMethod, path: path, status: status, durationMicroseconds: duration, http2: http2
+        )
     }
 
     private static func find(_ needle: [UInt8], in line: Span<UInt8>, from start: Int) -> Int? {

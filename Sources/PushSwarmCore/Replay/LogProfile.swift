@@ -24,6 +24,10 @@ public struct LogProfile: Sendable {
     public private(set) var unknownPaths: [String: Int] = [:]
     public private(set) var otherUnknownPaths = 0
     public static let distinctUnknownPaths = 1_000
+    /// Requests the log says came over HTTP/2, and over HTTP/1.x (`$server_protocol`, or the
+    /// request line's protocol); neither counts a request the log does not say of.
+    public private(set) var http2Requests = 0
+    public private(set) var http1Requests = 0
     /// The first and last request starts, Unix microseconds.
     public private(set) var first: Int64?
     public private(set) var last: Int64?
@@ -57,6 +61,9 @@ public struct LogProfile: Sendable {
     public mutating func add(_ record: AccessLogRecord, operation: String?) {
         first = min(first ?? record.startMicroseconds, record.startMicroseconds)
         last = max(last ?? record.startMicroseconds, record.startMicroseconds)
+        if let http2 = record.http2 {
+            if http2 { http2Requests += 1 } else { http1Requests += 1 }
+        }
         guard let operation else {
             if unknownPaths[record.path] != nil || unknownPaths.count < Self.distinctUnknownPaths {
                 unknownPaths[record.path, default: 0] += 1

@@ -33,6 +33,13 @@ extension ScenarioFit {
             ("retries", .number(Double(retries))),
         ]
         notes.append(("network", .string("\(addresses) client addresses; their requests are spread as over \(effectiveAddresses) equal ones (the participation ratio (Σn)²/Σn² of requests per address), so \(total) devices sit \(Self.perAddressCount(total, effectiveAddresses)) an address. Devices that sent nothing are not in a log: the count is the fewest that make its load")))
+        if let versions = httpVersions {
+            let said = protocols.http2 + protocols.http1
+            let share = Int((Double(protocols.http2) / Double(said) * 100).rounded())
+            notes.append(("http2", .string(versions == .negotiate
+                ? "\(share) % of the \(said) requests whose protocol the log gives came over HTTP/2: network.http2 negotiate, so devices speak it where the target's ALPN offers h2 (against a cleartext target, set priorKnowledge)"
+                : "the log's \(said) requests whose protocol it gives came over HTTP/1.x: network.http2 off, so the replay speaks HTTP/1.1 even to an edge that now offers h2")))
+        }
         var root: [(String, JSONValue)] = [
             ("name", .string(name)),
             ("description", .string("Fitted by pushswarm fit from \(source.files.joined(separator: ", ")) (\(source.records) requests): see the fit section for where each number came from. Edit it to try a fix, and run it with pushswarm run.")),
@@ -40,7 +47,10 @@ extension ScenarioFit {
             ("duration", .string("\(durationSeconds)s")),
             ("start", .string(Self.time(start * 1_000_000))),
             ("devices", .number(Double(total))),
-            ("network", ["devicesPerSourceIP": .number(Double(Self.perAddressCount(total, effectiveAddresses)))]),
+            ("network", .object(JSONObject(
+                [("devicesPerSourceIP", JSONValue.number(Double(Self.perAddressCount(total, effectiveAddresses))))]
+                    + (httpVersions.map { [("http2", JSONValue.string($0.rawValue))] } ?? [])
+            ))),
             ("behaviour", [
                 "newInstallShare": 0, "unreachableShare": 0, "tokenRotationsPerDay": 0, "permissionChangesPerDay": 0,
                 "pushPermissionRate": 1, "sessionsPerDay": ["constant": 0],

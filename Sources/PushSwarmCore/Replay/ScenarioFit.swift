@@ -88,6 +88,17 @@ public struct ScenarioFit: Sendable {
     public var requestLifeSeconds = 1.0
     /// What each platform's campaigns leave in a log (`fit`'s `traces`).
     public var traces: [String: CampaignTrace] = [:]
+    /// Requests the log says came over HTTP/2 and over HTTP/1.x.
+    public var protocols = (http2: 0, http1: 0)
+
+    /// Which HTTP the fitted scenario's devices speak: what most of the log's requests came over
+    /// (HTTP/2 is what ALPN agrees with an edge that offers it, the default; HTTP/1.1 only, when
+    /// the log has no HTTP/2, so that a replay against an edge that now offers it is still the
+    /// incident's); nil when the log does not say.
+    public var httpVersions: HTTPVersionPolicy? {
+        guard protocols.http2 + protocols.http1 > 0 else { return nil }
+        return protocols.http2 >= protocols.http1 ? .negotiate : .off
+    }
 
     /// What `platform`'s campaigns leave in a log (nothing known: an empty trace).
     public func trace(of platform: String) -> CampaignTrace { traces[platform] ?? CampaignTrace() }
@@ -101,6 +112,7 @@ public struct ScenarioFit: Sendable {
         let start = LogProfile.second(first)
         var fit = ScenarioFit(start: start, durationSeconds: max(1, Int(LogProfile.second(last) - start) + 1))
         fit.traces = traces
+        fit.protocols = (profile.http2Requests, profile.http1Requests)
         let rule = retry?.rule
         // First attempts by platform and operation, in time order.
         var firsts: [String: [(microseconds: Int64, operation: UInt16)]] = [:]
