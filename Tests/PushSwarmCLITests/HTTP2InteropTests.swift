@@ -314,3 +314,50 @@ import Testing
         }
     }
 }
+
+/// Simulated time's HTTP/2 (issue 51): the same model as wall time's, one connection per
+/// install carrying its requests as streams, its counts agreeing with a wall run of the scenario.
+@Suite(.serialized) struct HTTP2SimulatedTests {
+    private let cli = CommandLineTests()
+
+    /// 20 Flocktory installs (whose SDK sends requests at once), 300 requests a second for 2 s
+    /// against the built-in mock, in both clocks. With prior knowledge each install opens one
+    /// connection in either clock, and every request is a stream; with HTTP/1.1 an install with
+    /// requests at once opens more, in either clock. In simulated time an edge that offers h2 over
+    /// TLS (`mock.edge.http2`) is negotiated as one without it is not.
+    @Test func simulatedTimeCarriesAnInstallsRequestsAsStreamsAsWallTimeDoes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushswarm-h2-sim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func scenario(_ http2: String, edge: String = "{}") throws -> String {
+            let file = directory.appendingPathComponent("\(http2)-\(edge.count).json").path
+            try Data(#"""
+                {"name": "h2-sim", "seed": 7, "duration": "2s", "devices": 20,
+                 "network": {"devicesPerSourceIP": 1, "http2": "\#(http2)"},
+                 "groups": [{"name": "g", "platform": "flocktory", "os": "android", "workload": {"model": "open", "rate": "300/s"}}],
+                 "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0},
+                 "platforms": {"flocktory": {"mock": {"latency": "40ms", "edge": \#(edge)}}}}
+                """#.utf8).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        func run(_ file: String, clock: String) async throws -> JSONValue {
+            let out = directory.appendingPathComponent("run-\(UUID().uuidString)").path
+            let run = try await cli.run(["run", file, "--clock", clock, "--no-warm-up", "--out", out, "--quiet"])
+            #expect(run.status == 0, "\(clock): \(run.error)")
+            return try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))))
+        }
+        let opened = { (summary: JSONValue) in Int(summary["connections"]?["opened"]?.numberValue ?? -1) }
+        let sent = { (summary: JSONValue) in Int(summary["requests"]?["sent"]?.numberValue ?? -1) }
+        for clock in ["simulated", "wall"] {
+            let http2 = try await run(try scenario("priorKnowledge"), clock: clock)
+            #expect(opened(http2) == 20, "\(clock): one connection per install, \(opened(http2))")
+            #expect(http2["http2"]?["requests"]?.numberValue.map(Int.init) == sent(http2) && http2["http2"]?["connections"]?.numberValue == 20, "\(clock): \(String(describing: http2["http2"]))")
+            let http1 = try await run(try scenario("off"), clock: clock)
+            #expect(opened(http1) > 25 && http1["http2"] == nil, "\(clock): HTTP/1.1 opens a connection for each request at once, \(opened(http1))")
+        }
+        let offered = try await run(try scenario("negotiate", edge: #"{"tls": "1.3", "http2": true}"#), clock: "simulated")
+        #expect(opened(offered) == 20 && offered["connections"]?["handshakes"]?["full"]?.numberValue == 20, "\(String(describing: offered["connections"]))")
+        let notOffered = try await run(try scenario("negotiate", edge: #"{"tls": "1.3"}"#), clock: "simulated")
+        #expect(opened(notOffered) > 25 && notOffered["http2"] == nil)
+    }
+}

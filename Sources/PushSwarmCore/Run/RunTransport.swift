@@ -133,6 +133,9 @@ public final class SimulatedTransport: RunTransport {
     private var connections: SimulatedConnections?
     /// Each platform's edge (by mock index), and when it is free for its next full handshake.
     private var edges: [EdgeSettings] = []
+    /// Per mock host, whether an install's connections to it speak HTTP/2: prior knowledge, or
+    /// ALPN agreeing h2 with an edge that offers it over TLS (`mock.edge.http2`).
+    private var speaksHTTP2: [Bool] = []
     private var edgeFree: [Int: Instant] = [:]
     /// The connections open at each edge with a cap (`mock.edge.maxConnections`), by mock index,
     /// and the mock index of each device (from `firstDevice`) when any edge has a cap.
@@ -156,6 +159,13 @@ public final class SimulatedTransport: RunTransport {
             let groups = devices.map { fleet.groupIndex(at: $0) }
             connections = SimulatedConnections(stacks: groups.map { scenario.groups[$0].os.connectionStack }, firstDevice: devices.lowerBound)
             edges = mocks.platforms.map { scenario.platforms[$0]?.mockBehaviour.edge ?? EdgeSettings() }
+            speaksHTTP2 = edges.map { edge in
+                switch scenario.network.http2 {
+                case .priorKnowledge: true
+                case .negotiate: edge.tls != .none && edge.offersHTTP2
+                case .off: false
+                }
+            }
             if edges.contains(where: { $0.maxConnections != nil }) {
                 deviceHosts = groups.map { mocks.index(of: scenario.groups[$0].platform) ?? -1 }
             }
@@ -202,6 +212,7 @@ public final class SimulatedTransport: RunTransport {
         let completedAt: Instant
         var connect: TimeSpan?
         var handshake: TimeSpan?
+        var http2: Bool?
         /// When the request reached the service (after its connection opened or freed).
         var reached = now
         if random.chance(network.errorRate) {
@@ -216,7 +227,7 @@ public final class SimulatedTransport: RunTransport {
             var acquired: SimulatedConnections.Acquired?
             let process = InstallProcess(device: device, role: outgoing.sender)
             if connections != nil {
-                switch connections!.acquire(process, at: now, open: { open(process, stack: $0, host: host, timeout: outgoing.timeout, at: now, random: &random) }, into: &events) {
+                switch connections!.acquire(process, at: now, multiplexed: speaksHTTP2[host], open: { open(process, stack: $0, host: host, timeout: outgoing.timeout, at: now, random: &random) }, into: &events) {
                 case .failure(let failed):
                     let completion = ExchangeCompletion(
                         requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now,
@@ -229,6 +240,7 @@ public final class SimulatedTransport: RunTransport {
                     reached = taken.start
                     connect = taken.connectTime
                     handshake = taken.handshakeTime
+                    if taken.multiplexed { http2 = true }
                 }
             }
             // The service answers as of now (its limiters see the partition's time in order).
@@ -250,7 +262,12 @@ public final class SimulatedTransport: RunTransport {
             completedAt = now
         }
         // Latency counts from when the request was due; the service's own time is the mock's answer time.
-        let timings = TransportTimings(connect: connect, tlsHandshake: handshake, firstByte: completedAt - reached, service: completedAt - reached)
+        // Over HTTP/2 the request says so, as a wall run's socket does; HTTP/1.1 stays unsaid
+        // (simulated time's summaries before HTTP/2 are unchanged).
+        let timings = TransportTimings(
+            connect: connect, tlsHandshake: handshake, firstByte: completedAt - reached, service: completedAt - reached,
+            http2: http2
+        )
         let completion = ExchangeCompletion(requestID: outgoing.id, operation: outgoing.operation, sentAt: outgoing.intendedStart ?? now, outcome: outcome, timings: timings)
         return (completion, completedAt)
     }

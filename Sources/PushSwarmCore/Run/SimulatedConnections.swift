@@ -11,7 +11,9 @@
 /// edge refuses it.
 struct SimulatedConnections {
     private struct Open {
-        /// When its current exchange ends (free from then on).
+        /// When it is connected (its handshakes done).
+        var readyAt: Instant
+        /// When its current exchange ends (free from then on); over HTTP/2, its last stream.
         var freeAt: Instant
         /// When it was last used (idle since, once free).
         var lastUsed: Instant
@@ -55,6 +57,8 @@ struct SimulatedConnections {
     /// The connection a request goes out on, until `release` says how long it holds it.
     struct Acquired {
         fileprivate var slot: Int
+        /// An HTTP/2 connection's stream: it does not hold the connection for others.
+        var multiplexed = false
         /// When the request reaches the service: now, after opening a connection, or after
         /// waiting for one of the stack's connections to free.
         var start: Instant
@@ -67,13 +71,21 @@ struct SimulatedConnections {
     /// one (opened by `open`) while fewer than its stack allows are open, else the first to free.
     /// A failure, after how long, when opening one timed out or was refused.
     /// `opening` is given the install's stack (its connect timeout).
-    mutating func acquire(_ process: InstallProcess, at now: Instant, open opening: (ConnectionStack) -> Opening, into outcome: inout Outcome) -> Result<Acquired, OpenFailed> {
+    /// `multiplexed`: the origin speaks HTTP/2, so the install's one connection carries every
+    /// request as a stream from the moment it is connected (as wall time's pool, which opens one
+    /// at a time for it; the edge's stream limit is not reached by one install's requests).
+    mutating func acquire(
+        _ process: InstallProcess, at now: Instant, multiplexed: Bool = false, open opening: (ConnectionStack) -> Opening, into outcome: inout Outcome
+    ) -> Result<Acquired, OpenFailed> {
         let device = process.device
         let stack = stacks[device - firstDevice]
         var install = installs[process] ?? Install()
         removeExpired(&install.open, device: device, idle: stack.idleTimeout, at: now, into: &outcome)
         defer { installs[process] = install.open.isEmpty && install.sweep == nil ? nil : install }
         let open = install.open
+        if multiplexed, let connection = open.first {
+            return .success(Acquired(slot: 0, multiplexed: true, start: max(now, connection.readyAt)))
+        }
         if let warmest = open.indices.filter({ open[$0].freeAt <= now }).max(by: { open[$0].lastUsed < open[$1].lastUsed }) {
             return .success(Acquired(slot: warmest, start: now))
         }
@@ -86,10 +98,12 @@ struct SimulatedConnections {
                 outcome.events.append((now + after, device, .refused))
                 return .failure(OpenFailed(after: after, refused: true))
             case .connected(let time, let handshakeTime, let tls):
-                install.open.append(Open(freeAt: now + time, lastUsed: now + time))
+                install.open.append(Open(readyAt: now + time, freeAt: now + time, lastUsed: now + time))
                 outcome.events.append((now + time, device, .opened(tls: tls)))
+                if multiplexed { outcome.events.append((now + time, device, .speaksHTTP2)) }
                 return .success(Acquired(
-                    slot: install.open.count - 1, start: now + time, connectTime: time - handshakeTime, handshakeTime: tls == nil ? nil : handshakeTime
+                    slot: install.open.count - 1, multiplexed: multiplexed, start: now + time, connectTime: time - handshakeTime,
+                    handshakeTime: tls == nil ? nil : handshakeTime
                 ))
             }
         }
@@ -108,8 +122,9 @@ struct SimulatedConnections {
     /// install's idle sweep, should one be armed.
     mutating func release(_ process: InstallProcess, _ acquired: Acquired, until: Instant, token: UInt64, into outcome: inout Outcome) {
         guard var install = installs[process], install.open.indices.contains(acquired.slot) else { return }
-        install.open[acquired.slot].freeAt = until
-        install.open[acquired.slot].lastUsed = until
+        // A stream holds its HTTP/2 connection busy until the last stream on it ends.
+        install.open[acquired.slot].freeAt = acquired.multiplexed ? max(install.open[acquired.slot].freeAt, until) : until
+        install.open[acquired.slot].lastUsed = install.open[acquired.slot].freeAt
         if install.sweep == nil {
             install.sweep = token
             outcome.sweep = (token, process, Self.firstExpiry(install.open, idle: stacks[process.device - firstDevice].idleTimeout))

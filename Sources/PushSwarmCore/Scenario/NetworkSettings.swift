@@ -91,6 +91,11 @@ public struct EdgeSettings: Sendable, Equatable {
     /// more is refused with REFUSED_STREAM, which the client sends again. Wall time's mock; nil:
     /// 128, as nginx.
     public var maxConcurrentStreams: Int?
+    /// Simulated time: the edge offers `h2` by ALPN over its TLS (as nginx with `http2` on, and
+    /// wall time's `pushswarm mock --tls-cert`), so installs that negotiate (`network.http2`, the
+    /// default) carry their requests as streams of one connection. Off unless a scenario says,
+    /// so that simulated runs before HTTP/2 are the same; prior knowledge speaks it regardless.
+    public var offersHTTP2 = false
 
     /// True when the edge keeps state across source addresses (a handshake queue, a connection
     /// count), which makes a run with it one partition.

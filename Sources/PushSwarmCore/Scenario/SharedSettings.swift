@@ -17,6 +17,7 @@ extension ObjectReader {
             edge.handshakesPerSecond = try object.optional("handshakesPerSecond") { try $0.number(in: 0.001...1e9) }
             edge.maxConnections = try object.optional("maxConnections") { try $0.integer(minimum: 1, maximum: 100_000_000) }
             edge.maxConcurrentStreams = try object.optional("maxConcurrentStreams") { try $0.integer(minimum: 1, maximum: 1_000_000) }
+            edge.offersHTTP2 = try object.optional("http2") { try $0.bool() } ?? false
             try object.finish()
             return edge
         }) { behaviour.edge = edge }
