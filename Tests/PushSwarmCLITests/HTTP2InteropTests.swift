@@ -102,8 +102,8 @@ import Testing
     /// SDK sends each at once, not one after another): about 15 a second each, against the built-in mock behind nginx (answers in 40 ms or so), so an
     /// install often has two at once. Over
     /// HTTP/2 every request is logged HTTP/2.0 and each install's requests share one connection,
-    /// its concurrent ones as streams; PushSwarm's connections that carried requests are nginx's
-    /// and its requests are nginx's. The same run with HTTP/2 off in nginx falls back to HTTP/1.1 through
+    /// its concurrent ones as streams; PushSwarm's connections that carried requests are nginx's,
+    /// its requests are nginx's, and the mock's ledger holds every order the devices saw accepted. The same run with HTTP/2 off in nginx falls back to HTTP/1.1 through
     /// ALPN, where an install with two requests at once opens a second connection.
     @Test(.enabled(if: which("nginx") != nil && which("openssl") != nil, "needs nginx (apt-get install nginx-light) and openssl"))
     func devicesSpeakHTTP2WhenTheEdgeOffersItAndHTTP1WhenItDoesNot() async throws {
@@ -123,6 +123,7 @@ import Testing
         defer { mock.stop() }
         #expect(waitForPort(mockPort, timeout: 30))
         var perInstall: [Bool: [String: Set<String>]] = [:]
+        var ordersAccepted = 0
         for http2 in [true, false] {
             let proxy = cli.mockProxy(port: mockPort, temporary: keys)
             let (nginx, port, directory) = try cli.startNginx(
@@ -139,6 +140,7 @@ import Testing
             #expect(run.status == 0, "http2 \(http2): \(run.error)")
             let summary = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: out + "/summary.json"))))
             let sent = summary["operations"]?.objectValue?.members.reduce(0) { $0 + Int($1.value["count"]?.numberValue ?? 0) } ?? -1
+            ordersAccepted += Int(summary["operations"]?["flocktory.order"]?["byStatus"]?["200"]?.numberValue ?? 0)
             let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
             let lines = log.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
             #expect(lines.count > 600, "http2 \(http2): \(lines.count) requests")
@@ -156,6 +158,12 @@ import Testing
             }
             perInstall[http2] = Dictionary(grouping: lines, by: { $0[2] }).mapValues { Set($0.map { $0[0] }) }
         }
+        // The ledger is exact: the mock behind nginx accepted each order the devices saw accepted,
+        // once (a wall run's ids are its own, so the second run's orders are new ones).
+        let ledger = try JSONParser.parse(try cli.shell("curl", ["-s", "http://127.0.0.1:\(mockPort)/ledger"]))
+        #expect(ordersAccepted > 0 && ledger["platforms"]?["flocktory"]?["accepted"]?.numberValue.map(Int.init) == ordersAccepted,
+                "orders answered 200: \(ordersAccepted); the mock's ledger: \(ledger)")
+        #expect(ledger["platforms"]?["flocktory"]?["duplicates"]?.numberValue == 0)
         let h2 = try #require(perInstall[true])
         let h1 = try #require(perInstall[false])
         print("connections per install: HTTP/2 \(h2.values.map(\.count).sorted()), HTTP/1.1 \(h1.values.map(\.count).sorted())")
