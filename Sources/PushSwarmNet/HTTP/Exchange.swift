@@ -20,6 +20,11 @@ final class Exchange: @unchecked Sendable {
     var stream: UInt32 = 0
     /// Times it went again because an HTTP/2 server had not processed it (GOAWAY, REFUSED_STREAM).
     var unprocessedRetries = 0
+    /// Times a request goes again after a server left it unprocessed before it fails: a server
+    /// that refuses everything is an answer.
+    static let maxUnprocessedRetries = 3
+    /// Whether it may go again after a server left it unprocessed once more.
+    var mayGoAgainUnprocessed: Bool { unprocessedRetries < Self.maxUnprocessedRetries }
     /// Its place in its pool's wait queue while it waits for a connection (see `ConnectionPool`).
     var waitTicket: Int?
 

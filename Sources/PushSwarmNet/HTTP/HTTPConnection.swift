@@ -214,15 +214,9 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             finishExchange(exchange, with: message, now: pool.loop.now)
             return
         }
-        if exchangesCarried > 0 && !receivedForCurrent && !exchange.retriedStale {
-            // The server closed a kept-alive connection as the request went out (RFC 9112
-            // section 9.3.1): the request never reached it, so it is sent once more. It waits in
-            // the pool before the connection is gone: an install's pool left with nothing would
-            // leave its loop's table, and the request would open a connection in a pool the
-            // install's next request no longer finds.
-            exchange.retriedStale = true
-            exchange.connection = nil
-            pool.submit(exchange, atFront: true)
+        // The server closed a kept-alive connection as the request went out: the request never
+        // reached it, so it is sent once more.
+        if !receivedForCurrent && retryStale(exchange) {
             pool.connectionGone(self)
             return
         }
@@ -304,7 +298,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
             case .reset(let stream, let code, let retryable):
                 pool.tell(.streamReset(code: code))
                 guard let exchange = http2?.exchanges.removeValue(forKey: stream) else { continue }
-                if retryable && exchange.unprocessedRetries < HTTP2Streams.maxUnprocessedRetries {
+                if retryable && exchange.mayGoAgainUnprocessed {
                     retried.append(exchange)
                 } else {
                     finished.append((exchange, .failure(NetError(.streamReset, detail: "the server reset the stream: \(HTTP2ErrorCode.name(of: code))"))))
@@ -313,7 +307,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
                 pool.tell(.goAway(code: code))
                 for stream in unprocessed {
                     guard let exchange = http2?.exchanges.removeValue(forKey: stream) else { continue }
-                    if exchange.unprocessedRetries < HTTP2Streams.maxUnprocessedRetries {
+                    if exchange.mayGoAgainUnprocessed {
                         retried.append(exchange)
                     } else {
                         finished.append((exchange, .failure(NetError(.unprocessed, detail: "GOAWAY \(HTTP2ErrorCode.name(of: code)) left it unprocessed \(exchange.unprocessedRetries + 1) times"))))
@@ -351,9 +345,7 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         for (exchange, outcome) in finished {
             switch outcome {
             case .response(let response):
-                exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
-                exchange.timings.service += now - exchange.writtenAt
-                exchange.finish(now: now) { .response(response, $0) }
+                answer(exchange, with: response, now: now)
             case .failure(let error):
                 exchange.finish(now: now) { .failure(error, $0) }
             }
@@ -373,35 +365,42 @@ final class HTTPConnection: ConnectionDelegate, @unchecked Sendable {
         let exchanges = http2?.exchanges.values.sorted { $0.stream < $1.stream } ?? []
         http2?.exchanges.removeAll()
         var failed: [Exchange] = []
-        for exchange in exchanges where !exchange.isFinished {
-            if exchangesCarried > 0 && !exchange.retriedStale {
-                exchange.retriedStale = true
-                exchange.connection = nil
-                pool.submit(exchange, atFront: true)
-            } else {
-                failed.append(exchange)
-            }
-        }
+        for exchange in exchanges where !exchange.isFinished && !retryStale(exchange) { failed.append(exchange) }
         pool.connectionGone(self)
         let failure = error ?? NetError(.closedBeforeResponse, detail: "the server closed the connection before a complete response")
         for exchange in failed { exchange.finish(now: pool.loop.now) { .failure(failure, $0) } }
     }
 
     private func finishExchange(_ exchange: Exchange, with message: HTTPMessage, now: UInt64) {
+        let status = Int(message.startLine.1) ?? 0
+        answer(exchange, with: Response(status: status, headers: message.headers, body: message.body), now: now)
+    }
+
+    /// Ends `exchange` with its answer, complete at `now`: its time to first byte and its service
+    /// time (from its request written), over either protocol.
+    private func answer(_ exchange: Exchange, with response: Response, now: UInt64) {
         exchange.timings.firstByte += exchange.firstByteAt > exchange.writtenAt ? exchange.firstByteAt - exchange.writtenAt : 0
         exchange.timings.service += now - exchange.writtenAt
-        let status = Int(message.startLine.1) ?? 0
-        let response = Response(status: status, headers: message.headers, body: message.body)
         exchange.finish(now: now) { .response(response, $0) }
+    }
+
+    /// Sends `exchange` once more on a fresh connection when a kept-alive one closed under it
+    /// before any answer (RFC 9112 section 9.3.1, and HTTP/2 without GOAWAY); false when it
+    /// cannot go again (the connection carried nothing before, or it was retried already). It
+    /// waits in the pool before the connection is counted gone: an install's pool left with
+    /// nothing would leave its loop's table, and the request would open a connection in a pool
+    /// the install's next request no longer finds.
+    private func retryStale(_ exchange: Exchange) -> Bool {
+        guard exchangesCarried > 0 && !exchange.retriedStale else { return false }
+        exchange.retriedStale = true
+        exchange.connection = nil
+        pool.submit(exchange, atFront: true)
+        return true
     }
 }
 
 /// An HTTP/2 connection's state and the exchange each of its open streams carries.
 struct HTTP2Streams {
-    /// Times a request goes again after a server left it unprocessed (GOAWAY above its last
-    /// stream, REFUSED_STREAM) before it fails: a server that refuses everything is an answer.
-    static let maxUnprocessedRetries = 3
-
     var state: HTTP2ClientConnection
     var exchanges: [UInt32: Exchange] = [:]
 }
