@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -35,15 +36,37 @@ int ps_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
     return epoll_ctl(epfd, op, fd, &event);
 }
 
-int ps_epoll_wait(int epfd, ps_event *events, int max, int timeout_ms) {
-    struct epoll_event raw[256];
-    if (max > 256) max = 256;
-    int count = epoll_wait(epfd, raw, max, timeout_ms);
+/* Copies the kernel's packed events into ps_event. */
+static int ps_copy_events(struct epoll_event *raw, int count, ps_event *events) {
     for (int i = 0; i < count; i++) {
         events[i].events = raw[i].events;
         events[i].data = raw[i].data.u64;
     }
     return count;
+}
+
+int ps_epoll_wait(int epfd, ps_event *events, int max, int timeout_ms) {
+    struct epoll_event raw[256];
+    if (max > 256) max = 256;
+    return ps_copy_events(raw, epoll_wait(epfd, raw, max, timeout_ms), events);
+}
+
+/* 1 once epoll_pwait2 answered ENOSYS (a kernel before 5.11): whole milliseconds from then on. */
+static _Atomic int ps_no_pwait2 = 0;
+
+int ps_epoll_wait_ns(int epfd, ps_event *events, int max, int64_t timeout_ns) {
+    struct epoll_event raw[256];
+    if (max > 256) max = 256;
+    if (timeout_ns < 0) timeout_ns = 0;
+    if (!ps_no_pwait2) {
+        struct timespec timeout = { .tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000 };
+        int count = epoll_pwait2(epfd, raw, max, &timeout, NULL);
+        if (count >= 0 || errno != ENOSYS) return count < 0 ? count : ps_copy_events(raw, count, events);
+        ps_no_pwait2 = 1;
+    }
+    /* Rounded up, so that a timer is never woken for early. */
+    int64_t ms = (timeout_ns + 999999) / 1000000;
+    return ps_copy_events(raw, epoll_wait(epfd, raw, max, ms > 1000 ? 1000 : (int)ms), events);
 }
 
 int ps_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }

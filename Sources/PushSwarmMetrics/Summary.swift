@@ -165,6 +165,12 @@ public struct Summary: Sendable {
     /// them more than a second late (PushSwarm did not keep up).
     public var shedArrivals: UInt64 { metrics.counters["workload.shed"] ?? 0 }
     public var missedStarts: UInt64 { metrics.counters["workload.missedStarts"] ?? 0 }
+    /// Wall time: how often the event loops woke, and the readiness events a wake-up brought on
+    /// average (more a wake-up is cheaper a request); nil when no loop counted (simulated time).
+    public var loopWakeUps: (wakeUps: UInt64, eventsPerWakeUp: Double)? {
+        guard let waits = metrics.counters["eventLoop.waits"], waits > 0 else { return nil }
+        return (waits, Double(metrics.counters["eventLoop.events"] ?? 0) / Double(waits))
+    }
     /// Every open-workload arrival: started, shed or missed.
     public var offeredArrivals: UInt64 { (startedArrivals ?? 0) + shedArrivals + missedStarts }
 
@@ -233,6 +239,10 @@ public struct Summary: Sendable {
             // A generator that starts work late measures its own lateness, not the service's.
             var generator: JSONObject = ["lagP99Ms": .number(lagP99), "saturatedThresholdMs": .number(Self.saturationThresholdMs)]
             if let cpuBusy { generator["cpuBusy"] = .number((cpuBusy * 1_000).rounded() / 1_000) }
+            if let loops = loopWakeUps {
+                generator["wakeUps"] = count(loops.wakeUps)
+                generator["eventsPerWakeUp"] = .number((loops.eventsPerWakeUp * 100).rounded() / 100)
+            }
             generator["missedStarts"] = count(missedStarts)
             generator["shedArrivals"] = count(shedArrivals)
             generator["saturated"] = .bool(isSaturated)

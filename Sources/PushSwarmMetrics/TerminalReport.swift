@@ -79,7 +79,8 @@ public enum TerminalReport {
                 ? "SATURATED: work started late or not at all, or the CPU was pegged, so the load asked for was not the load put on; run fewer devices or a lower rate"
                 : "ok"
             let cpu = summary.cpuBusy.map { " · CPU \(whole($0 * 100)) % of the cores" } ?? ""
-            lines.append("Generator   lag p99 \(format2(milliseconds)) ms\(cpu) (\(verdict))")
+            let loops = summary.loopWakeUps.map { " · \(group($0.wakeUps)) wake-ups, \(format2($0.eventsPerWakeUp)) events each" } ?? ""
+            lines.append("Generator   lag p99 \(format2(milliseconds)) ms\(cpu)\(loops) (\(verdict))")
         }
         if summary.ledger != nil {
             let verdict = summary.lost == 0 ? "ok: every item devices saw accepted is in the ledger" : "LOST: \(summary.lost) items devices saw accepted are missing from the ledger"

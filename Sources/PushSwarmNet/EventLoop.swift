@@ -190,14 +190,41 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
         timers.remove(timer)
     }
 
-    /// How long epoll may wait for the next timer: rounded up, so that a timer is never woken
-    /// for early; a second at most. On a manual clock only a due timer shortens the wait (time
-    /// moves by `advanceTime`, which wakes the loop).
-    private func millisecondsUntilNextTimer(now: UInt64) -> Int32 {
-        guard let deadline = timers.nextDeadline else { return 1000 }
+    /// How long epoll may wait for the next timer, in nanoseconds (epoll_pwait2): a timer wakes
+    /// the loop at its deadline, not up to a millisecond after it; a second at most. On a manual
+    /// clock only a due timer shortens the wait (time moves by `advanceTime`, which wakes the loop).
+    private func nanosecondsUntilNextTimer(now: UInt64) -> UInt64 {
+        guard let deadline = timers.nextDeadline else { return 1_000_000_000 }
         if deadline <= now { return 0 }
-        if manualClock != nil { return 1000 }
-        return Int32(min(1000, (deadline - now + 999_999) / 1_000_000))
+        if manualClock != nil { return 1_000_000_000 }
+        return min(1_000_000_000, deadline - now)
+    }
+
+    /// What the loop's waits have done so far: read on the loop's thread (`statistics()`).
+    public struct Statistics: Sendable, Equatable {
+        /// Calls to epoll_pwait2 (or epoll_wait): the loop's wake-ups, and its sleeps.
+        public var waits: UInt64 = 0
+        /// Readiness events those waits returned, the loop's own wake-up signal included.
+        public var events: UInt64 = 0
+        /// Waits that returned no event: a timer's deadline, or a second with nothing to do.
+        public var emptyWaits: UInt64 = 0
+
+        public init() {}
+
+        public static func + (left: Statistics, right: Statistics) -> Statistics {
+            var sum = left
+            sum.waits &+= right.waits
+            sum.events &+= right.events
+            sum.emptyWaits &+= right.emptyWaits
+            return sum
+        }
+    }
+
+    private var counted = Statistics()
+
+    /// The loop's figures so far, read on its thread after what was handed to it before.
+    public func statistics() async -> Statistics {
+        await onLoop { self.counted }
     }
 
     func stop() {
@@ -241,9 +268,11 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
     private func run() {
         var events = [ps_event](repeating: ps_event(), count: 256)
         while !stopped.load(ordering: .acquiring) {
-            let timeout = millisecondsUntilNextTimer(now: now)
-            let count = Sockets.epollWait(epoll, into: &events, timeoutMilliseconds: timeout)
+            let timeout = nanosecondsUntilNextTimer(now: now)
+            let count = Sockets.epollWait(epoll, into: &events, timeoutNanoseconds: timeout)
+            counted.waits &+= 1
             if count > 0 {
+                counted.events &+= UInt64(count)
                 for index in 0..<Int(count) {
                     let event = events[index]
                     if event.data == UInt64.max {
@@ -256,6 +285,8 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
                         object.ready(event.events)
                     }
                 }
+            } else if count == 0 {
+                counted.emptyWaits &+= 1
             }
             runDueTimers()
             runInbox()

@@ -87,6 +87,14 @@ import Testing
         #expect(summary(lagMicroseconds: 2_000, cpu: 0.4, missed: 3).isSaturated, "starts missed")
         let generator = try #require(summary(lagMicroseconds: 2_000, cpu: 0.95).json["generator"])
         #expect(generator["saturated"] == .bool(true) && generator["cpuBusy"] == .number(0.95))
+        #expect(generator["wakeUps"] == nil, "no loop counted: no wake-ups reported")
+        // The loops' count of their wake-ups, and the events each brought on average.
+        var woken = summary(lagMicroseconds: 2_000, cpu: 0.4)
+        woken.metrics.counters["eventLoop.waits"] = 400
+        woken.metrics.counters["eventLoop.events"] = 1_000
+        let counted = try #require(woken.json["generator"])
+        #expect(counted["wakeUps"] == .number(400) && counted["eventsPerWakeUp"] == .number(2.5))
+        #expect(TerminalReport.render(woken, reportPath: nil).contains("400 wake-ups, 2.50 events each"))
         // Simulated runs have no generator section: nothing of theirs is late.
         var simulated = Summary(scenario: "s", seed: 1, clock: "simulated", devices: 1, simulatedSeconds: 1, wallSeconds: 1, runID: "r", version: "v", metrics: RunMetrics(), ledger: nil, lost: 0, pendingAtEnd: 0)
         simulated.cpuBusy = nil

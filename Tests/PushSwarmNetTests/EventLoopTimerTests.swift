@@ -71,6 +71,24 @@ import Testing
         #expect(await seen() == [10, 20, 20, 30, 30, 50])
     }
 
+    /// A loop counts its waits and the events they brought (`EventLoop.Statistics`, a wall run's
+    /// `generator.wakeUps` and `eventsPerWakeUp`): work handed over from another thread wakes
+    /// it through its eventfd, an event; a timer's deadline ends a wait with none.
+    @Test func theLoopCountsItsWaitsAndTheEventsTheyBrought() async {
+        let group = EventLoopGroup(threads: 1, name: "statistics-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let before = await loop.statistics()
+        #expect(before.waits >= 1 && before.events >= 1, "reading the figures was handed over, a wake-up: \(before)")
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute { loop.schedule(afterNanoseconds: 1_000_000) { continuation.resume() } }
+        }
+        let after = await loop.statistics()
+        #expect(after.waits > before.waits && after.events > before.events, "\(before) then \(after)")
+        #expect(after.emptyWaits > before.emptyWaits, "the timer's deadline ended a wait with no event: \(before) then \(after)")
+        #expect((before + after).waits == before.waits + after.waits)
+    }
+
     private final class Weak: @unchecked Sendable {
         var timers: [() -> LoopTimer?] = []
     }

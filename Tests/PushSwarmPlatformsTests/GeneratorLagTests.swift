@@ -4,6 +4,7 @@ import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
 import PushSwarmSystem
+import Synchronization
 
 /// Generator lag is how late a wall run's loop reached what it had scheduled: the run's own
 /// saturation, which `capacity`'s verdict, `compare`'s exit 3, "held" in the benchmarks and the
@@ -41,6 +42,42 @@ import PushSwarmSystem
         #expect(p99 >= 38_000 && p99 <= 50_500, "lag p99 \(p99) µs")
         #expect((lag.value(atQuantile: 0.5) ?? 1) == 0, "most items are on time")
     }
+
+    /// A wall run makes and starts every device, and sets up its arrival streams, before its
+    /// clock starts: `beforeStart` (where a wall run starts its clock) hears of all of them made
+    /// while no partition has yet sent anything or asked to be woken. Making 10,000 devices after
+    /// instant zero once held the first arrivals back by 40 ms, the first second's p99.
+    @Test func devicesAreMadeBeforeTheRunsClockStarts() async throws {
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array("""
+            {"name": "made-first", "seed": 4, "duration": "2s", "devices": 3000, "clock": "wall",
+             "network": {"devicesPerSourceIP": 100}, "warmUp": {"enabled": false},
+             "groups": [{"name": "load", "platform": "smartapppush", "os": "android", "workload": {"model": "open", "rate": "100/s"}}],
+             "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
+            """.utf8))
+        var setups: [Run.PartitionSetup] = []
+        var threads: [PartitionThread] = []
+        var transports: [SteppedTransport] = []
+        for (number, devices) in Run.ranges(scenario, shard: nil, partitions: 2).enumerated() {
+            let thread = PartitionThread(name: "made-first-\(number)")
+            let local = scenario.partitionCopy()
+            let mocks = MockFleet(scenario: local)
+            let transport = SteppedTransport(inner: SimulatedTransport(scenario: local, mocks: mocks, devices: devices), thread: thread, stallEachSecond: .zero)
+            threads.append(thread)
+            transports.append(transport)
+            setups.append(Run.PartitionSetup(executor: thread, transport: transport, mocks: mocks, devices: devices))
+        }
+        let run = Run(scenario: scenario, partitions: setups, ownedThreads: threads)
+        let seen = Mutex<[(made: Int, touched: Bool)]>([])
+        run.beforeStart = { [transports] made in
+            seen.withLock { $0.append((made, transports.contains(where: \.touched))) }
+        }
+        let result = await run.run()
+        let calls = seen.withLock { $0 }
+        try #require(calls.count == 1, "beforeStart once, not \(calls.count) times")
+        #expect(calls[0].made == 3_000, "every device made before the clock starts")
+        #expect(!calls[0].touched, "nothing sent and no wake-up asked before the clock starts")
+        #expect((result.metrics.counters["workload.arrivals"] ?? 0) > 100, "and the run ran")
+    }
 }
 
 /// A live transport on a clock the test moves, standing for an event loop: answers come from the
@@ -55,6 +92,8 @@ private final class SteppedTransport: ForwardingTransport, LiveTransport, @unche
     private var wakeUp: (at: Instant, tick: () -> Void)?
     private var answers: [Arrival] = []
     private var driving = false
+    /// Set once the partition sends or asks to be woken.
+    private(set) var touched = false
 
     init(inner: SimulatedTransport, thread: PartitionThread, stallEachSecond: TimeSpan) {
         self.thread = thread
@@ -67,6 +106,7 @@ private final class SteppedTransport: ForwardingTransport, LiveTransport, @unche
     func onArrival(_ handler: @escaping (Arrival) -> Void) { deliver = handler }
 
     func wake(at instant: Instant, _ tick: @escaping () -> Void) {
+        touched = true
         wakeUp = (instant, tick)
         guard !driving else { return }
         driving = true
@@ -74,6 +114,7 @@ private final class SteppedTransport: ForwardingTransport, LiveTransport, @unche
     }
 
     override func send(_ outgoing: OutgoingRequest, device: Int, platform: String, source: SourceAddress, at now: Instant) -> (ExchangeCompletion, Instant)? {
+        touched = true
         if let (completion, at) = inner.send(outgoing, device: device, platform: platform, source: source, at: now) {
             answers.append(Arrival(device: device, payload: .completion(completion), at: at))
         }

@@ -25,6 +25,9 @@ int ps_epoll_create(void);
 int ps_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /// Waits up to timeout_ms (-1: forever); returns the number of events or -1 (errno set).
 int ps_epoll_wait(int epfd, ps_event *events, int max, int timeout_ms);
+/// As ps_epoll_wait with a timeout in nanoseconds (epoll_pwait2, Linux 5.11); on an older kernel
+/// rounded up to whole milliseconds, at most a second.
+int ps_epoll_wait_ns(int epfd, ps_event *events, int max, int64_t timeout_ns);
 
 int ps_eventfd(void);
 int ps_eventfd_signal(int fd);

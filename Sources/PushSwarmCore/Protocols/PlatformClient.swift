@@ -123,6 +123,18 @@ public enum DeviceAction: Sendable {
     case closeConnections(ConnectionCloseReason, ProcessRole)
 }
 
+extension DeviceAction {
+    /// True for what only the run's own books see (a timer, a count, a measured span), false for
+    /// what reaches the transport, a mock or the push gateway. A wall run does the first kind of a
+    /// device's start before its clock starts (`Partition.prepare`).
+    var isBookkeeping: Bool {
+        switch self {
+        case .schedule, .scheduleLifecycle, .drop, .backoff, .count, .duration: true
+        case .send, .pushAddress, .confirmed, .openSocket, .sendOnSocket, .closeSocket, .completed, .closeConnections: false
+        }
+    }
+}
+
 /// Creates clients for one kind of device of a platform (a client profile chosen per group).
 public protocol ClientProfile: Sendable {
     /// How the push provider identifies this device, and whether that identity rotates.

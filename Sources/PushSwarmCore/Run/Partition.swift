@@ -108,6 +108,10 @@ final class Partition: @unchecked Sendable {
     }
 
     var slots: [DeviceSlot] = []
+    /// Wall time, between `prepare` and `start`: a warm-up's, the profiles of the devices made
+    /// in `slots`; a run's, what the devices' starts asked of the transport, by device index.
+    var preparedProfiles: [DeviceProfile]?
+    var preparedStart: [(device: Int, actions: [DeviceAction])]?
     /// Each group's platform name, by group index.
     let groupPlatforms: [String]
     /// Where this partition's devices stand in their groups across the fleet.
@@ -192,9 +196,26 @@ final class Partition: @unchecked Sendable {
     /// waiting ceiling numbers them; the warm-up paces by them too).
     func addressPlace(of index: Int) -> Int { ceiling.place(of: index) }
 
+    /// Makes the devices and starts each at instant zero; `started` gets what it asked for.
+    private func startDevices(_ started: (Int, [DeviceAction]) -> Void) {
+        makeDevices { index, profile, device in
+            // After a warm-up, an install it did not register learns nothing (""), and registers
+            // as its SDK would rather than with what a built-in mock would know.
+            if let memories, profile.isInstalledAtStart { device.assumeIsolated { $0.remember(warmUp: memories[range.lowerBound + index] ?? "") } }
+            let (actions, known) = device.assumeIsolated { $0.start(now: .start) }
+            if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
+            started(index, actions)
+        }
+    }
+
     /// Makes the partition's devices, in fleet order, and hands each (with its local index and
-    /// profile) to `made`.
+    /// profile) to `made`; devices `prepare` made are handed over as they are.
     func makeDevices(_ made: (Int, DeviceProfile, VirtualDevice) -> Void) {
+        if let profiles = preparedProfiles {
+            preparedProfiles = nil
+            for index in slots.indices { made(index, profiles[index], slots[index].device) }
+            return
+        }
         slots.reserveCapacity(range.count)
         for index in 0..<range.count {
             let profile = fleet.profile(at: range.lowerBound + index)
@@ -204,21 +225,58 @@ final class Partition: @unchecked Sendable {
         }
     }
 
+    /// Wall time: makes and starts the devices before the run's clock starts (`Run.beforeStart`),
+    /// so that the first second measures the service rather than the run's own setting up: the
+    /// making and starting of every device actor, the arrival streams, the waiting ceiling's
+    /// first count (tens of milliseconds for 10,000 devices, during which the first arrivals
+    /// would wait). What the devices' starts asked for that is only bookkeeping (timers, counts)
+    /// is done here; what reaches the transport (a request, a socket) waits for `start`, at
+    /// instant zero. A warm-up's devices are only made (`startWarmUp` starts them its own way).
+    /// Returns how many devices the partition holds.
+    @discardableResult
+    func prepare() -> Int {
+        onLoop()
+        guard slots.isEmpty else { return slots.count }
+        if warmUp != nil {
+            var profiles: [DeviceProfile] = []
+            profiles.reserveCapacity(range.count)
+            makeDevices { _, profile, _ in profiles.append(profile) }
+            preparedProfiles = profiles
+            return slots.count
+        }
+        var waiting: [(device: Int, actions: [DeviceAction])] = []
+        startDevices { index, actions in
+            var later: [DeviceAction] = []
+            for action in actions {
+                if action.isBookkeeping {
+                    execute([action], device: index, now: .start, isDraining: false)
+                } else {
+                    later.append(action)
+                }
+            }
+            if !later.isEmpty { waiting.append((index, later)) }
+        }
+        startWaitingCeiling()
+        startWorkloads()
+        preparedStart = waiting
+        return slots.count
+    }
+
     func start() {
         if let warmUp { return startWarmUp(warmUp) }
-        makeDevices { index, profile, device in
-            // After a warm-up, an install it did not register learns nothing (""), and registers
-            // as its SDK would rather than with what a built-in mock would know.
-            if let memories, profile.isInstalledAtStart { device.assumeIsolated { $0.remember(warmUp: memories[range.lowerBound + index] ?? "") } }
-            let (actions, known) = device.assumeIsolated { $0.start(now: .start) }
-            if let known, let mocks, let host = mocks.index(of: profile.platform) { mocks.knowDevice(platform: host, known) }
-            execute(actions, device: index, now: .start, isDraining: false)
+        let prepared = preparedStart
+        preparedStart = nil
+        if let prepared {
+            for (index, actions) in prepared { execute(actions, device: index, now: .start, isDraining: false) }
+        } else {
+            startDevices { index, actions in execute(actions, device: index, now: .start, isDraining: false) }
         }
         for (index, campaign) in scenario.campaigns.enumerated() {
             queue.schedule(.campaign(index), at: Instant.start + campaign.at)
         }
         for push in heldPushes { queue.schedule(.externalPush(token: push.token, data: push.data, isDataOnly: push.isDataOnly), at: .start) }
         heldPushes = []
+        guard prepared == nil else { return }
         startWaitingCeiling()
         startWorkloads()
     }

@@ -49,6 +49,12 @@ public final class Run: @unchecked Sendable {
     /// before `run()`.
     public var onProgress: (@Sendable (RunProgress) -> Void)?
 
+    /// Wall time: called once every partition has made and started its devices and set up its
+    /// workloads, before any partition's clock-bound work (`Partition.prepare`), with the number
+    /// of devices made; the caller starts the run's clock there (`WallClock.restart`). Set before
+    /// `run()`.
+    public var beforeStart: (@Sendable (_ devicesMade: Int) -> Void)?
+
     /// `setups`: one per partition. `threads`: executors the run owns and stops at its end.
     /// `warmUp`: run the warm-up before a run instead of the run; `memories`: what a warm-up
     /// learnt (`RunResult.warmUpMemories`), for this run's devices.
@@ -152,6 +158,19 @@ public final class Run: @unchecked Sendable {
                 devices: setup.devices, positions: positions[number], processDevices: processDevices, countsRunEvents: number == 0 && (shard?.index ?? 1) == 1, progress: warmUp == nil ? board : nil,
                 warmUp: warmUp, memories: memories, heldPushes: heldPushes[number] ?? []
             )
+        }
+        if setups.contains(where: { $0.transport is any LiveTransport }) {
+            let made = await withTaskGroup(of: Int.self) { group in
+                for partition in partitions {
+                    group.addTask {
+                        await withCheckedContinuation { (made: CheckedContinuation<Int, Never>) in
+                            partition.executor.execute { made.resume(returning: partition.prepare()) }
+                        }
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+            beforeStart?(made)
         }
         let results = await withTaskGroup(of: PartitionResult.self) { group in
             for partition in partitions {

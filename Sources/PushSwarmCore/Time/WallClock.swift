@@ -15,11 +15,13 @@ public final class WallClock: Sendable {
     /// real time.
     public var originUnixSeconds: Int64 { originUnix.load(ordering: .relaxed) }
 
-    /// Instant zero becomes now: the run after a warm-up starts its own timeline. Only between
-    /// runs, when nothing is scheduled on this clock.
-    public func restart() {
+    /// Instant zero becomes now: the run after a warm-up starts its own timeline, and a run
+    /// starts once its devices are made. Only between runs, when nothing is scheduled on this
+    /// clock. `keepingCalendar`: the calendar time at instant zero stays what it was (the
+    /// scenario's calendar was already set from it; the restart moves it by milliseconds).
+    public func restart(keepingCalendar: Bool = false) {
         originMicroseconds.store(Self.microseconds(ContinuousClock.now - base), ordering: .relaxed)
-        originUnix.store(Int64(Date().timeIntervalSince1970), ordering: .relaxed)
+        if !keepingCalendar { originUnix.store(Int64(Date().timeIntervalSince1970), ordering: .relaxed) }
     }
 
     public var now: Instant {

@@ -256,6 +256,8 @@ public final class WallRun: @unchecked Sendable {
             Self.setCalendar(of: &scenario, at: clock)
         }
         let engine = Run(scenario: scenario, shard: shard, partitions: setups, memories: memories, heldPushes: held)
+        // Instant zero once the devices are made: the first second measures the service.
+        engine.beforeStart = { [clock] _ in clock.restart(keepingCalendar: true) }
         // Connections open now is the client's gauge, not a count the partitions add up.
         engine.onProgress = onProgress.map { report in
             { @Sendable [client] progress in
@@ -264,13 +266,27 @@ public final class WallRun: @unchecked Sendable {
                 report(progress)
             }
         }
+        let before = await loopStatistics()
         var result = await run(engine)
+        let loops = await loopStatistics()
+        // The run's own waits, not the warm-up's: how the loops woke (Benchmarks/ divides them by
+        // the requests, beside wrk's own).
+        result.metrics.counters["eventLoop.waits", default: 0] += loops.waits &- before.waits
+        result.metrics.counters["eventLoop.events", default: 0] += loops.events &- before.events
+        result.metrics.counters["eventLoop.emptyWaits", default: 0] += loops.emptyWaits &- before.emptyWaits
         result.warmUp = warmedUp
         client.shutdown()
         mockServer?.stop()
         pushReceiver?.stop()
         group.shutdown()
         return result
+    }
+
+    /// Every loop's waits and events so far, added up.
+    private func loopStatistics() async -> EventLoop.Statistics {
+        var sum = EventLoop.Statistics()
+        for loop in group.loops { sum = sum + (await loop.statistics()) }
+        return sum
     }
 
     /// A wall run's calendar: the real one from the clock's instant zero, unless the scenario or

@@ -31,11 +31,13 @@ public enum Sockets {
         bytes.withUnsafeBufferPointer { ps_send(fd, $0.baseAddress, $0.count) }
     }
 
-    /// Waits for readiness on `epoll`, filling `events` from the start (at most its count):
-    /// how many were filled, or -1 with `errno` set.
-    public static func epollWait(_ epoll: Int32, into events: inout [ps_event], timeoutMilliseconds: Int32) -> Int32 {
+    /// Waits for readiness on `epoll` for at most `timeoutNanoseconds` (epoll_pwait2; rounded up
+    /// to whole milliseconds on a kernel before 5.11), filling `events` from the start (at most
+    /// its count): how many were filled, or -1 with `errno` set.
+    public static func epollWait(_ epoll: Int32, into events: inout [ps_event], timeoutNanoseconds: UInt64) -> Int32 {
         let capacity = Int32(min(events.count, Int(Int32.max)))
-        return events.withUnsafeMutableBufferPointer { ps_epoll_wait(epoll, $0.baseAddress, capacity, timeoutMilliseconds) }
+        let timeout = Int64(min(timeoutNanoseconds, UInt64(Int64.max)))
+        return events.withUnsafeMutableBufferPointer { ps_epoll_wait_ns(epoll, $0.baseAddress, capacity, timeout) }
     }
 
     /// An IPv6 address (16 bytes) as text (RFC 5952's form, by inet_ntop).
