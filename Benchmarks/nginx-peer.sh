@@ -49,7 +49,7 @@ http {
     }
 }
 CONF
-    $nginx_bin -c "$dir/nginx.conf" -p "$dir"
+    $nginx_bin -e "$dir/error.log" -c "$dir/nginx.conf" -p "$dir"
     nginx_pid=$(cat "$dir/nginx.pid")
     for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 }

@@ -85,11 +85,11 @@ enum CapacityCommand: Command {
             if stepped.clock == .wall {
                 guard let result = await RunCommand.runWall(stepped, arguments: arguments, targetWords: targetWords, quiet: true) else {
                     failedToRun = true
-                    return (RunMetrics(), nil)
+                    return CapacityRun(metrics: RunMetrics())
                 }
-                return (result.metrics, result.cpuBusy)
+                return CapacityRun(metrics: result.metrics, cpuBusy: result.cpuBusy, pendingAtEnd: result.pendingAtEnd)
             }
-            return (await Run.simulated(stepped).run().metrics, nil)
+            return CapacityRun(metrics: await Run.simulated(stepped).run().metrics)
         }, progress: { step in
             let latency = step.latency.map { String(format: "%.2f ms", Double($0) / 1_000) } ?? "-"
             let limit = step.generatorLimit.map { " (PushSwarm's limit, not the service's: \($0))" } ?? ""
@@ -125,6 +125,16 @@ enum CapacityCommand: Command {
             entry["saturated"] = .bool(step.saturated)
             entry["generatorLimit"] = step.generatorLimit.map(JSONValue.string) ?? .null
             entry["failedThresholds"] = .array(step.failedThresholds.map(JSONValue.string))
+            if let health = step.generator {
+                // PushSwarm's own health at this step, as summary.json's generator section says it.
+                var generator = JSONObject()
+                generator["lagP99Ms"] = health.lagP99Milliseconds.map(JSONValue.number) ?? .null
+                generator["cpuBusy"] = health.cpuBusy.map { .number(($0 * 1_000).rounded() / 1_000) } ?? .null
+                generator["shedArrivals"] = .number(Double(health.shedArrivals))
+                generator["missedStarts"] = .number(Double(health.missedStarts))
+                generator["pendingAtEnd"] = .number(Double(health.pendingAtEnd))
+                entry["generator"] = .object(generator)
+            }
             return .object(entry)
         })
         let directory = arguments.value("--out") ?? "Reports/\(RunCommand.makeRunID(scenario: scenario))-capacity"

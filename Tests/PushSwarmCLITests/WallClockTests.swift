@@ -280,6 +280,17 @@ import Testing
         let limit = try #require(report["limitedByPushSwarmAtPerSecond"]?.numberValue)
         let steps = report["steps"]?.arrayValue ?? []
         #expect(steps.contains { $0["rate"]?.numberValue == limit && $0["generatorLimit"]?.stringValue != nil }, "the limiting step says why")
+        // Every step carries the generator's health, the figures its verdict read.
+        for step in steps {
+            let generator = try #require(step["generator"], "a wall step carries its generator's health")
+            for key in ["lagP99Ms", "cpuBusy", "shedArrivals", "missedStarts", "pendingAtEnd"] {
+                #expect(generator[key]?.numberValue != nil, "\(key) in \(generator)")
+            }
+        }
+        let limiting = try #require(steps.last { $0["rate"]?.numberValue == limit }?["generator"])
+        let shed = limiting["shedArrivals"]?.numberValue ?? 0, lag = limiting["lagP99Ms"]?.numberValue ?? 0
+        let cpu = limiting["cpuBusy"]?.numberValue ?? 0, missed = limiting["missedStarts"]?.numberValue ?? 0
+        #expect(shed > 0 || lag > 100 || cpu > 0.9 || missed > 0, "the limiting step's figures show the limit: \(limiting)")
     }
 
     /// The same search against nginx's limit_req (500 r/s for every address together, burst 50,

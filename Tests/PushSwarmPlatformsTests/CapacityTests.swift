@@ -22,7 +22,7 @@ import PushSwarmMetrics
         // capacity-events.json: a token bucket admitting 200 events/s in all.
         let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
         let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms,errors<1%"), startRate: 10)
-        let (steps, capacity) = await search.run { (await Run.simulated($0).run().metrics, nil) }.pair
+        let (steps, capacity) = await search.run { CapacityRun(metrics: await Run.simulated($0).run().metrics) }.pair
         let found = try #require(capacity)
         #expect(abs(found - 200) <= 10, "capacity \(found)/s")
         #expect(steps.contains { !$0.held } && steps.contains { $0.held })
@@ -41,7 +41,7 @@ import PushSwarmMetrics
             ]]]
         }
         let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms"), startRate: 10)
-        let (steps, capacity) = await search.run { (await Run.simulated($0).run().metrics, nil) }.pair
+        let (steps, capacity) = await search.run { CapacityRun(metrics: await Run.simulated($0).run().metrics) }.pair
         let found = try #require(capacity)
         #expect(found >= 95 && found <= 115, "capacity \(found)/s")
         // Just above capacity nothing is refused or timed out: latency is what broke.
@@ -54,7 +54,7 @@ import PushSwarmMetrics
         let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }
         var search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(), startRate: 10)
         search.thresholds = [try Threshold(parsing: "rate(status=429) < 1%"), try Threshold(parsing: "p99(smartapppush.events) < 1s")]
-        let (steps, capacity) = await search.run { (await Run.simulated($0).run().metrics, nil) }.pair
+        let (steps, capacity) = await search.run { CapacityRun(metrics: await Run.simulated($0).run().metrics) }.pair
         let found = try #require(capacity)
         #expect(abs(found - 200) <= 10, "capacity \(found)/s")
         let broken = steps.filter { !$0.held }
@@ -79,7 +79,7 @@ import PushSwarmMetrics
         let (steps, capacity) = await search.run { stepped in
             var metrics = await Run.simulated(stepped).run().metrics
             if firstRuns.withLock({ $0.insert(Int(rate(of: stepped) * 100)).inserted }) { metrics.increment("workload.missedStarts") }
-            return (metrics, nil)
+            return CapacityRun(metrics: metrics)
         }.pair
         #expect(abs((capacity ?? 0) - 200) <= 10, "capacity \(String(describing: capacity))/s")
         let saturated = steps.filter(\.saturated)
@@ -91,12 +91,27 @@ import PushSwarmMetrics
         let bounded = await search.run { stepped in
             var metrics = await Run.simulated(stepped).run().metrics
             if rate(of: stepped) > 150 { metrics.increment("workload.missedStarts") }
-            return (metrics, nil)
+            return CapacityRun(metrics: metrics)
         }
         #expect(bounded.capacity == nil, "no capacity claimed for the service")
         let limit = try #require(bounded.generatorLimit)
         #expect(limit > 150 && (bounded.held ?? 0) <= 150, "limited at \(limit)/s, held \(String(describing: bounded.held))/s")
         #expect(bounded.steps.last { $0.rate == limit }?.generatorLimit?.contains("starts missed") == true)
+        #expect(bounded.steps.allSatisfy { $0.generator == nil }, "simulated time has no generator of its own to report")
+
+        // In wall time each step carries the generator's health its verdict read: lag, CPU,
+        // shed and missed arrivals, and what was still queued or in flight at the end.
+        var wall = search
+        wall.scenario.clock = .wall
+        var metrics = RunMetrics()
+        for _ in 0..<100 { metrics.recordDuration("generatorLag", microseconds: 150_000) }
+        metrics.increment("workload.shed", by: 3)
+        metrics.increment("workload.missedStarts", by: 2)
+        let judged = wall.judge(CapacityRun(metrics: metrics, cpuBusy: 0.5, pendingAtEnd: 7), rate: 100)
+        let health = try #require(judged.generator)
+        #expect(health.shedArrivals == 3 && health.missedStarts == 2 && health.pendingAtEnd == 7 && health.cpuBusy == 0.5)
+        #expect((health.lagP99Milliseconds ?? 0) >= 140, "lag p99 \(String(describing: health.lagP99Milliseconds)) ms")
+        #expect(judged.saturated && !judged.held)
     }
 
     /// Issue 34: arrivals shed on busy devices while the service answered within the objective
@@ -109,14 +124,14 @@ import PushSwarmMetrics
             object["platforms"] = ["smartapppush": ["retry": ["rateLimited": ["maxRetries": 0]], "mock": ["latency": "100ms", "rateLimitPerSecond": 100000]]]
         }
         let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<2s,errors<1%"), startRate: 50)
-        let outcome = await search.run { (await Run.simulated($0).run().metrics, nil) }
+        let outcome = await search.run { CapacityRun(metrics: await Run.simulated($0).run().metrics) }
         #expect(outcome.capacity == nil)
         let limit = try #require(outcome.generatorLimit, "\(outcome.steps.map { ($0.rate, $0.held, $0.generatorLimit) })")
         #expect(limit <= 1_600 && (outcome.held ?? 0) >= 100)
         #expect(outcome.steps.contains { $0.generatorLimit?.contains("shed on busy devices") == true })
         // The same devices against a service slower than the objective: the service's limit.
         let strict = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<50ms"), startRate: 50)
-        let slow = await strict.run { (await Run.simulated($0).run().metrics, nil) }
+        let slow = await strict.run { CapacityRun(metrics: await Run.simulated($0).run().metrics) }
         #expect(slow.generatorLimit == nil)
     }
 

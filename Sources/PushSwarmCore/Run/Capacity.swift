@@ -69,6 +69,46 @@ public struct CapacityStep: Sendable {
     public var saturated = false
     /// What limited PushSwarm at this step, in words (nil when it was not saturated).
     public var generatorLimit: String?
+    /// How PushSwarm itself fared at this step (wall time; nil in simulated time), so that a
+    /// reader sees why a step was or was not taken as the service's.
+    public var generator: GeneratorHealth?
+}
+
+/// A wall run's own health: how late it started what was due, the CPU it took, and the work it
+/// could not put on or finish.
+public struct GeneratorHealth: Sendable, Equatable {
+    /// Generator lag p99, in milliseconds (nil when the run scheduled nothing).
+    public var lagP99Milliseconds: Double?
+    /// The share of the machine's cores the run kept busy.
+    public var cpuBusy: Double?
+    /// Open-model arrivals shed on devices busy with earlier requests.
+    public var shedArrivals: UInt64
+    /// Open-model arrivals reached over a second late.
+    public var missedStarts: UInt64
+    /// Requests still queued in devices or in flight at the end.
+    public var pendingAtEnd: UInt64
+
+    public init(lagP99Milliseconds: Double?, cpuBusy: Double?, shedArrivals: UInt64, missedStarts: UInt64, pendingAtEnd: UInt64) {
+        self.lagP99Milliseconds = lagP99Milliseconds
+        self.cpuBusy = cpuBusy
+        self.shedArrivals = shedArrivals
+        self.missedStarts = missedStarts
+        self.pendingAtEnd = pendingAtEnd
+    }
+}
+
+/// What one step's run gives the search: its metrics, and in wall time its CPU share and the
+/// requests still queued in its devices at the end.
+public struct CapacityRun: Sendable {
+    public var metrics: RunMetrics
+    public var cpuBusy: Double?
+    public var pendingAtEnd: Int
+
+    public init(metrics: RunMetrics, cpuBusy: Double? = nil, pendingAtEnd: Int = 0) {
+        self.metrics = metrics
+        self.cpuBusy = cpuBusy
+        self.pendingAtEnd = pendingAtEnd
+    }
 }
 
 /// What a capacity search found.
@@ -125,7 +165,9 @@ public struct CapacitySearch: Sendable {
 
     /// Whether a run's results meet the objective, and the figures checked; `cpuBusy` is the
     /// run's CPU use as a share of the cores (wall time).
-    public func judge(_ metrics: RunMetrics, rate: Double, cpuBusy: Double? = nil) -> CapacityStep {
+    public func judge(_ run: CapacityRun, rate: Double) -> CapacityStep {
+        let metrics = run.metrics
+        let cpuBusy = run.cpuBusy
         let sent = metrics.sent
         let errorRate = metrics.errorRate
         let value = metrics.allLatencies.value(atQuantile: objective.latencyQuantile)
@@ -160,15 +202,22 @@ public struct CapacitySearch: Sendable {
         )
         step.saturated = saturated
         step.generatorLimit = saturated ? limits.joined(separator: ", ") : nil
+        if scenario.clock == .wall {
+            let inFlight = metrics.sent - min(metrics.sent, metrics.operations.values.reduce(0) { $0 + $1.completed })
+            step.generator = GeneratorHealth(
+                lagP99Milliseconds: summary.lagP99Milliseconds, cpuBusy: cpuBusy, shedArrivals: summary.shedArrivals,
+                missedStarts: summary.missedStarts, pendingAtEnd: UInt64(max(0, run.pendingAtEnd)) + inFlight
+            )
+        }
         return step
     }
 
     /// Times a saturated step is run again before the search takes it as PushSwarm's limit.
     public static let saturatedRetries = 2
 
-    /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives its
-    /// metrics and its CPU use as a share of the cores (nil in simulated time).
-    public func run(_ execute: (Scenario) async -> (metrics: RunMetrics, cpuBusy: Double?), progress: (CapacityStep) -> Void = { _ in }) async -> CapacityOutcome {
+    /// Runs the search; `execute` runs one stepped scenario (in either clock) and gives what it
+    /// did (`CapacityRun`).
+    public func run(_ execute: (Scenario) async -> CapacityRun, progress: (CapacityStep) -> Void = { _ in }) async -> CapacityOutcome {
         var steps: [CapacityStep] = []
         var good: Double?
         var bad: Double?
@@ -179,8 +228,7 @@ public struct CapacitySearch: Sendable {
             CapacityOutcome(steps: steps, held: good, generatorLimit: badIsGenerator ? bad : nil)
         }
         while steps.count < maximumSteps {
-            let (metrics, cpuBusy) = await execute(scenario(at: rate))
-            let step = judge(metrics, rate: rate, cpuBusy: cpuBusy)
+            let step = judge(await execute(scenario(at: rate)), rate: rate)
             steps.append(step)
             progress(step)
             if step.saturated && retries < Self.saturatedRetries {
