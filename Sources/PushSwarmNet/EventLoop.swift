@@ -297,6 +297,11 @@ public final class EventLoop: PartitionExecutor, @unchecked Sendable {
 
     fileprivate var nextTimerDeadline: UInt64? { timers.nextDeadline }
 
+    /// The timers pending on the loop, read on its thread.
+    func pendingTimers() async -> Int {
+        await onLoop { self.timers.count }
+    }
+
     /// `work`'s value, computed on the loop after what was handed to it before.
     fileprivate func onLoop<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in

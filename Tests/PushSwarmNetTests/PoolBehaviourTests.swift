@@ -55,6 +55,39 @@ import Testing
         #expect(client.openConnections == 1, "no connection opened for a request that left the queue")
     }
 
+    /// A pool's request timeouts are deadlines swept by one timer, not a timer each: 40 requests
+    /// with 40 different timeouts, none answered, leave the loop a handful of timers (the sweep,
+    /// a connection's), and still each times out at its own deadline, the shorter ones first
+    /// whatever order they were sent in.
+    @Test func requestTimeoutsAreOneSweepAPoolEachAtItsDeadline() async throws {
+        let group = manualGroup("deadline-sweep")
+        defer { group.shutdown() }
+        let server = try startServer { _, _ in }  // never answers
+        defer { server.stop() }
+        let client = HTTPClient(group: group, configuration: HTTPClient.Configuration(maxConnectionsPerPool: 1))
+        // Timeouts of 10 to 400 ms, sent in a shuffled order.
+        var random = SeededRandom(seed: 52, stream: .device)
+        var timeouts = (1...40).map { UInt64($0) * 10_000_000 }
+        for index in timeouts.indices.reversed() { timeouts.swapAt(index, random.nextIndex(below: index + 1)) }
+        let pending = timeouts.map { Pending(client, HTTPClientRequest(method: "POST", url: url(server), body: [1], timeoutNanoseconds: $0)) }
+        let timers = await group.loops[0].pendingTimers()
+        #expect(timers <= 3, "\(timers) timers for 40 requests in one pool")
+        for step in 1...40 {
+            await group.advanceTime(by: 10_000_000)
+            let due = UInt64(step) * 10_000_000
+            for (request, timeout) in zip(pending, timeouts) {
+                let result = request.now
+                if timeout > due {
+                    #expect(result == nil, "a request timed out before its \(timeout) ns")
+                } else if case .timeout(let timings)? = result {
+                    #expect(timings.total == timeout, "timed out at \(timings.total) ns, not its \(timeout)")
+                } else {
+                    Issue.record("expected a timeout at \(timeout) ns, got \(String(describing: result))")
+                }
+            }
+        }
+    }
+
     /// An idle connection closes when the idle timeout has passed since its last answer, on the
     /// loop's clock, and the next request opens a new one.
     @Test func idleConnectionsCloseAfterTheIdleTimeout() async throws {

@@ -52,16 +52,58 @@ final class ConnectionPool: @unchecked Sendable {
         guard key.owner != nil, state.open == 0, state.waitingCount == 0 else { return }
         idleSweep?.cancel()
         idleSweep = nil
+        if live.isEmpty {
+            deadlineSweep?.cancel()
+            deadlineSweep = nil
+            sweepAt = .max
+        }
         home.forget(self)
+    }
+
+    /// The exchanges the pool holds, waiting or on a connection, until each finishes: their
+    /// timeouts are deadlines swept by one timer, `deadlineSweep`, due at the earliest (or
+    /// earlier). A timer armed and cancelled for every request was two allocations and two heap
+    /// operations a request; the sweep fires about once a timeout's length, finds most of what it
+    /// was armed for already answered, and arms for the earliest deadline left.
+    private var live: [Exchange] = []
+    private var deadlineSweep: LoopTimer?
+    /// When `deadlineSweep` is due; `UInt64.max` when none is armed.
+    private var sweepAt = UInt64.max
+
+    /// `exchange` finished: out of the live list (the last one takes its place).
+    func ended(_ exchange: Exchange) {
+        let index = exchange.liveIndex
+        guard index >= 0, index < live.count, live[index] === exchange else { return }
+        let last = live.removeLast()
+        if index < live.count {
+            live[index] = last
+            last.liveIndex = index
+        }
+        exchange.liveIndex = -1
+    }
+
+    /// Arms the sweep for `deadline`, unless one is due by then.
+    private func armDeadlineSweep(at deadline: UInt64) {
+        guard deadline < sweepAt else { return }
+        deadlineSweep?.cancel()
+        sweepAt = deadline
+        // A strong capture: the timer is the pool's, and lets it go when it fires.
+        deadlineSweep = loop.schedule(at: deadline) { [self] in
+            deadlineSweep = nil
+            sweepAt = .max
+            let now = loop.now
+            for exchange in live.filter({ $0.deadline <= now }) { timedOut(exchange) }
+            if let next = live.lazy.map(\.deadline).min() { armDeadlineSweep(at: next) }
+        }
     }
 
     func submit(_ exchange: Exchange, atFront: Bool = false) {
         let now = loop.now
-        if exchange.timer == nil {
-            // Strong captures: the closure goes when the timer fires or is cancelled at the end.
-            exchange.timer = loop.schedule(at: exchange.startedAt &+ exchange.request.timeoutNanoseconds) { [self, exchange] in
-                timedOut(exchange)
-            }
+        if exchange.deadlines == nil {
+            exchange.deadlines = self
+            exchange.liveIndex = live.count
+            live.append(exchange)
+            armDeadlineSweep(at: exchange.deadline)
         }
         exchange.enqueuedAt = now
         if let shared = multiplexed {

@@ -11,7 +11,12 @@ final class Exchange: @unchecked Sendable {
     var enqueuedAt: UInt64 = 0
     var writtenAt: UInt64 = 0
     var firstByteAt: UInt64 = 0
-    var timer: LoopTimer?
+    /// The pool whose deadline sweep holds it (`ConnectionPool`), and its place in that pool's
+    /// list of live exchanges; nil and -1 once it has finished.
+    var deadlines: ConnectionPool?
+    var liveIndex = -1
+    /// When it times out, on its loop's clock: its timeout from when it started.
+    var deadline: UInt64 { startedAt &+ request.timeoutNanoseconds }
     /// The connection carrying it, once assigned; cleared when it finishes.
     var connection: HTTPConnection?
     /// A kept-alive connection the server had closed: retried once on a fresh one.
@@ -40,8 +45,8 @@ final class Exchange: @unchecked Sendable {
         guard let completion else { return }
         self.completion = nil
         connection = nil
-        timer?.cancel()
-        timer = nil
+        deadlines?.ended(self)
+        deadlines = nil
         timings.total = now - startedAt
         completion(result(timings))
     }

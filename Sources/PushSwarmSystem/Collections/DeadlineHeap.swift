@@ -35,6 +35,8 @@ public struct DeadlineHeap<Member: DeadlineHeapMember> {
 
     @inlinable
     public var isEmpty: Bool { heap.isEmpty }
+    /// How many members it holds.
+    public var count: Int { heap.count }
 
     /// The earliest deadline, or nil when the heap is empty.
     @inlinable
