@@ -124,13 +124,15 @@ public enum DeviceAction: Sendable {
 }
 
 extension DeviceAction {
-    /// True for what only the run's own books see (a timer, a count, a measured span), false for
-    /// what reaches the transport, a mock or the push gateway. A wall run does the first kind of a
-    /// device's start before its clock starts (`Partition.prepare`).
+    /// True for what reads no clock and reaches no service: the run's own books (a timer, a
+    /// count, a measured span) and the table of push addresses; false for a request, a socket, a
+    /// ledger check, an exchange's end. A wall run does the first kind of a device's start before
+    /// its clock starts (`Partition.prepare`): a token registered before instant zero is the same
+    /// token, and 10,000 devices' registrations took 5 ms of the first second.
     var isBookkeeping: Bool {
         switch self {
-        case .schedule, .scheduleLifecycle, .drop, .backoff, .count, .duration: true
-        case .send, .pushAddress, .confirmed, .openSocket, .sendOnSocket, .closeSocket, .completed, .closeConnections: false
+        case .schedule, .scheduleLifecycle, .drop, .backoff, .count, .duration, .pushAddress: true
+        case .send, .confirmed, .openSocket, .sendOnSocket, .closeSocket, .completed, .closeConnections: false
         }
     }
 }

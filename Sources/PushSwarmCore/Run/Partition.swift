@@ -229,9 +229,9 @@ final class Partition: @unchecked Sendable {
     /// so that the first second measures the service rather than the run's own setting up: the
     /// making and starting of every device actor, the arrival streams, the waiting ceiling's
     /// first count (tens of milliseconds for 10,000 devices, during which the first arrivals
-    /// would wait). What the devices' starts asked for that is only bookkeeping (timers, counts)
-    /// is done here; what reaches the transport (a request, a socket) waits for `start`, at
-    /// instant zero. A warm-up's devices are only made (`startWarmUp` starts them its own way).
+    /// would wait). What the devices' starts asked for that reads no clock (timers, counts, push
+    /// tokens: `DeviceAction.isBookkeeping`) is done here; what reaches the service (a request,
+    /// a socket) waits for `start`, at instant zero. A warm-up's devices are only made (`startWarmUp` starts them its own way).
     /// Returns how many devices the partition holds.
     @discardableResult
     func prepare() -> Int {
