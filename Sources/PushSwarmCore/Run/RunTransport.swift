@@ -159,13 +159,7 @@ public final class SimulatedTransport: RunTransport {
             let groups = devices.map { fleet.groupIndex(at: $0) }
             connections = SimulatedConnections(stacks: groups.map { scenario.groups[$0].os.connectionStack }, firstDevice: devices.lowerBound)
             edges = mocks.platforms.map { scenario.platforms[$0]?.mockBehaviour.edge ?? EdgeSettings() }
-            speaksHTTP2 = edges.map { edge in
-                switch scenario.network.http2 {
-                case .priorKnowledge: true
-                case .negotiate: edge.tls != .none && edge.offersHTTP2
-                case .off: false
-                }
-            }
+            speaksHTTP2 = edges.map { scenario.network.http2.speaksHTTP2(tls: $0.tls != .none, edgeOffersHTTP2: $0.offersHTTP2) }
             if edges.contains(where: { $0.maxConnections != nil }) {
                 deviceHosts = groups.map { mocks.index(of: scenario.groups[$0].platform) ?? -1 }
             }

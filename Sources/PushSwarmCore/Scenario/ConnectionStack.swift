@@ -38,6 +38,12 @@ public enum HTTPVersionPolicy: String, Sendable, CaseIterable {
 
     /// Whether a connection to an origin might speak HTTP/2 (only what ALPN says can tell).
     public func mayNegotiateHTTP2(tls: Bool) -> Bool { tls && self == .negotiate }
+
+    /// Whether a connection to an origin speaks HTTP/2, given whether the origin's edge offers
+    /// it by ALPN: what a socket learns from its handshake, and simulated time knows beforehand.
+    public func speaksHTTP2(tls: Bool, edgeOffersHTTP2: Bool) -> Bool {
+        assumesHTTP2 || (mayNegotiateHTTP2(tls: tls) && edgeOffersHTTP2)
+    }
 }
 
 /// How an OS's HTTP stack keeps one app's connections to one host (docs/connections.md).

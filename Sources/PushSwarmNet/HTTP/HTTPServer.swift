@@ -54,9 +54,6 @@ public final class HTTPResponder: @unchecked Sendable {
         loop.execute { [self] in connection?.respond(response, stream: stream) }
     }
 
-    /// Which HTTP the request came over.
-    public var isHTTP2: Bool { stream != 0 }
-
     /// A fault, after `nanoseconds`: the service drains the connection as a deploy does. Over
     /// HTTP/2, GOAWAY names the stream before this one as the last it processes: this request and
     /// any after it on the connection are unprocessed (the client sends them again on a new
