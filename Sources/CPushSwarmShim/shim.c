@@ -45,12 +45,6 @@ static int ps_copy_events(struct epoll_event *raw, int count, ps_event *events) 
     return count;
 }
 
-int ps_epoll_wait(int epfd, ps_event *events, int max, int timeout_ms) {
-    struct epoll_event raw[256];
-    if (max > 256) max = 256;
-    return ps_copy_events(raw, epoll_wait(epfd, raw, max, timeout_ms), events);
-}
-
 /* 1 once epoll_pwait2 answered ENOSYS (a kernel before 5.11): whole milliseconds from then on. */
 static _Atomic int ps_no_pwait2 = 0;
 

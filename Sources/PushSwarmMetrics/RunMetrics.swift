@@ -51,6 +51,8 @@ public struct RunMetrics: Sendable, Equatable {
     }
 
     public var sent: UInt64 { operationTable.reduce(0) { $0 + $1.sent } }
+    /// Requests sent that had not ended (answered, failed or timed out) when the run ended.
+    public var inFlightAtEnd: UInt64 { sent - min(sent, operationTable.reduce(0) { $0 + $1.completed }) }
     public var transportErrors: UInt64 { operationTable.reduce(0) { $0 + $1.transportErrors } }
     public var timeouts: UInt64 { operationTable.reduce(0) { $0 + $1.timeouts } }
     public var retries: UInt64 { retriesByAttempt.values.reduce(0, +) }

@@ -205,7 +205,7 @@ public struct Summary: Sendable {
         requests["transportErrors"] = count(metrics.transportErrors)
         requests["timeouts"] = count(metrics.timeouts)
         requests["transportErrorsByReason"] = .object(Self.countObject(metrics.transportErrorsByReason))
-        requests["inFlightAtEnd"] = count(metrics.sent - min(metrics.sent, metrics.operations.values.reduce(0) { $0 + $1.completed }))
+        requests["inFlightAtEnd"] = count(metrics.inFlightAtEnd)
         root["requests"] = .object(requests)
 
         var retries = JSONObject()

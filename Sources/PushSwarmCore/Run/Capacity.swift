@@ -203,10 +203,9 @@ public struct CapacitySearch: Sendable {
         step.saturated = saturated
         step.generatorLimit = saturated ? limits.joined(separator: ", ") : nil
         if scenario.clock == .wall {
-            let inFlight = metrics.sent - min(metrics.sent, metrics.operations.values.reduce(0) { $0 + $1.completed })
             step.generator = GeneratorHealth(
                 lagP99Milliseconds: summary.lagP99Milliseconds, cpuBusy: cpuBusy, shedArrivals: summary.shedArrivals,
-                missedStarts: summary.missedStarts, pendingAtEnd: UInt64(max(0, run.pendingAtEnd)) + inFlight
+                missedStarts: summary.missedStarts, pendingAtEnd: UInt64(max(0, run.pendingAtEnd)) + metrics.inFlightAtEnd
             )
         }
         return step

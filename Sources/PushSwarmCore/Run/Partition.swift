@@ -249,7 +249,7 @@ final class Partition: @unchecked Sendable {
             var later: [DeviceAction] = []
             for action in actions {
                 if action.isBookkeeping {
-                    execute([action], device: index, now: .start, isDraining: false)
+                    execute(action, device: index, now: .start, isDraining: false)
                 } else {
                     later.append(action)
                 }
