@@ -211,9 +211,13 @@ import Testing
         let sent = Int(summary["requests"]?["sent"]?.numberValue ?? 0)
         let goAways = count("connections.http2.goAway.NO_ERROR")
         print("HTTP/2 against the mock: \(sent) sent, \(goAways) GOAWAYs, \(count("connections.http2.retriedUnprocessed")) retried, \(count("connections.opened")) connections")
-        #expect(sent > 400)
+        // The load counts only against a run that put it on (`generator.saturated`), as the
+        // suite's other wall runs: CI's first minutes, every suite at once on two cores, once
+        // left this run 233 of its 600 arrivals. What it sent is checked whatever it was.
+        let keptUp = summary["generator"]?["saturated"] == .bool(false)
+        #expect(sent > 400 || !keptUp, "\(sent) sent though the generator kept up: \(String(describing: summary["generator"]))")
         #expect(summary["requests"]?["byStatus"]?["200"]?.numberValue.map(Int.init) == sent, "every request answered: \(String(describing: summary["requests"]))")
-        #expect(goAways > 5, "about 1 in 20 of \(sent)")
+        #expect(goAways > 0 && (goAways > 5 || !keptUp), "about 1 in 20 of \(sent)")
         #expect(count("connections.http2.retriedUnprocessed") >= goAways, "each GOAWAY left its request unprocessed, sent again")
         #expect(count("connections.closed.serverClosed") == goAways, "each drained connection closed")
         #expect(count("connections.opened") == 20 + goAways, "one connection per install, and one more for each it lost to a GOAWAY")
