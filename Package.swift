@@ -50,7 +50,7 @@ let package = Package(
         .testTarget(name: "PushSwarmCoreTests", dependencies: ["PushSwarmCore", "PushSwarmMetrics"]),
         .testTarget(
             name: "PushSwarmNetTests",
-            dependencies: ["PushSwarmNet", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmTestSupport"]
+            dependencies: ["PushSwarmNet", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmSystem", "PushSwarmTestSupport"]
         ),
         .testTarget(
             name: "PushSwarmPlatformsTests",

@@ -15,8 +15,12 @@
 #      nothing shed or pending), and the same figures per request as wrk's, with the loops' own count
 #      of events a wake-up.
 #
+#   4. With BASELINE=<commit>: CPU a request on the device path, that commit (built in a temporary
+#      directory) against this tree, at 0.4 x wrk's rate (below both builds' limits, so both send
+#      the same requests), ROUNDS=3 alternating runs of each; the least of each build counts.
+#
 # Usage: Benchmarks/device-path-latency.sh [SECONDS [PARTITIONS]]   (CONNECTIONS=4096 for the
-# many-connection case: 64 addresses x 64 connections, and wrk -c4096)
+# many-connection case: 64 addresses x 64 connections, and wrk -c4096; BASELINE=<commit> for 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/nginx-peer.sh
@@ -140,3 +144,31 @@ print(f"  generator: {g.get('wakeUps', 0):,} wake-ups, {g.get('eventsPerWakeUp',
 PY
 echo "  $(per_request eight "$(summary "$work/eight/summary.json" "s['requests']['sent']")")"
 echo "  wrk, for comparison: $(per_request wrk "$wrk_requests")"
+
+[ -n "${BASELINE:-}" ] || exit 0
+echo
+rounds=${ROUNDS:-3}
+baseline_dir="${TMPDIR:-/tmp}/pushswarm-baseline-$BASELINE"
+if [ ! -x "$baseline_dir/.build/release/pushswarm" ]; then
+    rm -rf "$baseline_dir" && mkdir -p "$baseline_dir"
+    git archive "$BASELINE" | tar -x -C "$baseline_dir"
+    (cd "$baseline_dir" && swift build -c release 2>&1 | tail -n 1)
+fi
+this_binary=$device_binary
+rate=$(python3 -c "print(int($wrk_rate * 0.4))")
+echo "== 4. CPU a request at $rate/s (0.4 x wrk): $BASELINE against this tree, $rounds alternating runs of each (the least counts)"
+best_base=999999
+best_now=999999
+for round in $(seq "$rounds"); do
+    for build in base now; do
+        if [ "$build" = base ]; then device_binary="$baseline_dir/.build/release/pushswarm"; else device_binary=$this_binary; fi
+        device "ab-$build-$round" "$rate" > /dev/null
+        sent=$(summary "$work/ab-$build-$round/summary.json" "s['requests']['sent']")
+        read -r user system _ < "$work/ab-$build-$round.costs"
+        per=$(python3 -c "print(f'{($user + $system) * 1e6 / $sent:.2f}')")
+        echo "  $build run $round: $sent requests, user $(python3 -c "print(f'{$user * 1e6 / $sent:.2f}')") us + kernel $(python3 -c "print(f'{$system * 1e6 / $sent:.2f}')") us = $per us CPU a request"
+        if [ "$build" = base ]; then best_base=$(python3 -c "print(min($per, $best_base))"); else best_now=$(python3 -c "print(min($per, $best_now))"); fi
+    done
+done
+python3 -c "print(f'CPU a request: $BASELINE {$best_base} us, this tree {$best_now} us: {$best_now / $best_base:.3f} x')"
+

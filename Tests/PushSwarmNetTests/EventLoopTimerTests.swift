@@ -1,4 +1,5 @@
 import PushSwarmCore
+import PushSwarmSystem
 @testable import PushSwarmNet
 import Testing
 
@@ -87,6 +88,42 @@ import Testing
         #expect(after.waits > before.waits && after.events > before.events, "\(before) then \(after)")
         #expect(after.emptyWaits > before.emptyWaits, "the timer's deadline ended a wait with no event: \(before) then \(after)")
         #expect((before + after).waits == before.waits + after.waits)
+    }
+
+    /// An actor on the loop, as a wall run's devices are.
+    private actor OnTheLoop {
+        private nonisolated let executor: ActorExecutor
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.unowned }
+        var touched = 0
+
+        init(_ loop: EventLoop) { executor = ActorExecutor(loop) }
+
+        func touch() { touched += 1 }
+    }
+
+    /// The loop's body runs as a job of the loop, so code on its thread reaches the loop's
+    /// actors with `assumeIsolated` by one comparison: the runtime no longer asks the loop
+    /// (`checkIsolated`, `isIsolatingCurrentContext`) for each, as it did from the bare thread.
+    @Test func theLoopsActorsAreReachedWithoutAskingTheLoop() async {
+        let group = EventLoopGroup(threads: 1, name: "isolation-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let actor = OnTheLoop(loop)
+        await loop.bodyRunsAsAJob()
+        let before = await loop.statistics()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                for _ in 0..<100 { actor.assumeIsolated { $0.touch() } }
+                // A timer's action too, as a wall run's ticks are.
+                loop.schedule(afterNanoseconds: 0) {
+                    actor.assumeIsolated { $0.touch() }
+                    continuation.resume()
+                }
+            }
+        }
+        let after = await loop.statistics()
+        #expect(await actor.touched == 101)
+        #expect(after.isolationAsked == before.isolationAsked, "the runtime asked the loop \(after.isolationAsked - before.isolationAsked) times")
     }
 
     private final class Weak: @unchecked Sendable {
