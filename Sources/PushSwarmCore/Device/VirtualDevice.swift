@@ -179,6 +179,31 @@ public actor VirtualDevice {
         assumeIsolated { device in device.handle(completion, now: now, into: &work) }
     }
 
+    /// What became of an open workload's arrival at the device (`arriveOnExecutor`).
+    public enum Arrival: Sendable, Equatable {
+        /// Handled as the workload's event (`.lifecycle(.workloadEvent)`).
+        case handled
+        /// Shed: the device already held its backlog of requests.
+        case shedAtBacklog
+        /// Shed: the device's address was at its share of the waiting ceiling.
+        case shedAtWaitingCeiling
+    }
+
+    /// An open workload's arrival, for code already on this device's executor, in one entry (see
+    /// `handleOnExecutor`): shed when the device holds `maximumBacklog` requests or more, else
+    /// when `atWaitingCeiling`, else handled as `.lifecycle(.workloadEvent)`. (The backlog read
+    /// through an entry of its own cost an isolation check and two allocations an arrival.)
+    public nonisolated func arriveOnExecutor(maximumBacklog: Int, atWaitingCeiling: Bool, now: Instant, into work: inout Work) -> Arrival {
+        assumeIsolated { device in
+            guard device.pendingRequests < maximumBacklog, !atWaitingCeiling else {
+                work.clear()
+                return device.pendingRequests >= maximumBacklog ? .shedAtBacklog : .shedAtWaitingCeiling
+            }
+            device.handle(.lifecycle(.workloadEvent), now: now, into: &work)
+            return .handled
+        }
+    }
+
     /// `pendingRequests`, for code already on this device's executor (see `handleOnExecutor`).
     public nonisolated func pendingRequestsOnExecutor() -> Int {
         assumeIsolated { device in device.pendingRequests }

@@ -388,19 +388,28 @@ final class Partition: @unchecked Sendable {
             // k6 drops an iteration when no virtual user is free. Under overload the offered load
             // piles up nowhere, and the report says how much of it never started. The choice
             // depends on that one device's own history, so partitions do not change it.
-            if slots[index].device.pendingRequestsOnExecutor() >= Self.maximumBacklog {
-                metrics.increment("workload.shed")
-                return
-            }
             // The process holds at most `Scenario.maximumWaiting` requests for its devices, each
-            // address its share: beyond it, memory would grow with the overload.
-            if ceiling.isAtShare(device: index) {
+            // address its share: beyond it, memory would grow with the overload. Both checks and
+            // the event are one entry into the device.
+            var work = VirtualDevice.Work()
+            swap(&work, &spareWork)
+            let arrival = slots[index].device.arriveOnExecutor(
+                maximumBacklog: Self.maximumBacklog, atWaitingCeiling: ceiling.isAtShare(device: index), now: time, into: &work
+            )
+            if arrival == .handled {
+                carryOut(&work, device: index, at: time, isDraining: false)
+            } else {
+                swap(&work, &spareWork)
+            }
+            switch arrival {
+            case .handled:
+                metrics.increment("workload.arrivals")
+            case .shedAtBacklog:
+                metrics.increment("workload.shed")
+            case .shedAtWaitingCeiling:
                 metrics.increment("workload.shed")
                 metrics.increment("workload.shedAtWaitingCeiling")
-                return
             }
-            metrics.increment("workload.arrivals")
-            work(index: index, at: time, isDraining: false) { device, work in device.handleOnExecutor(.lifecycle(.workloadEvent), now: time, into: &work) }
         }
     }
 
@@ -410,8 +419,13 @@ final class Partition: @unchecked Sendable {
     private func work(index: Int, at time: Instant, isDraining: Bool, _ handle: (VirtualDevice, inout VirtualDevice.Work) -> Void) {
         var work = VirtualDevice.Work()
         swap(&work, &spareWork)
-        let device = slots[index].device
-        handle(device, &work)
+        handle(slots[index].device, &work)
+        carryOut(&work, device: index, at: time, isDraining: isDraining)
+    }
+
+    /// Carries out what a device's event left in `work` (its actions, in order; its change in
+    /// waiting requests against the ceiling) and gives the buffers back for the next event.
+    private func carryOut(_ work: inout VirtualDevice.Work, device index: Int, at time: Instant, isDraining: Bool) {
         let pendingChange = work.pendingChange
         work.takeActions { execute($0, device: index, now: time, isDraining: isDraining) }
         swap(&work, &spareWork)
