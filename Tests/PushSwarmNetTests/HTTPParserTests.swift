@@ -111,6 +111,28 @@ import Testing
         let message = try #require(finished)
         #expect(String(decoding: message.body, as: UTF8.self) == "<HTML>hi")
     }
+
+    /// A connection's answers repeat their fields (only the Date moves, once a second): the parser
+    /// keeps the last answer's fields and takes a repeated one as it is, so each field must still
+    /// read as this answer's own wherever any byte of its name or value differs.
+    @Test func repeatedFieldsReadAsEachAnswersOwn() throws {
+        var parser = HTTPParser(kind: .response)
+        func answer(_ head: String, body: String = "{}") throws -> HTTPMessage {
+            parser.append(Array((head + "Content-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
+            return try #require(try parser.next())
+        }
+        let first = try answer("HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sat, 28 Nov 2026 10:37:06 GMT\r\nContent-Type: application/json\r\n")
+        let same = try answer("HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sat, 28 Nov 2026 10:37:06 GMT\r\nContent-Type: application/json\r\n")
+        #expect(same.headers == first.headers)
+        // The same lengths, one byte apart; a field moved; one more field; a longer body.
+        let next = try answer("HTTP/1.1 429 Too Many Requests\r\nServer: nginx\r\nDate: Sat, 28 Nov 2026 10:37:07 GMT\r\nContent-Typf: application/json\r\nRetry-After: 2\r\n", body: "{\"a\":1}")
+        #expect(next.headers.map(\.name) == ["Server", "Date", "Content-Typf", "Retry-After", "Content-Length"])
+        #expect(next.headers.map(\.value) == ["nginx", "Sat, 28 Nov 2026 10:37:07 GMT", "application/json", "2", "7"])
+        let moved = try answer("HTTP/1.1 200 OK\r\nDate: Sat, 28 Nov 2026 10:37:07 GMT\r\nServer: nginx\r\nContent-Type: application/jsoN\r\n")
+        #expect(moved.headers.map(\.name) == ["Date", "Server", "Content-Type", "Content-Length"])
+        #expect(moved.headers.map(\.value) == ["Sat, 28 Nov 2026 10:37:07 GMT", "nginx", "application/jsoN", "2"])
+        #expect(moved.headers.count == 4 && next.headers.count == 5)
+    }
 }
 
 @Suite struct URLTests {

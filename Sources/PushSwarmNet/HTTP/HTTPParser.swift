@@ -65,6 +65,10 @@ public struct HTTPParser: Sendable {
     private var state = State.head
     /// Responses to HEAD carry no body; the client sets this before each response.
     public var expectingHeadResponse = false
+    /// The last message's header fields: a field the next message repeats byte for byte at the
+    /// same place is that same `Header`, shared, not new strings. A service sends the same fields
+    /// on every answer but its Date (once a second): 2.7 string allocations a response before.
+    private var lastHeaders: [Header] = []
 
     public init(kind: Kind, limits: Limits = Limits()) {
         self.kind = kind
@@ -195,7 +199,8 @@ public struct HTTPParser: Sendable {
         }
         let headStart = start
         let kind = self.kind
-        let (startLine, headers, connection) = try Self.parseLines(buffer.span, from: headStart, to: end, kind: kind)
+        let (startLine, headers, connection) = try Self.parseLines(buffer.span, from: headStart, to: end, kind: kind, last: lastHeaders)
+        lastHeaders = headers
         // Only now: consuming may reset the buffer the lines above point into.
         consume(end + 4 - start)
         let version = kind == .request ? startLine.2 : startLine.0
@@ -214,7 +219,7 @@ public struct HTTPParser: Sendable {
     /// The start line and header fields of a head in `bytes[from..<to]`; lines end in CRLF (a bare
     /// LF is tolerated, RFC 9112 section 2.2).
     private static func parseLines(
-        _ bytes: Span<UInt8>, from headStart: Int, to end: Int, kind: Kind
+        _ bytes: Span<UInt8>, from headStart: Int, to end: Int, kind: Kind, last: [Header]
     ) throws(HTTPParseError) -> ((String, String, String), [Header], String) {
         let badStatus = kind == .request ? 400 : 502
         var firstEnd = headStart
@@ -289,12 +294,24 @@ public struct HTTPParser: Sendable {
                     throw HTTPParseError(status: badStatus, reason: "control bytes in a header value")
                 }
             }
-            let header = Header(text(lineStart..<colon), text(valueStart..<valueEnd))
+            let header: Header
+            if headers.count < last.count, Self.repeats(last[headers.count], in: bytes, name: lineStart..<colon, value: valueStart..<valueEnd) {
+                header = last[headers.count]
+            } else {
+                header = Header(text(lineStart..<colon), text(valueStart..<valueEnd))
+            }
             if header.name.isASCII(caseInsensitivelyEqualTo: "connection") { connection = header.value.lowercased() }
             headers.append(header)
             lineStart = next + 1
         }
         return (startLine, headers, connection)
+    }
+
+    /// Whether `header` is the field whose name and value are `bytes[name]` and `bytes[value]`.
+    private static func repeats(_ header: Header, in bytes: Span<UInt8>, name: Range<Int>, value: Range<Int>) -> Bool {
+        header.name.utf8.count == name.count && header.value.utf8.count == value.count
+            && header.name.withUTF8Span { $0.bytesEqual(bytes.extracting(name)) }
+            && header.value.withUTF8Span { $0.bytesEqual(bytes.extracting(value)) }
     }
 
     /// A value of 1 to 18 ASCII digits and nothing else (the common Content-Length), without
