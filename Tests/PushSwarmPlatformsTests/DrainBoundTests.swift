@@ -28,6 +28,30 @@ import PushSwarmSystem
         #expect(transport.ended == Instant.start + .seconds(5) + .minutes(2), "it waited the drain's bound past its end: \(transport.ended)")
         #expect(transport.wakeUps < 1_000, "past the end it sleeps until the bound or the next report, not every turn: \(transport.wakeUps) wake-ups")
     }
+
+    /// A transport outlives its partitions: a wall run's warm-up and the run proper share it, and
+    /// the warm-up's sockets and connections still end after its partitions are released. What
+    /// arrives then is dropped; it reached the released partition before (CI's nightly run
+    /// crashed reading it while the run proper made its devices).
+    @Test func whatArrivesAfterARunEndsReachesNoReleasedPartition() async throws {
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array("""
+            {"name": "late", "seed": 3, "duration": "1s", "devices": 5, "clock": "wall", "warmUp": {"enabled": false},
+             "groups": [{"name": "idle", "platform": "smartapppush", "os": "android"}],
+             "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
+            """.utf8))
+        let thread = PartitionThread(name: "late")
+        let local = scenario.partitionCopy()
+        let mocks = MockFleet(scenario: local)
+        let transport = SilentTransport(inner: SimulatedTransport(scenario: local, mocks: mocks, devices: 0..<5), thread: thread)
+        do {
+            let setup = Run.PartitionSetup(executor: thread, transport: transport, mocks: mocks, devices: 0..<5)
+            _ = await Run(scenario: scenario, partitions: [setup], ownedThreads: [thread]).run()
+        }
+        #expect(transport.handlers == 2, "the run's handler, then the one that drops what comes after it")
+        let late = Arrival(device: 0, payload: .connection(.closed(.serverClosed)), at: transport.ended)
+        let handler = try #require(transport.handler)
+        handler(late)
+    }
 }
 
 /// A live transport on a clock the test moves, answering nothing: each wake-up jumps the clock
@@ -47,7 +71,13 @@ private final class SilentTransport: ForwardingTransport, LiveTransport, @unchec
 
     override var currentTime: Instant { now }
 
-    func onArrival(_ handler: @escaping (Arrival) -> Void) {}
+    private(set) var handler: ((Arrival) -> Void)?
+    private(set) var handlers = 0
+
+    func onArrival(_ handler: @escaping (Arrival) -> Void) {
+        self.handler = handler
+        handlers += 1
+    }
 
     func wake(at instant: Instant, _ tick: @escaping () -> Void) {
         pending = (instant, tick)

@@ -114,6 +114,10 @@ extension Partition {
     func finish() {
         guard !isDone else { return }
         isDone = true
+        // What reaches the transport from now on is no longer this run's (a warm-up's sockets
+        // closing, its connections ending while the run proper makes its devices): dropped, not
+        // handed to this partition, which its run is about to release.
+        (transport as? any LiveTransport)?.onArrival { _ in }
         let result = result()
         finished?(result)
         finished = nil
