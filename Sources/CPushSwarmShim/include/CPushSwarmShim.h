@@ -23,7 +23,6 @@ enum {
 int ps_epoll_create(void);
 /// op: 1 add, 2 delete, 3 modify (EPOLL_CTL_*).
 int ps_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
-/// Waits up to timeout_ms (-1: forever); returns the number of events or -1 (errno set).
 /// Waits for readiness for at most `timeout_ns` nanoseconds (epoll_pwait2, Linux 5.11), filling
 /// `events` (at most `max`, 256 at most); on an older kernel the timeout is rounded up to whole
 /// milliseconds, at most a second. The count, or -1 with errno set.
