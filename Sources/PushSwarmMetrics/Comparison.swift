@@ -28,7 +28,7 @@ public struct Comparison: Sendable {
 
     public struct Row: Sendable {
         public var metric: String
-        public var unit: String
+        public var unit: Unit
         public var baseline: Double?
         public var current: Double?
         public var verdict: Verdict
@@ -62,14 +62,15 @@ public struct Comparison: Sendable {
     }
 
     public var rows: [Row] = []
-    public var notes: [String] = []
+    /// What a reader should know: the mismatches, then runs that shed arrivals.
+    public private(set) var notes: [Reason] = []
     /// How the runs did not put the same load on (another scenario, scenario load, seed, clock,
     /// fleet or length, or a generator that fell behind); also among the notes.
-    public private(set) var mismatches: [String] = []
+    public private(set) var mismatches: [Reason] = []
     /// The headline rows without enough samples to judge.
-    public private(set) var tooFewSamples: [String] = []
+    public private(set) var tooFewSamples: [Reason] = []
     /// Why the pair cannot be judged. A night that cannot be judged is neither "same" nor "worse".
-    public var unjudgeable: [String] { mismatches + tooFewSamples }
+    public var unjudgeable: [Reason] { mismatches + tooFewSamples }
     public let options: Options
 
     public var regressions: [Row] { rows.filter { $0.verdict == .worse } }
@@ -91,26 +92,28 @@ public struct Comparison: Sendable {
     public init(baseline: Summary, current: Summary, options: Options = Options()) {
         self.options = options
         if baseline.scenario != current.scenario {
-            mismatches.append("the runs are of different scenarios (\(baseline.scenario) and \(current.scenario))")
+            mismatches.append(.differentScenarios(baseline: baseline.scenario, current: current.scenario))
         } else if let before = baseline.scenarioText.flatMap(Self.load), let after = current.scenarioText.flatMap(Self.load), before != after {
-            mismatches.append("the scenario file's load changed between the runs (its fleet, groups, workloads, campaigns or clients)")
+            mismatches.append(.scenarioLoadChanged)
         }
-        if baseline.seed != current.seed { mismatches.append("the runs have different seeds (\(baseline.seed) and \(current.seed))") }
-        if baseline.clock != current.clock { mismatches.append("the runs use different clocks (\(baseline.clock) and \(current.clock))") }
-        if baseline.devices != current.devices { mismatches.append("the runs have different fleets (\(baseline.devices) and \(current.devices) devices)") }
+        if baseline.seed != current.seed { mismatches.append(.differentSeeds(baseline: baseline.seed, current: current.seed)) }
+        if baseline.clock != current.clock { mismatches.append(.differentClocks(baseline: baseline.clock, current: current.clock)) }
+        if baseline.devices != current.devices {
+            mismatches.append(.differentFleets(baselineDevices: baseline.devices, currentDevices: current.devices))
+        }
         // A wall run ends a few milliseconds either side of its length; one stopped early did not
         // put the same load on.
         let longer = max(baseline.simulatedSeconds, current.simulatedSeconds)
         if abs(baseline.simulatedSeconds - current.simulatedSeconds) > 0.01 * longer {
-            mismatches.append("the runs last differently (\(TerminalReport.format2(baseline.simulatedSeconds)) s and \(TerminalReport.format2(current.simulatedSeconds)) s)")
+            mismatches.append(.differentLengths(baselineSeconds: baseline.simulatedSeconds, currentSeconds: current.simulatedSeconds))
         }
         // A generator that fell behind did not put the load on, and its latencies hold its own delay.
-        for (name, summary) in [("baseline", baseline), ("current", current)] where summary.generatorFellBehind {
-            mismatches.append("the \(name) run's generator fell behind (lag p99 \(TerminalReport.format2(summary.lagP99Milliseconds ?? 0)) ms, CPU \(TerminalReport.whole((summary.cpuBusy ?? 0) * 100)) %, \(summary.missedStarts) missed starts): it did not put the load on, and its latencies include PushSwarm's own delay")
+        for (side, summary) in [(Side.baseline, baseline), (.current, current)] where summary.generatorFellBehind {
+            mismatches.append(.generatorFellBehind(side, lagP99Milliseconds: summary.lagP99Milliseconds, cpuBusy: summary.cpuBusy, missedStarts: summary.missedStarts))
         }
         notes = mismatches
-        for (name, summary) in [("baseline", baseline), ("current", current)] where summary.shedArrivals > 0 && !summary.generatorFellBehind {
-            notes.append("the \(name) run shed \(summary.shedArrivals) arrivals on busy devices")
+        for (side, summary) in [(Side.baseline, baseline), (.current, current)] where summary.shedArrivals > 0 && !summary.generatorFellBehind {
+            notes.append(.shedArrivals(side, count: summary.shedArrivals))
         }
 
         func throughput(_ summary: Summary) -> Double {
@@ -119,15 +122,15 @@ public struct Comparison: Sendable {
         func rate(_ summary: Summary, _ count: UInt64) -> Double {
             summary.metrics.sent > 0 ? Double(count) / Double(summary.metrics.sent) : 0
         }
-        add("throughput (answers 1xx-3xx per second)", unit: "/s", throughput(baseline), throughput(current), .higherIsBetter, floor: 0, headline: true)
+        add("throughput (answers 1xx-3xx per second)", unit: .perSecond, throughput(baseline), throughput(current), .higherIsBetter, floor: 0, headline: true)
         let (allBefore, allAfter) = (baseline.metrics.allLatencies, current.metrics.allLatencies)
         for quantile in [0.5, 0.9, 0.99] {
             addPercentile("\(Quantity.name(ofQuantile: quantile)) latency, all operations", quantile, allBefore, allAfter, headline: quantile == 0.99)
         }
         let sent = min(baseline.metrics.sent, current.metrics.sent)
-        add("error rate", unit: "%", baseline.metrics.errorRate, current.metrics.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
-        add("429 rate", unit: "%", rate(baseline, baseline.rateLimited), rate(current, current.rateLimited), .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
-        add("retry amplification (attempts per request)", unit: "x", baseline.metrics.retryAmplification, current.metrics.retryAmplification, .lowerIsBetter, floor: 0.01, headline: true)
+        add("error rate", unit: .share, baseline.metrics.errorRate, current.metrics.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
+        add("429 rate", unit: .share, rate(baseline, baseline.rateLimited), rate(current, current.rateLimited), .lowerIsBetter, floor: options.rateFloor, headline: true, samples: sent)
+        add("retry amplification (attempts per request)", unit: .ratio, baseline.metrics.retryAmplification, current.metrics.retryAmplification, .lowerIsBetter, floor: 0.01, headline: true)
         if baseline.metrics.connections != nil || current.metrics.connections != nil {
             // What the edge saw: new connections for the load (a service that closes them, or a
             // client model that changed, costs the edge handshakes), and openings it failed.
@@ -140,42 +143,42 @@ public struct Comparison: Sendable {
                 let attempts = opened + failed
                 return (attempts > 0 ? Double(failed) / Double(attempts) : 0, attempts)
             }
-            add("new connections per request", unit: "x", perRequest(baseline), perRequest(current), .lowerIsBetter, floor: 0.01, headline: false)
+            add("new connections per request", unit: .ratio, perRequest(baseline), perRequest(current), .lowerIsBetter, floor: 0.01, headline: false)
             // A headline when both runs opened enough to judge: a run of few connections is not
             // judged on them, and cannot be held back by them.
             let (before, after) = (failedOpenings(baseline), failedOpenings(current))
             let attempts = min(before?.attempts ?? 0, after?.attempts ?? 0)
-            add("failed connection openings (refused, TLS failed, timed out)", unit: "%", before?.share, after?.share, .lowerIsBetter,
+            add("failed connection openings (refused, TLS failed, timed out)", unit: .share, before?.share, after?.share, .lowerIsBetter,
                 floor: options.rateFloor, headline: attempts >= options.minimumSamples, samples: attempts)
         }
         let (http2Before, http2After) = (HTTP2Figures(baseline.metrics), HTTP2Figures(current.metrics))
         if http2Before != nil || http2After != nil {
             // Which HTTP the edge spoke (a change of the edge's ALPN, or of the scenario), and the
             // GOAWAYs it sent per request (a deploy, or an edge recycling its connections).
-            add("HTTP/2 share of requests", unit: "%", http2Before?.http2Share ?? 0, http2After?.http2Share ?? 0, .higherIsBetter, floor: 0.01, headline: false)
+            add("HTTP/2 share of requests", unit: .share, http2Before?.http2Share ?? 0, http2After?.http2Share ?? 0, .higherIsBetter, floor: 0.01, headline: false)
             func goAwaysPerThousand(_ summary: Summary, _ figures: HTTP2Figures?) -> Double {
                 summary.metrics.sent > 0 ? Double(figures?.goAwayCount ?? 0) * 1_000 / Double(summary.metrics.sent) : 0
             }
-            add("HTTP/2 GOAWAYs per 1,000 requests", unit: "", goAwaysPerThousand(baseline, http2Before), goAwaysPerThousand(current, http2After), .lowerIsBetter,
+            add("HTTP/2 GOAWAYs per 1,000 requests", unit: .count, goAwaysPerThousand(baseline, http2Before), goAwaysPerThousand(current, http2After), .lowerIsBetter,
                 floor: 0.5, headline: false, samples: min(baseline.metrics.sent, current.metrics.sent))
         }
         if baseline.ledger != nil || current.ledger != nil {
             // Any lost item is worse: the floor is below one.
-            add("ledger lost", unit: "", Double(baseline.lost), Double(current.lost), .lowerIsBetter, floor: 0.5, headline: true, relative: false)
-            add("ledger duplicates", unit: "", Double(baseline.ledgerDuplicates), Double(current.ledgerDuplicates), .lowerIsBetter, floor: 0.5, headline: false)
+            add("ledger lost", unit: .count, Double(baseline.lost), Double(current.lost), .lowerIsBetter, floor: 0.5, headline: true, relative: false)
+            add("ledger duplicates", unit: .count, Double(baseline.ledgerDuplicates), Double(current.ledgerDuplicates), .lowerIsBetter, floor: 0.5, headline: false)
         }
         for name in Set(baseline.metrics.operations.keys).union(current.metrics.operations.keys).sorted() {
             let before = baseline.metrics.operations[name]
             let after = current.metrics.operations[name]
             guard let before, let after else {
-                rows.append(Row(metric: "\(name)", unit: "", baseline: before.map { Double($0.sent) }, current: after.map { Double($0.sent) },
+                rows.append(Row(metric: "\(name)", unit: .count, baseline: before.map { Double($0.sent) }, current: after.map { Double($0.sent) },
                                 verdict: before == nil ? .new : .gone, isHeadline: true))
                 continue
             }
             for quantile in [0.5, 0.9, 0.99] {
                 addPercentile("\(Quantity.name(ofQuantile: quantile))(\(name))", quantile, before.latency, after.latency, headline: false)
             }
-            add("rate(errors) of \(name)", unit: "%", before.errorRate, after.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: false,
+            add("rate(errors) of \(name)", unit: .share, before.errorRate, after.errorRate, .lowerIsBetter, floor: options.rateFloor, headline: false,
                 samples: min(before.sent, after.sent))
         }
     }
@@ -200,7 +203,7 @@ public struct Comparison: Sendable {
     /// A latency percentile's row: judged as any row, then a change is taken for noise where the
     /// runs' sampling bands overlap.
     private mutating func addPercentile(_ metric: String, _ quantile: Double, _ baseline: LatencyHistogram, _ current: LatencyHistogram, headline: Bool) {
-        add(metric, unit: "ms", baseline.milliseconds(atQuantile: quantile), current.milliseconds(atQuantile: quantile),
+        add(metric, unit: .milliseconds, baseline.milliseconds(atQuantile: quantile), current.milliseconds(atQuantile: quantile),
             .lowerIsBetter, floor: options.latencyFloorMilliseconds, headline: headline,
             samples: min(baseline.totalCount, current.totalCount))
         guard let last = rows.indices.last, rows[last].verdict == .worse || rows[last].verdict == .better,
@@ -222,7 +225,7 @@ public struct Comparison: Sendable {
     }
 
     private mutating func add(
-        _ metric: String, unit: String, _ baseline: Double?, _ current: Double?, _ direction: Direction,
+        _ metric: String, unit: Unit, _ baseline: Double?, _ current: Double?, _ direction: Direction,
         floor: Double, headline: Bool, relative: Bool = true, samples: UInt64? = nil
     ) {
         var verdict = Verdict.same
@@ -243,7 +246,7 @@ public struct Comparison: Sendable {
         }
         rows.append(Row(metric: metric, unit: unit, baseline: baseline, current: current, verdict: verdict, isHeadline: headline))
         if verdict == .few && headline {
-            tooFewSamples.append("too few samples for \(metric) (\(samples ?? 0); --min-samples \(options.minimumSamples))")
+            tooFewSamples.append(.tooFewSamples(metric: metric, samples: samples ?? 0, minimum: options.minimumSamples))
         }
     }
 
@@ -251,15 +254,7 @@ public struct Comparison: Sendable {
     public func render(everything: Bool = false) -> String {
         var table: [[String]] = [["metric", "baseline", "current", "change", "verdict"]]
         for row in rows where everything || row.isHeadline || (row.verdict != .same && row.verdict != .few) {
-            func value(_ number: Double?) -> String {
-                guard let number else { return "-" }
-                switch row.unit {
-                case "%": return TerminalReport.format2(number * 100) + " %"
-                case "": return TerminalReport.group(UInt64(max(0, number)))
-                case "x": return TerminalReport.format2(number)
-                default: return TerminalReport.format2(number) + " " + row.unit
-                }
-            }
+            func value(_ number: Double?) -> String { number.map(row.unit.format) ?? "-" }
             let change = row.change.map { ($0 >= 0 ? "+" : "") + TerminalReport.format2($0 * 100) + " %" }
                 ?? (row.baseline == row.current ? "" : row.baseline == 0 ? "from 0" : "")
             let verdict = switch row.verdict {
@@ -271,11 +266,11 @@ public struct Comparison: Sendable {
             table.append([row.metric, value(row.baseline), value(row.current), change, verdict])
         }
         var lines = TerminalReport.formatTable(table)
-        for note in notes { lines.append("note: \(note)") }
+        for note in notes { lines.append("note: \(note.text)") }
         let tolerance = TerminalReport.format2(options.tolerance * 100)
         switch outcome {
         case .cannotJudge:
-            for reason in tooFewSamples { lines.append("note: \(reason)") }
+            for reason in tooFewSamples { lines.append("note: \(reason.text)") }
             lines.append("cannot judge: the runs do not put the same load on, or a headline figure rests on too few samples (exit 3)")
         case .worse:
             lines.append("\(regressions.count) worse beyond \(tolerance) % (and the floors: \(TerminalReport.format2(options.latencyFloorMilliseconds)) ms, \(TerminalReport.format2(options.rateFloor * 100)) percentage points)")
@@ -291,7 +286,7 @@ public struct Comparison: Sendable {
             let change = row.change.map { " (\($0 >= 0 ? "+" : "")\(TerminalReport.format2($0 * 100)) %)" } ?? ""
             return JUnit.TestCase(
                 className: scenario, name: row.metric,
-                failure: row.verdict == .worse ? "worse than the baseline beyond \(TerminalReport.format2(options.tolerance * 100)) %: \(row.baseline.map { TerminalReport.format2($0) } ?? "-") -> \(row.current.map { TerminalReport.format2($0) } ?? "-") \(row.unit)\(change)" : nil
+                failure: row.verdict == .worse ? "worse than the baseline beyond \(TerminalReport.format2(options.tolerance * 100)) %: \(row.baseline.map { TerminalReport.format2($0) } ?? "-") -> \(row.current.map { TerminalReport.format2($0) } ?? "-") \(row.unit.symbol)\(change)" : nil
             )
         })
     }
@@ -302,11 +297,11 @@ public struct Comparison: Sendable {
             "tolerance": .number(options.tolerance),
             "worse": .bool(isWorse),
             "outcome": .string(outcome.rawValue),
-            "cannotJudge": .array(unjudgeable.map(JSONValue.string)),
-            "notes": .array(notes.map(JSONValue.string)),
+            "cannotJudge": .array(unjudgeable.map(\.json)),
+            "notes": .array(notes.map(\.json)),
             "rows": .array(rows.map { row in
                 [
-                    "metric": .string(row.metric), "unit": .string(row.unit),
+                    "metric": .string(row.metric), "unit": .string(row.unit.rawValue),
                     "baseline": row.baseline.map(JSONValue.number) ?? .null, "current": row.current.map(JSONValue.number) ?? .null,
                     "change": row.change.map(JSONValue.number) ?? .null, "verdict": .string(row.verdict.rawValue),
                 ]

@@ -75,9 +75,22 @@ import Testing
         // Another seed is another load: neither the same nor worse, exit 3 with the reason.
         let seed = try await cli.run(["run", normal, "--devices", "1000", "--duration", "6h", "--seed", "2", "--out", "\(work)/seed", "--quiet"])
         #expect(seed.status == 0, "\(seed.error)")
-        let unjudged = try await cli.run(["compare", "\(work)/base", "\(work)/seed"])
+        let unjudged = try await cli.run(["compare", "\(work)/base", "\(work)/seed", "--json", "\(work)/unjudged.json"])
         #expect(unjudged.status == 3, "\(unjudged.output)")
         #expect(unjudged.output.contains("note: the runs have different seeds") && unjudged.output.contains("cannot judge"), "\(unjudged.output)")
+        // A CI job reads why by its code, with the case's values; the sentence is for a person.
+        let reasons = try json("\(work)/unjudged.json")
+        #expect(reasons["outcome"] == .string("cannotJudge"))
+        guard case .array(let cannotJudge)? = reasons["cannotJudge"], case .object(let reason)? = cannotJudge.first, cannotJudge.count == 1 else {
+            Issue.record("one reason expected: \(String(describing: reasons["cannotJudge"]))")
+            return
+        }
+        #expect(reason["code"] == .string("differentSeeds") && reason["baseline"] == .number(1) && reason["current"] == .number(2), "\(reason)")
+        guard case .array(let rows)? = written["rows"], case .object(let first)? = rows.first else {
+            Issue.record("rows expected")
+            return
+        }
+        #expect(first["metric"] == .string("throughput (answers 1xx-3xx per second)") && first["unit"] == .string("perSecond"), "\(first)")
     }
 
     @Test(arguments: [

@@ -272,32 +272,41 @@ import Testing
         var seed = Self.summary()
         seed.seed = 8
         let seeds = Comparison(baseline: baseline, current: seed)
-        #expect(seeds.outcome == .cannotJudge && seeds.unjudgeable == ["the runs have different seeds (7 and 8)"], "\(seeds.unjudgeable)")
+        #expect(seeds.outcome == .cannotJudge && seeds.unjudgeable == [.differentSeeds(baseline: 7, current: 8)], "\(seeds.unjudgeable)")
+        #expect(seeds.render().contains("note: the runs have different seeds (7 and 8)"))
         #expect(seeds.render().contains("cannot judge"))
         var slowerAndShorter = Self.summary(latencyMilliseconds: 80)
         slowerAndShorter.simulatedSeconds = 30
-        #expect(Comparison(baseline: baseline, current: slowerAndShorter).outcome == .cannotJudge, "another length: the worse rows say nothing")
+        let shorter = Comparison(baseline: baseline, current: slowerAndShorter)
+        #expect(shorter.outcome == .cannotJudge && shorter.unjudgeable == [.differentLengths(baselineSeconds: 60, currentSeconds: 30)],
+                "another length: the worse rows say nothing \(shorter.unjudgeable)")
         var edited = Self.summary()
         edited.scenarioText = #"{"name": "s", "devices": 200}"#
         var original = Self.summary()
         original.scenarioText = #"{"name": "s", "devices": 100, "description": "before"}"#
-        #expect(Comparison(baseline: original, current: edited).outcome == .cannotJudge)
+        #expect(Comparison(baseline: original, current: edited).unjudgeable == [.scenarioLoadChanged])
         var mockOnly = Self.summary()
         mockOnly.scenarioText = #"{"name": "s", "devices": 100, "platforms": {"p": {"mock": {"latency": "80ms"}}}}"#
         var withMock = Self.summary()
         withMock.scenarioText = #"{"name": "s", "devices": 100, "platforms": {"p": {"mock": {"latency": "40ms"}}}}"#
         #expect(Comparison(baseline: withMock, current: mockOnly).outcome == .same, "the mock stands for the service, not the load")
         let few = Comparison(baseline: Self.summary(requests: 50), current: Self.summary(requests: 50))
-        #expect(few.outcome == .cannotJudge && few.unjudgeable.contains { $0.hasPrefix("too few samples for p99 latency, all operations") }, "\(few.unjudgeable)")
+        #expect(few.outcome == .cannotJudge && few.unjudgeable.contains(.tooFewSamples(metric: "p99 latency, all operations", samples: 50, minimum: 100)),
+                "\(few.unjudgeable)")
         // A generator that fell behind did not put the load on: its slower answers are partly its
         // own. Arrivals shed on busy devices are a slow service's doing too: still judged.
         var behind = Self.summary(latencyMilliseconds: 80)
         behind.metrics.increment("workload.missedStarts", by: 3)
         let fellBehind = Comparison(baseline: baseline, current: behind)
-        #expect(fellBehind.outcome == .cannotJudge && fellBehind.unjudgeable.first?.hasPrefix("the current run's generator fell behind") == true, "\(fellBehind.unjudgeable)")
+        #expect(fellBehind.outcome == .cannotJudge, "\(fellBehind.unjudgeable)")
+        guard case .generatorFellBehind(.current, _, _, missedStarts: 3)? = fellBehind.unjudgeable.first, fellBehind.unjudgeable.count == 1 else {
+            Issue.record("expected the current run's generator, 3 missed starts: \(fellBehind.unjudgeable)")
+            return
+        }
         var shed = Self.summary(latencyMilliseconds: 80)
         shed.metrics.increment("workload.shed", by: 3)
-        #expect(Comparison(baseline: baseline, current: shed).outcome == .worse)
+        let shedding = Comparison(baseline: baseline, current: shed)
+        #expect(shedding.outcome == .worse && shedding.unjudgeable.isEmpty && shedding.notes == [.shedArrivals(.current, count: 3)], "\(shedding.notes)")
     }
 
     @Test func theComparisonFlagsMore429sButNotOneInAMillion() {
