@@ -160,8 +160,8 @@ enum FitCheck {
         var shape = LoadShape(byOperation: metrics.operations.mapValues { Int($0.sent) }, firstAttempts: Int(metrics.sent) - retries, perSecond: sent, rateLimitedPerSecond: refused)
         // A fitted scenario's devices have no pushes but its campaigns': every display reports a
         // delivery where the log showed them.
-        shape.deliveries = Int(metrics.counters["notifications.displayed"] ?? 0)
-        shape.taps = Int(metrics.counters["notifications.tapped"] ?? 0)
+        shape.deliveries = Int(metrics[.notificationsDisplayed] ?? 0)
+        shape.taps = Int(metrics[.notificationsTapped] ?? 0)
         return shape
     }
 

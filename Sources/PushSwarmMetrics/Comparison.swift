@@ -139,7 +139,7 @@ public struct Comparison: Sendable {
             }
             func failedOpenings(_ summary: Summary) -> (share: Double, attempts: UInt64)? {
                 guard let (opened, _) = summary.metrics.connections else { return nil }
-                let failed = ["refused", "handshakes.failed", "handshakes.timedOut"].reduce(0) { $0 + (summary.metrics.counters["connections." + $1] ?? 0) }
+                let failed = [CounterKey.connectionsRefused, .connectionsHandshakesFailed, .connectionsHandshakesTimedOut].reduce(0) { $0 + (summary.metrics[$1] ?? 0) }
                 let attempts = opened + failed
                 return (attempts > 0 ? Double(failed) / Double(attempts) : 0, attempts)
             }

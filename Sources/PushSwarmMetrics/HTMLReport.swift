@@ -116,7 +116,7 @@ public enum HTMLReport {
         if let p50 = metrics.backoffDelays.value(atQuantile: 0.5) {
             html += " · back-off p50 \(TerminalReport.format2(Double(p50) / 1_000_000)) s, max \(TerminalReport.format2(Double(metrics.backoffDelays.maximum) / 1_000_000)) s"
         }
-        if let recovery = metrics.durations["rateLimitRecovery"], let p99 = recovery.value(atQuantile: 0.99) {
+        if let recovery = metrics.duration(.rateLimitRecovery), let p99 = recovery.value(atQuantile: 0.99) {
             html += " · from a first 429 to acceptance p99 \(TerminalReport.format2(Double(p99) / 1_000_000)) s"
         }
         html += "</p>\n"

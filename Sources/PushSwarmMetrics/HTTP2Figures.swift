@@ -1,18 +1,3 @@
-/// The run counters of which HTTP carried each request (wall time): a request counts once, by the
-/// protocol of its last attempt on the wire; and what HTTP/2 connections went through.
-public enum HTTPProtocolCounters {
-    public static let http2Requests = "requests.http2"
-    public static let http1Requests = "requests.http1"
-    /// Connections that spoke HTTP/2.
-    public static let http2Connections = "connections.http2.opened"
-    /// GOAWAYs the servers sent, by code (`connections.http2.goAway.NO_ERROR`).
-    public static let goAwayPrefix = "connections.http2.goAway."
-    /// Streams reset, by code (`connections.http2.reset.REFUSED_STREAM`).
-    public static let resetPrefix = "connections.http2.reset."
-    /// Requests a server left unprocessed (GOAWAY, REFUSED_STREAM), sent again on another connection.
-    public static let retriedUnprocessed = "connections.http2.retriedUnprocessed"
-}
-
 /// What a run's HTTP/2 was, from its counters: requests by protocol, streams a connection carried,
 /// GOAWAYs and resets by code, requests sent again; nil for a run where no socket said (simulated
 /// time) or none spoke HTTP/2 and none was asked to.
@@ -25,16 +10,12 @@ public struct HTTP2Figures: Sendable, Equatable {
     public var retriedUnprocessed: UInt64
 
     public init?(_ metrics: RunMetrics) {
-        let counters = metrics.counters
-        http2Requests = counters[HTTPProtocolCounters.http2Requests] ?? 0
-        http1Requests = counters[HTTPProtocolCounters.http1Requests] ?? 0
-        connections = counters[HTTPProtocolCounters.http2Connections] ?? 0
-        func byCode(_ prefix: String) -> [(code: String, count: UInt64)] {
-            counters.filter { $0.key.hasPrefix(prefix) && $0.value > 0 }.map { (String($0.key.dropFirst(prefix.count)), $0.value) }.sorted { $0.code < $1.code }
-        }
-        goAways = byCode(HTTPProtocolCounters.goAwayPrefix)
-        resets = byCode(HTTPProtocolCounters.resetPrefix)
-        retriedUnprocessed = counters[HTTPProtocolCounters.retriedUnprocessed] ?? 0
+        http2Requests = metrics[.requestsHTTP2] ?? 0
+        http1Requests = metrics[.requestsHTTP1] ?? 0
+        connections = metrics[.http2ConnectionsOpened] ?? 0
+        goAways = CounterKey.http2GoAways.members(in: metrics).map { (code: $0.member, count: $0.count) }
+        resets = CounterKey.http2Resets.members(in: metrics).map { (code: $0.member, count: $0.count) }
+        retriedUnprocessed = metrics[.http2RetriedUnprocessed] ?? 0
         guard http2Requests > 0 || connections > 0 || !goAways.isEmpty || !resets.isEmpty else { return nil }
     }
 

@@ -20,11 +20,13 @@ public struct RunMetrics: Sendable, Equatable {
     public var droppedByReason: [String: UInt64] = [:]
     /// Transport errors keyed by reason (`networkError`, `connectionReset`, …).
     public var transportErrorsByReason: [String: UInt64] = [:]
-    /// Named counts that are not requests: notifications displayed, tapped, campaigns, ….
-    public var counters: [String: UInt64] = [:]
-    /// Named spans clients measured (`rateLimitRecovery`: from an item's first 429 until the
-    /// service accepted it), in microseconds.
-    public var durations: [String: LatencyHistogram] = [:]
+    /// Named counts that are not requests: notifications displayed, tapped, campaigns, …, by
+    /// their `CounterKey`'s name (what archives and shard streams carry); read and counted
+    /// through the keys.
+    public internal(set) var counters: [String: UInt64] = [:]
+    /// Named spans the run measured (`DurationKey.rateLimitRecovery`: from an item's first 429
+    /// until the service accepted it), in microseconds, by their `DurationKey`'s name.
+    public internal(set) var durations: [String: LatencyHistogram] = [:]
     /// The same measurements interval by interval, for charts and time series (recorded when the
     /// caller says when: `at` microseconds after the run's start).
     public var timeline = Timeline()
@@ -58,20 +60,16 @@ public struct RunMetrics: Sendable, Equatable {
     public var retries: UInt64 { retriesByAttempt.values.reduce(0, +) }
     /// Devices' platform sockets (WebSockets) open now: opened, less closed by either end.
     public var socketsOpen: UInt64 {
-        let opened = counters["sockets.opened"] ?? 0
-        let closed = (counters["sockets.closedByClient"] ?? 0) + (counters["sockets.closedByPeer"] ?? 0)
+        let opened = self[.socketsOpened] ?? 0
+        let closed = (self[.socketsClosedByClient] ?? 0) + (self[.socketsClosedByPeer] ?? 0)
         return opened - min(opened, closed)
     }
 
     /// HTTP connections the run opened (wall time), and those closed by why
     /// (`connections.closed.<reason>`); nil when it counted none.
     public var connections: (opened: UInt64, closed: [(reason: String, count: UInt64)])? {
-        guard let opened = counters["connections.opened"] else { return nil }
-        let prefix = "connections.closed."
-        let closed = counters.filter { $0.key.hasPrefix(prefix) && $0.value > 0 }
-            .map { (reason: String($0.key.dropFirst(prefix.count)), count: $0.value) }
-            .sorted { $0.reason < $1.reason }
-        return (opened, closed)
+        guard let opened = self[.connectionsOpened] else { return nil }
+        return (opened, CounterKey.connectionsClosed.members(in: self).map { (reason: $0.member, count: $0.count) })
     }
 
     public var byStatus: [Int: UInt64] {
@@ -80,13 +78,13 @@ public struct RunMetrics: Sendable, Equatable {
 
     /// An HTTP connection opened `microseconds` into the run: counted, and on the timeline.
     public mutating func recordConnectionOpened(at microseconds: Int64) {
-        increment("connections.opened")
+        increment(.connectionsOpened)
         timeline.recordConnectionOpened(at: microseconds)
     }
 
-    /// An HTTP connection closed for `counter`'s reason (`connections.closed.<reason>`),
+    /// An HTTP connection closed for `counter`'s reason (`CounterKey.connectionsClosed(reason)`),
     /// `microseconds` into the run: counted, and on the timeline.
-    public mutating func recordConnectionClosed(counter: String, at microseconds: Int64) {
+    public mutating func recordConnectionClosed(counter: CounterKey, at microseconds: Int64) {
         increment(counter)
         timeline.recordConnectionClosed(at: microseconds)
     }
@@ -142,9 +140,12 @@ public struct RunMetrics: Sendable, Equatable {
         droppedByReason[reason, default: 0] += count
     }
 
-    public mutating func recordDuration(_ name: String, microseconds: UInt64) {
-        durations[name, default: LatencyHistogram()].record(microseconds)
+    public mutating func recordDuration(_ key: DurationKey, microseconds: UInt64) {
+        durations[key.name, default: LatencyHistogram()].record(microseconds)
     }
+
+    /// The spans measured as `key`; nil when none was.
+    public func duration(_ key: DurationKey) -> LatencyHistogram? { durations[key.name] }
 
     /// Attempts per logical request over every operation.
     public var retryAmplification: Double {
@@ -152,8 +153,15 @@ public struct RunMetrics: Sendable, Equatable {
         return first > 0 ? Double(sent) / Double(first) : 1
     }
 
-    public mutating func increment(_ counter: String, by amount: UInt64 = 1) {
-        counters[counter, default: 0] += amount
+    public mutating func increment(_ counter: CounterKey, by amount: UInt64 = 1) {
+        counters[counter.name, default: 0] += amount
+    }
+
+    /// A counter's count; nil when the run never counted it. Set for a figure that is not a
+    /// count (`CounterKey.socketsPeakOpen`).
+    public subscript(_ counter: CounterKey) -> UInt64? {
+        get { counters[counter.name] }
+        set { counters[counter.name] = newValue }
     }
 
     /// Adds `other` into this value; exact, including histograms.

@@ -111,7 +111,7 @@ public struct Story: Sendable, Equatable {
                 recovery = "The backlog had not drained when the run ended at \(clock(runTicks)): 429s or retries went on into its last second"
                 if summary.pendingAtEnd > 0 { recovery += ", and \(Self.count(UInt64(summary.pendingAtEnd), "request")) \(summary.pendingAtEnd == 1 ? "was" : "were") still waiting in devices" }
             }
-            if let recoveries = metrics.durations["rateLimitRecovery"], let median = recoveries.value(atQuantile: 0.5), let p99 = recoveries.value(atQuantile: 0.99) {
+            if let recoveries = metrics.duration(.rateLimitRecovery), let median = recoveries.value(atQuantile: 0.5), let p99 = recoveries.value(atQuantile: 0.99) {
                 recovery += "; a refused request that got through waited p50 \(Self.span(Double(median) / 1_000_000, atLeast: 0)), p99 \(Self.span(Double(p99) / 1_000_000, atLeast: 0)) from its first 429"
             }
             sentences.append(recovery + ".")
@@ -138,11 +138,11 @@ public struct Story: Sendable, Equatable {
                 if background + died > 0 {
                     sentence += "; over the run \(group(background + died)) closed with their app (\(group(background)) suspended in the background, \(group(died)) with the process)"
                 }
-                if let timedOut = metrics.counters["connections.handshakes.timedOut"], timedOut > 0 {
-                    let full = metrics.counters["connections.handshakes.full"] ?? 0
+                if let timedOut = metrics[.connectionsHandshakesTimedOut], timedOut > 0 {
+                    let full = metrics[.connectionsHandshakesFull] ?? 0
                     sentence += "; \(group(timedOut)) \(timedOut == 1 ? "opening" : "openings") timed out waiting for the edge's handshake (\(group(full)) full handshakes done)"
                 }
-                if let refused = metrics.counters["connections.refused"], refused > 0 {
+                if let refused = metrics[.connectionsRefused], refused > 0 {
                     sentence += "; \(group(refused)) \(refused == 1 ? "opening was" : "openings were") refused by the edge"
                 }
                 sentences.append(sentence + ".")

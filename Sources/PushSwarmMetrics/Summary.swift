@@ -155,21 +155,21 @@ public struct Summary: Sendable {
     public static let saturationCPUShare = 0.9
 
     public var lagP99Milliseconds: Double? {
-        metrics.durations["generatorLag"].map { Double($0.value(atQuantile: 0.99) ?? 0) / 1_000 }
+        metrics.duration(.generatorLag).map { Double($0.value(atQuantile: 0.99) ?? 0) / 1_000 }
     }
 
     /// Open-workload arrivals that started; nil when the run had no open workload.
-    public var startedArrivals: UInt64? { metrics.counters["workload.arrivals"] }
+    public var startedArrivals: UInt64? { metrics[.workloadArrivals] }
     /// Open-workload arrivals that never started: shed because their device's queue was already
     /// full (the service or the network did not keep up), or missed because the generator reached
     /// them more than a second late (PushSwarm did not keep up).
-    public var shedArrivals: UInt64 { metrics.counters["workload.shed"] ?? 0 }
-    public var missedStarts: UInt64 { metrics.counters["workload.missedStarts"] ?? 0 }
+    public var shedArrivals: UInt64 { metrics[.workloadShed] ?? 0 }
+    public var missedStarts: UInt64 { metrics[.workloadMissedStarts] ?? 0 }
     /// Wall time: how often the event loops woke, and the readiness events a wake-up brought on
     /// average (more a wake-up is cheaper a request); nil when no loop counted (simulated time).
     public var loopWakeUps: (wakeUps: UInt64, eventsPerWakeUp: Double)? {
-        guard let waits = metrics.counters["eventLoop.waits"], waits > 0 else { return nil }
-        return (waits, Double(metrics.counters["eventLoop.events"] ?? 0) / Double(waits))
+        guard let waits = metrics[.eventLoopWaits], waits > 0 else { return nil }
+        return (waits, Double(metrics[.eventLoopEvents] ?? 0) / Double(waits))
     }
     /// Every open-workload arrival: started, shed or missed.
     public var offeredArrivals: UInt64 { (startedArrivals ?? 0) + shedArrivals + missedStarts }
@@ -364,14 +364,14 @@ extension Summary {
     /// tick's end: `Timeline.connectionsOpenPeak`); nil when the run counted none.
     var connectionsJSON: JSONValue? {
         guard let (opened, closed) = metrics.connections else { return nil }
-        let counter = { (name: String) in JSONValue.number(Double(metrics.counters["connections." + name] ?? 0)) }
+        let counter = { (key: CounterKey) in JSONValue.number(Double(metrics[key] ?? 0)) }
         let total = closed.reduce(0) { $0 + $1.count }
         var object: JSONObject = [
             "opened": .number(Double(opened)),
             "closed": .object(JSONObject(closed.map { (key: $0.reason, value: JSONValue.number(Double($0.count))) })),
-            "refused": counter("refused"),
-            "handshakes": ["full": counter("handshakes.full"), "resumed": counter("handshakes.resumed"),
-                           "failed": counter("handshakes.failed"), "timedOut": counter("handshakes.timedOut")],
+            "refused": counter(.connectionsRefused),
+            "handshakes": ["full": counter(.connectionsHandshakesFull), "resumed": counter(.connectionsHandshakesResumed),
+                           "failed": counter(.connectionsHandshakesFailed), "timedOut": counter(.connectionsHandshakesTimedOut)],
             "openAtEnd": .number(Double(opened - min(opened, total))),
         ]
         object["openPeak"] = metrics.timeline.connectionsOpenPeak.map { .number(Double($0)) } ?? .null

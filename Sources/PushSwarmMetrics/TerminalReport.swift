@@ -90,11 +90,12 @@ public enum TerminalReport {
         }
         // The push funnel, with what never reached a device: held while offline (delivered later),
         // expired past its time to live, undeliverable to a stale token.
-        let funnel = [
-            ("sent", "sent"), ("heldWhileUnreachable", "held offline"), ("expired", "expired"), ("undeliverable", "undeliverable"),
-            ("delivered", "delivered"), ("displayed", "displayed"), ("tapped", "tapped"), ("dismissed", "dismissed"),
+        let funnel: [(CounterKey, String)] = [
+            (.notificationsSent, "sent"), (.notificationsHeldWhileUnreachable, "held offline"), (.notificationsExpired, "expired"),
+            (.notificationsUndeliverable, "undeliverable"), (.notificationsDelivered, "delivered"), (.notificationsDisplayed, "displayed"),
+            (.notificationsTapped, "tapped"), (.notificationsDismissed, "dismissed"),
         ]
-        let notifications = funnel.compactMap { key, label in metrics.counters["notifications." + key].map { "\(label) \(group($0))" } }
+        let notifications = funnel.compactMap { key, label in metrics[key].map { "\(label) \(group($0))" } }
         if !notifications.isEmpty {
             lines.append("Pushes      " + notifications.joined(separator: " · "))
         }
@@ -170,14 +171,14 @@ extension TerminalReport {
         guard let (opened, closed) = metrics.connections else { return nil }
         let total = closed.reduce(0) { $0 + $1.count }
         let reasons = closed.map { "\($0.reason) \(group($0.count))" }.joined(separator: ", ")
-        let counter = { (name: String) in metrics.counters["connections." + name] ?? 0 }
-        let (full, resumed, failed) = (counter("handshakes.full"), counter("handshakes.resumed"), counter("handshakes.failed"))
+        let counter = { (key: CounterKey) in metrics[key] ?? 0 }
+        let (full, resumed, failed) = (counter(.connectionsHandshakesFull), counter(.connectionsHandshakesResumed), counter(.connectionsHandshakesFailed))
         var line = "\(group(opened)) opened"
         if full + resumed + failed > 0 {
             line += " (TLS handshakes: \(group(full)) full, \(group(resumed)) resumed\(failed > 0 ? ", \(group(failed)) failed" : ""))"
         }
-        if case let timedOut = counter("handshakes.timedOut"), timedOut > 0 { line += " · \(group(timedOut)) timed out opening" }
-        if case let refused = counter("refused"), refused > 0 { line += " · \(group(refused)) refused" }
+        if case let timedOut = counter(.connectionsHandshakesTimedOut), timedOut > 0 { line += " · \(group(timedOut)) timed out opening" }
+        if case let refused = counter(.connectionsRefused), refused > 0 { line += " · \(group(refused)) refused" }
         line += " · \(group(total)) closed\(reasons.isEmpty ? "" : " (\(reasons))") · \(group(opened - min(opened, total))) open at the end"
         if let peak = metrics.timeline.connectionsOpenPeak { line += " (peak \(group(peak)))" }
         return line

@@ -127,7 +127,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
             let story = Story(summary)
             guard story.storm != nil else { return 0 }
             return story.drainedSeconds.map { ($0 * 1_000).rounded() } ?? .infinity
-        case .counter(let name): return Double(metrics.counters[name] ?? 0)
+        case .counter(let name): return Double(metrics[CounterKey(name)] ?? 0)
         }
     }
 

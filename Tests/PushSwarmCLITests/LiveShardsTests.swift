@@ -21,7 +21,7 @@ import PushSwarmMetrics
                 metrics.recordResponse(operation: "smartapppush.events", status: 200, latencyMicroseconds: 5_000, at: at + 5_000)
             }
         }
-        metrics.increment("pushes.delivered", by: UInt64(seconds))
+        metrics.increment(CounterKey("pushes.delivered"), by: UInt64(seconds))
         var progress = RunProgress(elapsed: TimeSpan(microseconds: Int64(seconds) * 1_000_000 + 500_000), duration: TimeSpan(microseconds: 60_000_000), metrics: metrics, devices: devices)
         progress.openConnections = 3
         return progress

@@ -1,5 +1,6 @@
 import Testing
 @testable import PushSwarmCore
+import PushSwarmMetrics
 
 @Suite struct DeviceLifecycleTests {
     var random = SeededRandom(seed: 1, stream: .device, index: 1)
@@ -24,7 +25,7 @@ import Testing
         // Before installing, nothing happens.
         #expect(device.handle(.sessionDue, now: t0, random: &random).isEmpty)
         #expect(device.handle(.notificationDelivered(PushNotification(id: 1, campaign: "c", data: [:])), now: t0, random: &random)
-            .contains { if case .count("notifications.notInstalled") = $0 { true } else { false } })
+            .contains { if case .count(.notificationsNotInstalled) = $0 { true } else { false } })
 
         let installed = device.handle(.install, now: t0, random: &random)
         #expect(device.appState == .closed)

@@ -1,4 +1,5 @@
 @testable import PushSwarmCore
+import PushSwarmMetrics
 
 enum Fixtures {
     static func profile(
@@ -35,6 +36,6 @@ enum Fixtures {
     }
 
     static func counts(_ outputs: [DeviceLifecycle.Output]) -> [String] {
-        outputs.compactMap { if case .count(let name) = $0 { name } else { nil } }
+        outputs.compactMap { if case .count(let counter) = $0 { counter.name } else { nil } }
     }
 }

@@ -24,7 +24,7 @@ import Testing
             _ = release.wait(timeout: .now() + 10)
         }
         var metrics = RunMetrics()
-        metrics.increment("test.requests", by: 3)
+        metrics.increment(CounterKey("test.requests"), by: 3)
         board.publish(partition: 0, elapsed: .seconds(1), metrics: metrics)
         // The report has begun and is held: were it made on this thread, `publish` would not
         // have returned and this wait would never end.
@@ -51,9 +51,9 @@ import Testing
             reported.signal()
         }
         var first = RunMetrics()
-        first.increment("test.requests", by: 2)
+        first.increment(CounterKey("test.requests"), by: 2)
         var second = RunMetrics()
-        second.increment("test.requests", by: 5)
+        second.increment(CounterKey("test.requests"), by: 5)
         board.publish(partition: 1, elapsed: .seconds(1), metrics: second)
         #expect(reported.wait(timeout: .now() + 60) == .success, "the board starts due")
         clock.store(500_000_000, ordering: .relaxed)

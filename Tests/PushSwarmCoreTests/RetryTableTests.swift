@@ -112,7 +112,7 @@ import PushSwarmMetrics
             request = sent(queue.timerFired(token, now: now))[0]
         }
         let parked = queue.complete(completion(request, .timeout), now: now)
-        #expect(parked.contains { if case .count("queue.parkedUntilNextLaunch") = $0 { true } else { false } })
+        #expect(parked.contains { if case .count(.queueParkedUntilNextLaunch) = $0 { true } else { false } })
         #expect(queue.isParkedUntilLaunch)
         #expect(sent(queue.enqueue(item("b"), now: now)).isEmpty, "nothing is sent while parked")
         #expect(queue.count == 2, "nothing was dropped")
@@ -226,7 +226,7 @@ extension OfflineQueue {
         let actions = queue.complete(
             ExchangeCompletion(requestID: request.id, operation: "op", sentAt: .start, outcome: .response(hostile)), now: now, random: &random, unixNow: 0
         )
-        #expect(actions.contains { if case .count("retryAfter.clamped") = $0 { true } else { false } }, "\(actions)")
+        #expect(actions.contains { if case .count(.retryAfterClamped) = $0 { true } else { false } }, "\(actions)")
         #expect(actions.contains { if case .schedule(_, let due) = $0 { due == now + .seconds(120) } else { false } }, "\(actions)")
     }
 

@@ -15,8 +15,8 @@ import Testing
             metrics.recordResponse(operation: "p.events", status: status(request), latencyMicroseconds: latency, at: at + Int64(latency))
         }
         metrics.recordBackoff(microseconds: 1_500_000, retryNumber: 1)
-        metrics.recordDuration("rateLimitRecovery", microseconds: 2_000_000)
-        metrics.increment("notifications.tapped", by: 3)
+        metrics.recordDuration(.rateLimitRecovery, microseconds: 2_000_000)
+        metrics.increment(.notificationsTapped, by: 3)
         metrics.recordTransportError(operation: "p.login", reason: "connectionReset", at: 5_000_000)
         metrics.timeline.fit(to: 6)
         var summary = Summary(
@@ -296,7 +296,7 @@ import Testing
         // A generator that fell behind did not put the load on: its slower answers are partly its
         // own. Arrivals shed on busy devices are a slow service's doing too: still judged.
         var behind = Self.summary(latencyMilliseconds: 80)
-        behind.metrics.increment("workload.missedStarts", by: 3)
+        behind.metrics.increment(.workloadMissedStarts, by: 3)
         let fellBehind = Comparison(baseline: baseline, current: behind)
         #expect(fellBehind.outcome == .cannotJudge, "\(fellBehind.unjudgeable)")
         guard case .generatorFellBehind(.current, _, _, missedStarts: 3)? = fellBehind.unjudgeable.first, fellBehind.unjudgeable.count == 1 else {
@@ -304,7 +304,7 @@ import Testing
             return
         }
         var shed = Self.summary(latencyMilliseconds: 80)
-        shed.metrics.increment("workload.shed", by: 3)
+        shed.metrics.increment(.workloadShed, by: 3)
         let shedding = Comparison(baseline: baseline, current: shed)
         #expect(shedding.outcome == .worse && shedding.unjudgeable.isEmpty && shedding.notes == [.shedArrivals(.current, count: 3)], "\(shedding.notes)")
     }
@@ -325,9 +325,9 @@ import Testing
     @Test func theComparisonJudgesConnectionOpeningsAndTheReportShowsThem() {
         func run(opened: UInt64, refused: UInt64 = 0, timedOut: UInt64 = 0) -> Summary {
             var summary = Self.summary()
-            summary.metrics.increment("connections.opened", by: opened)
-            summary.metrics.increment("connections.refused", by: refused)
-            summary.metrics.increment("connections.handshakes.timedOut", by: timedOut)
+            summary.metrics.increment(.connectionsOpened, by: opened)
+            summary.metrics.increment(.connectionsRefused, by: refused)
+            summary.metrics.increment(.connectionsHandshakesTimedOut, by: timedOut)
             return summary
         }
         let baseline = run(opened: 1_000)
@@ -348,11 +348,11 @@ import Testing
     @Test func http2FiguresAreReportedAndCompared() throws {
         func run(http2: UInt64, http1: UInt64 = 0, connections: UInt64, goAways: UInt64 = 0) -> Summary {
             var summary = Self.summary()
-            summary.metrics.increment(HTTPProtocolCounters.http2Requests, by: http2)
-            summary.metrics.increment(HTTPProtocolCounters.http1Requests, by: http1)
-            summary.metrics.increment(HTTPProtocolCounters.http2Connections, by: connections)
-            summary.metrics.increment(HTTPProtocolCounters.goAwayPrefix + "NO_ERROR", by: goAways)
-            summary.metrics.increment(HTTPProtocolCounters.retriedUnprocessed, by: goAways)
+            summary.metrics.increment(.requestsHTTP2, by: http2)
+            summary.metrics.increment(.requestsHTTP1, by: http1)
+            summary.metrics.increment(.http2ConnectionsOpened, by: connections)
+            summary.metrics.increment(CounterKey.http2GoAways("NO_ERROR"), by: goAways)
+            summary.metrics.increment(.http2RetriedUnprocessed, by: goAways)
             return summary
         }
         #expect(HTTP2Figures(Self.summary().metrics) == nil, "no HTTP/2: no figures")

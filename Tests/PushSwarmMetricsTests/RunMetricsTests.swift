@@ -2,6 +2,34 @@ import Testing
 @testable import PushSwarmMetrics
 
 @Suite struct RunMetricsTests {
+    /// Issue 53: counters are reached through typed keys, but their names are a contract:
+    /// summary archives keep counts by name, `compare` reads last month's baseline with today's
+    /// build, shard streams cross builds, thresholds say `counter(NAME)`, dashboards query the
+    /// names. A key whose name changes fails here, not silently in a nightly job.
+    @Test func theCountersThatReportsReadKeepTheirArchivedNames() {
+        let names: [(CounterKey, String)] = [
+            (.workloadArrivals, "workload.arrivals"), (.workloadShed, "workload.shed"),
+            (.workloadShedAtWaitingCeiling, "workload.shedAtWaitingCeiling"), (.workloadMissedStarts, "workload.missedStarts"),
+            (.eventLoopWaits, "eventLoop.waits"), (.eventLoopEvents, "eventLoop.events"), (.runInterrupted, "run.interrupted"),
+            (.warmUpInstalls, "warmUp.installs"), (.notificationsSent, "notifications.sent"),
+            (.notificationsDisplayed, "notifications.displayed"), (.notificationsTapped, "notifications.tapped"),
+            (.socketsOpened, "sockets.opened"), (.socketsClosedByPeer, "sockets.closedByPeer"), (.socketsPeakOpen, "sockets.peakOpen"),
+            (.connectionsOpened, "connections.opened"), (.connectionsRefused, "connections.refused"),
+            (.connectionsHandshakesTimedOut, "connections.handshakes.timedOut"), (.connectionsClosed("idle"), "connections.closed.idle"),
+            (.requestsHTTP2, "requests.http2"), (.http2GoAways("NO_ERROR"), "connections.http2.goAway.NO_ERROR"),
+        ]
+        for (key, name) in names { #expect(key.name == name) }
+        #expect(DurationKey.generatorLag.name == "generatorLag" && DurationKey.rateLimitRecovery.name == "rateLimitRecovery")
+        // Counted through a key, read by its name (as an archive or a threshold's counter(NAME)
+        // does), and a family's members by theirs.
+        var metrics = RunMetrics()
+        metrics.increment(.workloadShed, by: 3)
+        metrics.increment(.connectionsClosed("idle"), by: 2)
+        metrics.increment(.connectionsClosed("background"))
+        #expect(metrics.counters["workload.shed"] == 3 && metrics[CounterKey("workload.shed")] == 3 && metrics[.workloadArrivals] == nil)
+        #expect(CounterKey.connectionsClosed.members(in: metrics).map(\.member) == ["background", "idle"])
+    }
+
     @Test func everySentRequestEndsInExactlyOneOutcome() {
         var metrics = RunMetrics()
         for _ in 0..<5 { metrics.recordSent(operation: "p.events", retryNumber: 0) }
@@ -27,7 +55,7 @@ import Testing
         right.recordSent(operation: "a", retryNumber: 2)
         right.recordResponse(operation: "a", status: 200, latencyMicroseconds: 7)
         right.recordDrop(reason: "http400")
-        right.increment("notifications.tapped")
+        right.increment(.notificationsTapped)
         left.merge(right)
         #expect(left.sent == 2)
         #expect(left.byStatus == [200: 2])
@@ -70,8 +98,8 @@ import Testing
 @Suite struct SaturationTests {
     func summary(lagMicroseconds: UInt64, cpu: Double?, missed: UInt64 = 0) -> Summary {
         var metrics = RunMetrics()
-        for _ in 0..<100 { metrics.recordDuration("generatorLag", microseconds: lagMicroseconds) }
-        if missed > 0 { metrics.increment("workload.missedStarts", by: missed) }
+        for _ in 0..<100 { metrics.recordDuration(.generatorLag, microseconds: lagMicroseconds) }
+        if missed > 0 { metrics.increment(.workloadMissedStarts, by: missed) }
         var summary = Summary(
             scenario: "s", seed: 1, clock: "wall", devices: 1, simulatedSeconds: 1, wallSeconds: 1, runID: "r", version: "v",
             metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0
@@ -90,8 +118,8 @@ import Testing
         #expect(generator["wakeUps"] == nil, "no loop counted: no wake-ups reported")
         // The loops' count of their wake-ups, and the events each brought on average.
         var woken = summary(lagMicroseconds: 2_000, cpu: 0.4)
-        woken.metrics.counters["eventLoop.waits"] = 400
-        woken.metrics.counters["eventLoop.events"] = 1_000
+        woken.metrics[.eventLoopWaits] = 400
+        woken.metrics[.eventLoopEvents] = 1_000
         let counted = try #require(woken.json["generator"])
         #expect(counted["wakeUps"] == .number(400) && counted["eventsPerWakeUp"] == .number(2.5))
         #expect(TerminalReport.render(woken, reportPath: nil).contains("400 wake-ups, 2.50 events each"))

@@ -203,9 +203,9 @@ import Testing
             for index in 0..<(2 + extra) { metrics.recordConnectionOpened(at: Int64(second) * 1_000_000 + Int64(index)) }
         }
         metrics.mark("campaign promo", at: 30_000_000)
-        metrics.increment(ConnectionCloseLabels.background, by: 40)
-        metrics.increment(ConnectionCloseLabels.processDied, by: 10)
-        metrics.increment("connections.closed.idle", by: 5)
+        metrics.increment(CounterKey.connectionsClosed("background"), by: 40)
+        metrics.increment(CounterKey.connectionsClosed("processDied"), by: 10)
+        metrics.increment(CounterKey("connections.closed.idle"), by: 5)
         let summary = Summary(
             scenario: "wave", seed: 1, clock: "wall", devices: 500, simulatedSeconds: 60, wallSeconds: 60,
             runID: "wave-1", version: "test", metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0
@@ -219,8 +219,8 @@ import Testing
         #expect(sentence.hasSuffix("over the run 50 closed with their app (40 suspended in the background, 10 with the process)."), "\(sentence)")
         #expect(TerminalReport.render(summary, reportPath: nil).contains("Connections 570 opened · 55 closed (background 40, idle 5, processDied 10) · 515 open at the end"))
         var tls = summary
-        tls.metrics.increment("connections.handshakes.full", by: 400)
-        tls.metrics.increment("connections.handshakes.resumed", by: 170)
+        tls.metrics.increment(.connectionsHandshakesFull, by: 400)
+        tls.metrics.increment(.connectionsHandshakesResumed, by: 170)
         #expect(TerminalReport.render(tls, reportPath: nil).contains("Connections 570 opened (TLS handshakes: 400 full, 170 resumed) · 55 closed"))
 
         let text = SummaryArchive.text(of: summary)
@@ -233,10 +233,4 @@ import Testing
         let old = try SummaryArchive.read(older)
         #expect(old.metrics.timeline.ticks.allSatisfy { $0.opened == 0 } && old.metrics.timeline.ticks.contains { $0.ok == 0 })
     }
-}
-
-/// The counters of the closes the story reads (`ConnectionCloseReason.counter` in Core).
-private enum ConnectionCloseLabels {
-    static let background = "connections.closed.background"
-    static let processDied = "connections.closed.processDied"
 }

@@ -9,8 +9,8 @@ import Testing
 @Suite struct DashboardTests {
     @Test func theDataHasTheTilesAndTheReportsChartsWithoutTheIntervalUnderWay() throws {
         var progress = MetricsEndpointTests.progress()
-        progress.metrics.counters["sockets.opened"] = 7
-        progress.metrics.counters["sockets.closedByPeer"] = 2
+        progress.metrics[.socketsOpened] = 7
+        progress.metrics[.socketsClosedByPeer] = 2
         progress.openConnections = 12
         var previous = progress
         previous.elapsed = .seconds(2)

@@ -1,5 +1,6 @@
 import Foundation
 import PushSwarmCore
+import PushSwarmMetrics
 @testable import PushSwarmNet
 import Synchronization
 import Testing
@@ -104,7 +105,7 @@ import Testing
         client.shutdown()
     }
 
-    static func name(_ event: ConnectionEvent) -> String { event.counter }
+    static func name(_ event: ConnectionEvent) -> String { event.counter.name }
 
     /// Runs `body` on the group's (only) loop, where a transport calls the client.
     private func onLoop(_ group: EventLoopGroup, _ body: @escaping @Sendable () -> Void) async {

@@ -78,7 +78,7 @@ import PushSwarmMetrics
         let firstRuns = Mutex(Set<Int>())
         let (steps, capacity) = await search.run { stepped in
             var metrics = await Run.simulated(stepped).run().metrics
-            if firstRuns.withLock({ $0.insert(Int(rate(of: stepped) * 100)).inserted }) { metrics.increment("workload.missedStarts") }
+            if firstRuns.withLock({ $0.insert(Int(rate(of: stepped) * 100)).inserted }) { metrics.increment(.workloadMissedStarts) }
             return CapacityRun(metrics: metrics)
         }.pair
         #expect(abs((capacity ?? 0) - 200) <= 10, "capacity \(String(describing: capacity))/s")
@@ -90,7 +90,7 @@ import PushSwarmMetrics
         // claims a capacity for the service, and what held stays below that limit.
         let bounded = await search.run { stepped in
             var metrics = await Run.simulated(stepped).run().metrics
-            if rate(of: stepped) > 150 { metrics.increment("workload.missedStarts") }
+            if rate(of: stepped) > 150 { metrics.increment(.workloadMissedStarts) }
             return CapacityRun(metrics: metrics)
         }
         #expect(bounded.capacity == nil, "no capacity claimed for the service")
@@ -104,9 +104,9 @@ import PushSwarmMetrics
         var wall = search
         wall.scenario.clock = .wall
         var metrics = RunMetrics()
-        for _ in 0..<100 { metrics.recordDuration("generatorLag", microseconds: 150_000) }
-        metrics.increment("workload.shed", by: 3)
-        metrics.increment("workload.missedStarts", by: 2)
+        for _ in 0..<100 { metrics.recordDuration(.generatorLag, microseconds: 150_000) }
+        metrics.increment(.workloadShed, by: 3)
+        metrics.increment(.workloadMissedStarts, by: 2)
         let judged = wall.judge(CapacityRun(metrics: metrics, cpuBusy: 0.5, pendingAtEnd: 7), rate: 100)
         let health = try #require(judged.generator)
         #expect(health.shedArrivals == 3 && health.missedStarts == 2 && health.pendingAtEnd == 7 && health.cpuBusy == 0.5)

@@ -40,7 +40,7 @@ import PushSwarmPlatforms
 
     func withoutPeaks(_ metrics: RunMetrics) -> RunMetrics {
         var copy = metrics
-        copy.counters["sockets.peakOpen"] = nil
+        copy[.socketsPeakOpen] = nil
         return copy
     }
 

@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// A device's local queue of requests: written first, sent one at a time in order, removed on
 /// success or on a response retrying won't fix, retried with back-off otherwise.
 ///
@@ -150,7 +152,7 @@ public struct OfflineQueue: Sendable {
         var (decision, clamped) = retryTable.decision(
             for: completion.outcome, retriesSoFar: retriesSoFar, previous: previousDelay, random: &random, unixNow: unixNow
         )
-        if clamped { actions.append(.count("retryAfter.clamped")) }
+        if clamped { actions.append(.count(.retryAfterClamped)) }
         if case .retry = decision, let current = budget {
             // The budget says no more retries for now: given up like an exhausted rule.
             if current < 1 { decision = .drop(reason: "retryBudgetExhausted") } else { budget = current - 1 }
@@ -158,7 +160,7 @@ public struct OfflineQueue: Sendable {
         switch decision {
         case .success:
             if let key = items[head].ledgerKey { actions.append(.confirmed(key)) }
-            if let since = firstRateLimitedAt { actions.append(.duration("rateLimitRecovery", now - since)) }
+            if let since = firstRateLimitedAt { actions.append(.duration(.rateLimitRecovery, now - since)) }
             removeHead()
         case .drop(let reason):
             actions.append(.drop(reason: reason))
@@ -173,7 +175,7 @@ public struct OfflineQueue: Sendable {
             return
         case .keepForNextLaunch:
             isParkedUntilLaunch = true
-            actions.append(.count("queue.parkedUntilNextLaunch"))
+            actions.append(.count(.queueParkedUntilNextLaunch))
             return
         }
         sendHeadIfIdle(now: now, into: &actions)

@@ -1,4 +1,4 @@
-import PushSwarmMetrics
+public import PushSwarmMetrics
 import PushSwarmSystem
 
 /// One app install's life, as a value: `(state, event, now) -> (state, outputs)`.
@@ -54,7 +54,7 @@ public struct DeviceLifecycle: Sendable {
     public enum Output: Sendable {
         case intent(LifecycleIntent)
         case schedule(Event, at: Instant)
-        case count(String)
+        case count(CounterKey)
         /// The own HTTP connections of one of the install's processes close
         /// (`holdsOwnConnections`): the app's or the extension's process died, or the OS suspended
         /// the app.
@@ -173,7 +173,7 @@ public struct DeviceLifecycle: Sendable {
             guard appState == .notInstalled else { return }
             appState = .closed
             outputs.append(.intent(.installed))
-            outputs.append(.count("installs"))
+            outputs.append(.count(.installs))
             // People open an app they just installed within minutes.
             if followsOwnDay { outputs.append(.schedule(.sessionDue, at: now + .seconds(30 + 600 * random.nextUnit()))) }
             scheduleBackgroundChanges(after: now, random: &random, into: &outputs)
@@ -213,7 +213,7 @@ public struct DeviceLifecycle: Sendable {
             guard number == session, appState == .background else { return }
             appState = .closed
             isForceStopped = random.chance(profile.os == .ios ? behaviour.forceStopShare.ios : behaviour.forceStopShare.android)
-            if isForceStopped { outputs.append(.count("sessions.forceStopped")) }
+            if isForceStopped { outputs.append(.count(.sessionsForceStopped)) }
             outputs.append(.intent(.appClosed))
             if holdsOwnConnections { outputs.append(.closeConnections(.processDied, .app)) }
 
@@ -223,7 +223,7 @@ public struct DeviceLifecycle: Sendable {
                 let new = makeToken(random: &random)
                 pushToken = new
                 outputs.append(.intent(.pushTokenRotated(oldToken: old, newToken: new)))
-                outputs.append(.count("pushTokens.rotated"))
+                outputs.append(.count(.pushTokensRotated))
             }
             scheduleTokenRotation(after: now, random: &random, into: &outputs)
 
@@ -232,10 +232,10 @@ public struct DeviceLifecycle: Sendable {
             switch permission {
             case .granted:
                 permission = .denied
-                outputs.append(.count("pushPermission.revoked"))
+                outputs.append(.count(.pushPermissionRevoked))
             case .denied:
                 permission = .granted
-                outputs.append(.count("pushPermission.grantedLater"))
+                outputs.append(.count(.pushPermissionGrantedLater))
             case .notDetermined:
                 break
             }
@@ -244,18 +244,18 @@ public struct DeviceLifecycle: Sendable {
             schedulePermissionFlip(after: now, random: &random, into: &outputs)
 
         case .notificationDelivered(let notification):
-            outputs.append(.count("notifications.delivered"))
+            outputs.append(.count(.notificationsDelivered))
             guard appState != .notInstalled else {
-                outputs.append(.count("notifications.notInstalled"))
+                outputs.append(.count(.notificationsNotInstalled))
                 return
             }
             // A data-only message needs the app's code; a force-stopped app gets none until launched.
             if notification.isDataOnly, isForceStopped, appState == .closed {
-                outputs.append(.count("notifications.lostForceStopped"))
+                outputs.append(.count(.notificationsLostForceStopped))
                 return
             }
             guard permission == .granted else {
-                outputs.append(.count("notifications.suppressedNoPermission"))
+                outputs.append(.count(.notificationsSuppressedNoPermission))
                 outputs.append(.intent(.notificationNotDisplayed(notification)))
                 return
             }
@@ -263,11 +263,11 @@ public struct DeviceLifecycle: Sendable {
             // MAX_PACKAGE_NOTIFICATIONS) and refuses more: a device keeps no more awaiting a tap
             // or dismissal, however many pushes a service floods it with.
             guard pendingNotifications.count < Self.maximumKeptNotifications else {
-                outputs.append(.count("notifications.overDisplayLimit"))
+                outputs.append(.count(.notificationsOverDisplayLimit))
                 outputs.append(.intent(.notificationNotDisplayed(notification)))
                 return
             }
-            outputs.append(.count("notifications.displayed"))
+            outputs.append(.count(.notificationsDisplayed))
             outputs.append(.intent(.notificationDisplayed(notification)))
             if holdsOwnConnections, profile.os.hasNotificationExtension {
                 // The extension reports the delivery from a process of its own, which lingers.
@@ -286,13 +286,13 @@ public struct DeviceLifecycle: Sendable {
                 pendingNotifications[notification.id] = notification
                 outputs.append(.schedule(.notificationDismissed(id: notification.id), at: now + behaviour.timeToDismiss.sampleSpan(using: &fate)))
             } else {
-                outputs.append(.count("notifications.ignored"))
+                outputs.append(.count(.notificationsIgnored))
             }
 
         case .notificationTapped(let id):
             guard let notification = takeNotification(id) else { return }
             guard appState != .notInstalled else { return }
-            outputs.append(.count("notifications.tapped"))
+            outputs.append(.count(.notificationsTapped))
             if appState != .foreground {
                 startSession(source: .notification, now: now, random: &random, into: &outputs)
             }
@@ -300,17 +300,17 @@ public struct DeviceLifecycle: Sendable {
 
         case .workloadEvent:
             guard appState != .notInstalled else {
-                outputs.append(.count("workload.notInstalled"))
+                outputs.append(.count(.workloadNotInstalled))
                 return
             }
             guard eventWeightTotal > 0 else { return }
             let entry = behaviour.eventMix[random.pickIndex(weights: eventWeights, total: eventWeightTotal)]
-            outputs.append(.count("workload.events"))
+            outputs.append(.count(.workloadEvents))
             outputs.append(.intent(.userEvent(name: entry.name, parameters: EventParameters.make(entry.parameters, kinds: entry.parameterKinds, random: &random))))
 
         case .notificationDismissed(let id):
             guard let notification = takeNotification(id) else { return }
-            outputs.append(.count("notifications.dismissed"))
+            outputs.append(.count(.notificationsDismissed))
             outputs.append(.intent(.notificationDismissed(notification)))
 
         case .extensionEnds(let generation):
@@ -338,7 +338,7 @@ public struct DeviceLifecycle: Sendable {
         appState = .foreground
         session += 1
         currentScreen = "home"
-        outputs.append(.count(isColdStart ? "sessions.coldStarts" : "sessions.resumes"))
+        outputs.append(.count(isColdStart ? .sessionsColdStarts : .sessionsResumes))
         outputs.append(.intent(.appLaunched(isColdStart: isColdStart, source: source, isFirstLaunch: isFirstLaunch)))
         if isFirstLaunch {
             let token = makeToken(random: &random)
@@ -372,18 +372,18 @@ public struct DeviceLifecycle: Sendable {
             case .permissionPrompt:
                 permission = profile.grantsPushPermission ? .granted : .denied
                 observedPermission = permission
-                outputs.append(.count(permission == .granted ? "pushPermission.granted" : "pushPermission.denied"))
+                outputs.append(.count(permission == .granted ? .pushPermissionGranted : .pushPermissionDenied))
                 outputs.append(.intent(.pushPermissionChanged(isGranted: permission == .granted)))
             case .login:
                 guard let account = profile.accountID, userID == nil else { return }
                 userID = account
                 let method = ["email", "google", "apple"][random.nextIndex(below: 3)]
-                outputs.append(.count("logins"))
+                outputs.append(.count(.logins))
                 outputs.append(.intent(.loggedIn(userID: account, method: method)))
             case .logout:
                 guard let user = userID else { return }
                 userID = nil
-                outputs.append(.count("logouts"))
+                outputs.append(.count(.logouts))
                 outputs.append(.intent(.loggedOut(userID: user)))
             }
             return

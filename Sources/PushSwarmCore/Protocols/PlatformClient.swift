@@ -1,3 +1,5 @@
+public import PushSwarmMetrics
+
 /// The device side of one platform's protocol: turns lifecycle intents into wire requests and
 /// responses into retries, drops and confirmations.
 ///
@@ -104,10 +106,10 @@ public enum DeviceAction: Sendable {
     case backoff(delay: TimeSpan, retryNumber: Int)
     /// The client believes the service accepted the item with this key.
     case confirmed(LedgerKey)
-    /// Increment a named counter.
-    case count(String)
-    /// Record a span the client measured under a name (`rateLimitRecovery`).
-    case duration(String, TimeSpan)
+    /// Increment a run counter.
+    case count(CounterKey)
+    /// Record a span the client measured (`DurationKey.rateLimitRecovery`).
+    case duration(DurationKey, TimeSpan)
     /// Open a WebSocket; its end arrives as a `SocketEvent`.
     case openSocket(SocketOpen)
     /// Send a text message on an open socket; `operation` names a request that expects a reply

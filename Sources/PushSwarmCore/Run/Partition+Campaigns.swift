@@ -30,23 +30,23 @@ extension Partition {
         let (messages, sessionMessages) = source.launchCampaign(platform: host, campaign, at: now)
         // One event for the whole run: counted once, however many partitions and shards.
         if countsRunEvents {
-            metrics.increment(isLocal ? "campaigns.launchedLocally" : "campaigns.launched")
+            metrics.increment(isLocal ? .campaignsLaunchedLocally : .campaignsLaunched)
             metrics.mark("campaign \(campaign.name)", at: (now - .start).microseconds)
         }
         if isLocal {
             // Messages a service sends on its own sockets (Smartico's popups) are the real
             // service's to send: counted, not made up.
-            if !sessionMessages.isEmpty { metrics.increment("campaigns.socketMessagesLeftToTheService", by: UInt64(sessionMessages.count)) }
-            metrics.increment("notifications.deliveredLocally", by: UInt64(messages.count))
+            if !sessionMessages.isEmpty { metrics.increment(.campaignsSocketMessagesLeftToTheService, by: UInt64(sessionMessages.count)) }
+            metrics.increment(.notificationsDeliveredLocally, by: UInt64(messages.count))
         } else if !sessionMessages.isEmpty {
-            metrics.increment("campaigns.socketMessages", by: UInt64(sessionMessages.count))
+            metrics.increment(.campaignsSocketMessages, by: UInt64(sessionMessages.count))
             transport.deliverFromService(sessionMessages, platform: host, at: now)
         }
         for message in messages {
-            metrics.increment("notifications.sent")
+            metrics.increment(.notificationsSent)
             guard let index = pushGateway[message.pushToken] else {
                 // The token is stale (rotated, never reported): the provider cannot deliver.
-                metrics.increment("notifications.undeliverable")
+                metrics.increment(.notificationsUndeliverable)
                 continue
             }
             nextNotificationID += 1
@@ -63,10 +63,10 @@ extension Partition {
                 // Not connected to the provider: held until the device is back, within the push's time to live.
                 let offline = behaviour.offlineDuration.sampleSpan(using: &random)
                 guard offline <= campaign.timeToLive else {
-                    metrics.increment("notifications.expired")
+                    metrics.increment(.notificationsExpired)
                     continue
                 }
-                metrics.increment("notifications.heldWhileUnreachable")
+                metrics.increment(.notificationsHeldWhileUnreachable)
                 delay = delay + offline
             }
             schedule(.lifecycle(.notificationDelivered(notification)), device: index, at: now + delay)

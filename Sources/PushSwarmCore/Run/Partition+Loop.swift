@@ -66,7 +66,7 @@ extension Partition {
         // was still in flight is reported so (`inFlightAtEnd`), rather than never ending.
         let cutOff = end + Self.drainLimit
         if now >= cutOff {
-            metrics.increment("run.drainCutOff")
+            metrics.increment(.runDrainCutOff)
             return finish()
         }
         let wake = now >= end ? max(min(queue.nextTime ?? cutOff, cutOff), now) : max(min(queue.nextTime ?? end, end), now)
@@ -107,7 +107,7 @@ extension Partition {
     func stopStarting(at time: Instant) {
         interrupted = true
         // Once per process (a shard process counts its own stop).
-        if number == 0 { metrics.increment("run.interrupted") }
+        if number == 0 { metrics.increment(.runInterrupted) }
         end = min(end, time)
     }
 

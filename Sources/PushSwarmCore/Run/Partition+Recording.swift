@@ -31,7 +31,7 @@ extension Partition {
     func record(_ completion: ExchangeCompletion, at now: Instant) {
         let at = (now - .start).microseconds
         // Which HTTP carried it, where a socket says (wall time).
-        if let http2 = completion.timings?.http2 { metrics.increment(http2 ? HTTPProtocolCounters.http2Requests : HTTPProtocolCounters.http1Requests) }
+        if let http2 = completion.timings?.http2 { metrics.increment(http2 ? .requestsHTTP2 : .requestsHTTP1) }
         switch completion.outcome {
         case .response(let response):
             metrics.recordResponse(
@@ -60,13 +60,13 @@ extension Partition {
             inFlight -= 1
             // A handshake's answer is 101 Switching Protocols.
             record(ExchangeCompletion(requestID: event.socket, operation: operation, sentAt: sentAt, outcome: .response(Response(status: 101))), at: now)
-            metrics.increment("sockets.opened")
+            metrics.increment(.socketsOpened)
         case .failed(_, let outcome):
             guard let (operation, sentAt) = sockets.handshakeEnded(key, opened: false, at: now) else { return }
             inFlight -= 1
             record(ExchangeCompletion(requestID: event.socket, operation: operation, sentAt: sentAt, outcome: outcome), at: now)
         case .closed:
-            if sockets.closed(key, at: now) { metrics.increment("sockets.closedByPeer") }
+            if sockets.closed(key, at: now) { metrics.increment(.socketsClosedByPeer) }
         case .message:
             break
         }

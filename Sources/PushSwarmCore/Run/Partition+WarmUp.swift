@@ -102,7 +102,7 @@ extension Partition {
         if slows { gate.pausedUntil = resume }
         gate.next = max(gate.next, resume + gate.gap)
         warmUpGates[place] = gate
-        if slows { metrics.increment("warmUp.slowedOn429") }
+        if slows { metrics.increment(.warmUpSlowedOn429) }
     }
 
     /// Answers at one pace after which a 429 is taken for a hiccup, not for a pace too fast.

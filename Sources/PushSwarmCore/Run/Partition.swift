@@ -290,7 +290,7 @@ final class Partition: @unchecked Sendable {
         reportProgress(at: time)
         // How late the generator starts what was due (wall time): the run's own saturation.
         if let lag, !isDraining {
-            metrics.recordDuration("generatorLag", microseconds: UInt64(max(0, lag.microseconds)))
+            metrics.recordDuration(.generatorLag, microseconds: UInt64(max(0, lag.microseconds)))
         }
         switch item {
         case .device(let index, let event):
@@ -338,7 +338,7 @@ final class Partition: @unchecked Sendable {
             if let gate = warmUpGates[addressPlace(of: index)], gate.next > time {
                 return queue.schedule(.warmUp(index), at: gate.next)
             }
-            metrics.increment("warmUp.installs")
+            metrics.increment(.warmUpInstalls)
             warmUpStates[index] = .going
             let actions = slots[index].device.assumeIsolated { $0.warmUp(now: time) }
             execute(actions, device: index, now: time, isDraining: false)
@@ -350,15 +350,15 @@ final class Partition: @unchecked Sendable {
         case .externalPush(let token, let data, let isDataOnly):
             if warmUp != nil {
                 // The run proper's devices show it when they start.
-                guard heldPushes.count < Self.maximumHeldPushes else { return metrics.increment("notifications.droppedDuringWarmUp") }
+                guard heldPushes.count < Self.maximumHeldPushes else { return metrics.increment(.notificationsDroppedDuringWarmUp) }
                 heldPushes.append(ExternalPush(token: token, data: data, isDataOnly: isDataOnly))
-                return metrics.increment("notifications.heldDuringWarmUp")
+                return metrics.increment(.notificationsHeldDuringWarmUp)
             }
             guard !isDraining else { return }
-            metrics.increment("notifications.received")
+            metrics.increment(.notificationsReceived)
             guard let index = pushGateway[token] else {
                 // The token changed between the service's send and now.
-                metrics.increment("notifications.undeliverable")
+                metrics.increment(.notificationsUndeliverable)
                 return
             }
             nextNotificationID += 1
@@ -379,7 +379,7 @@ final class Partition: @unchecked Sendable {
             // An arrival the generator reaches more than a second late did not start when it
             // should have: counted as missed, not sent late (as load testers drop iterations).
             if let lag, lag > Self.maximumStartLag {
-                metrics.increment("workload.missedStarts")
+                metrics.increment(.workloadMissedStarts)
                 return
             }
             // An arrival waits in its device's queue behind earlier work, as an app's SDK queues
@@ -403,12 +403,12 @@ final class Partition: @unchecked Sendable {
             }
             switch arrival {
             case .handled:
-                metrics.increment("workload.arrivals")
+                metrics.increment(.workloadArrivals)
             case .shedAtBacklog:
-                metrics.increment("workload.shed")
+                metrics.increment(.workloadShed)
             case .shedAtWaitingCeiling:
-                metrics.increment("workload.shed")
-                metrics.increment("workload.shedAtWaitingCeiling")
+                metrics.increment(.workloadShed)
+                metrics.increment(.workloadShedAtWaitingCeiling)
             }
         }
     }
@@ -445,9 +445,9 @@ final class Partition: @unchecked Sendable {
                 // what it would have learnt, and register as their SDK does.
                 switch warmUpStates[index] {
                 case .none: break
-                case .due: metrics.increment("warmUp.notRegistered.notReached")
-                case _ where slot.device.pendingRequestsOnExecutor() > 0: metrics.increment("warmUp.notRegistered.waiting")
-                case .failing: metrics.increment("warmUp.notRegistered.failed")
+                case .due: metrics.increment(.warmUpNotRegisteredNotReached)
+                case _ where slot.device.pendingRequestsOnExecutor() > 0: metrics.increment(.warmUpNotRegisteredWaiting)
+                case .failing: metrics.increment(.warmUpNotRegisteredFailed)
                 case .going: break
                 }
             }
@@ -536,7 +536,7 @@ final class Partition: @unchecked Sendable {
             if let operation { recordSent(operation: operation, retryNumber: 0, device: index, at: now) }
             transport.sendOnSocket(socket, text: text, device: range.lowerBound + index, at: now)
         case .closeSocket(let socket):
-            if sockets.closed(SocketKey(device: index, socket: socket), at: now) { metrics.increment("sockets.closedByClient") }
+            if sockets.closed(SocketKey(device: index, socket: socket), at: now) { metrics.increment(.socketsClosedByClient) }
             transport.closeSocket(socket, device: range.lowerBound + index, at: now)
         case .completed(let completion):
             record(completion, at: now)

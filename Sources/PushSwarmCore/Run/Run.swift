@@ -238,7 +238,7 @@ public final class Run: @unchecked Sendable {
         }
         let interval = metrics.timeline.intervalMicroseconds
         metrics.timeline.fit(to: Int(max(1, ((end - .start).microseconds + interval - 1) / interval)))
-        if let peak = Self.peakOpen(changes) { metrics.counters["sockets.peakOpen"] = UInt64(peak) }
+        if let peak = Self.peakOpen(changes) { metrics[.socketsPeakOpen] = UInt64(peak) }
         var result = RunResult(
             scenario: scenario.name, seed: scenario.seed, clock: scenario.clock, devices: devices,
             duration: end - .start, wallSeconds: 0, metrics: metrics,

@@ -1,4 +1,4 @@
-import PushSwarmMetrics
+public import PushSwarmMetrics
 
 /// Whose HTTP connections a device's requests go out on in wall time (scenario
 /// `network.connections`).
@@ -129,17 +129,17 @@ public enum ConnectionEvent: Sendable, Equatable {
     case unprocessedRetried
 
     /// The run counter it increments (`opened` also puts it on the timeline's ticks).
-    public var counter: String {
+    public var counter: CounterKey {
         switch self {
-        case .opened: "connections.opened"
-        case .speaksHTTP2: HTTPProtocolCounters.http2Connections
-        case .goAway(let code): HTTPProtocolCounters.goAwayPrefix + HTTP2ErrorCode.name(of: code)
-        case .streamReset(let code): HTTPProtocolCounters.resetPrefix + HTTP2ErrorCode.name(of: code)
-        case .unprocessedRetried: HTTPProtocolCounters.retriedUnprocessed
+        case .opened: .connectionsOpened
+        case .speaksHTTP2: .http2ConnectionsOpened
+        case .goAway(let code): CounterKey.http2GoAways(HTTP2ErrorCode.name(of: code))
+        case .streamReset(let code): CounterKey.http2Resets(HTTP2ErrorCode.name(of: code))
+        case .unprocessedRetried: .http2RetriedUnprocessed
         case .closed(let reason): reason.counter
-        case .handshakeFailed: "connections.handshakes.failed"
-        case .handshakeTimedOut: "connections.handshakes.timedOut"
-        case .refused: "connections.refused"
+        case .handshakeFailed: .connectionsHandshakesFailed
+        case .handshakeTimedOut: .connectionsHandshakesTimedOut
+        case .refused: .connectionsRefused
         }
     }
 }
@@ -151,7 +151,7 @@ public enum TLSHandshake: String, Sendable, CaseIterable {
     case resumed
 
     /// The run counter it increments.
-    public var counter: String { "connections.handshakes." + rawValue }
+    public var counter: CounterKey { CounterKey.connectionsHandshakes(rawValue) }
 }
 
 /// Why a connection closed, counted per run as `connections.closed.<reason>`.
@@ -170,7 +170,7 @@ public enum ConnectionCloseReason: String, Sendable, CaseIterable {
     case budget
 
     /// The run counter it increments.
-    public var counter: String { "connections.closed." + rawValue }
+    public var counter: CounterKey { CounterKey.connectionsClosed(rawValue) }
 }
 
 /// Which of an install's processes sends a request, and holds the connections and TLS session

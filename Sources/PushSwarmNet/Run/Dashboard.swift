@@ -74,7 +74,7 @@ public final class Dashboard: LiveEndpoint {
         let otherErrors = statuses.filter { $0.key >= 400 && $0.key != 429 }.values.reduce(0, +) + metrics.transportErrors + metrics.timeouts
         let latest = metrics.timeline.intervals.last { !$0.latency.isEmpty }?.latency
         let latency = [0.5, 0.9, 0.99].map { quantile in latest?.milliseconds(atQuantile: quantile).map(format) ?? "–" }.joined(separator: " · ")
-        let lag = metrics.durations["generatorLag"].flatMap { $0.value(atQuantile: 0.99) }.map { "\(format(Double($0) / 1_000)) ms" } ?? "–"
+        let lag = metrics.duration(.generatorLag).flatMap { $0.value(atQuantile: 0.99) }.map { "\(format(Double($0) / 1_000)) ms" } ?? "–"
         func tile(_ id: String, _ label: String, _ text: String, _ value: Double) -> JSONValue {
             ["id": .string(id), "label": .string(label), "text": .string(text), "value": .number(value)]
         }
@@ -89,7 +89,7 @@ public final class Dashboard: LiveEndpoint {
             tile("active", "devices active of \(group(UInt64(progress.devices)))", group(progress.activeDevices), Double(progress.activeDevices)),
             tile("sockets", "WebSockets open", group(metrics.socketsOpen), Double(metrics.socketsOpen)),
             tile("connections", "HTTP connections open", progress.openConnections.map { group(UInt64($0)) } ?? "–", Double(progress.openConnections ?? 0)),
-            tile("lag", "generator lag p99", lag, Double(metrics.durations["generatorLag"]?.value(atQuantile: 0.99) ?? 0) / 1_000),
+            tile("lag", "generator lag p99", lag, Double(metrics.duration(.generatorLag)?.value(atQuantile: 0.99) ?? 0) / 1_000),
         ]
         let share = progress.duration.microseconds > 0 ? min(1, Double(progress.elapsed.microseconds) / Double(progress.duration.microseconds)) : 0
         let clock = { (seconds: Double) in Story.clock(max(0, seconds), long: false) }

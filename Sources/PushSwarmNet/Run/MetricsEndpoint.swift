@@ -126,13 +126,13 @@ public final class MetricsEndpoint: LiveEndpoint {
             out.sample("pushswarm_dropped_total", run.with("reason", reason), count)
         }
         out.family("pushswarm_workload_arrivals_total", .counter, help: "Arrivals of the open workloads that started.")
-        out.sample("pushswarm_workload_arrivals_total", run, counters["workload.arrivals"] ?? 0)
+        out.sample("pushswarm_workload_arrivals_total", run, metrics[.workloadArrivals] ?? 0)
         out.family("pushswarm_workload_shed_total", .counter, help: "Arrivals that never started: shed behind a busy device or at the waiting ceiling, or missed (the generator over a second late).")
-        let shed = counters["workload.shed"] ?? 0
-        let ceiling = counters["workload.shedAtWaitingCeiling"] ?? 0
+        let shed = metrics[.workloadShed] ?? 0
+        let ceiling = metrics[.workloadShedAtWaitingCeiling] ?? 0
         out.sample("pushswarm_workload_shed_total", run.with("reason", "deviceBusy"), shed - min(shed, ceiling))
         out.sample("pushswarm_workload_shed_total", run.with("reason", "waitingCeiling"), ceiling)
-        out.sample("pushswarm_workload_shed_total", run.with("reason", "missedStart"), counters["workload.missedStarts"] ?? 0)
+        out.sample("pushswarm_workload_shed_total", run.with("reason", "missedStart"), metrics[.workloadMissedStarts] ?? 0)
         if let http2 = HTTP2Figures(metrics) {
             out.family("pushswarm_http_requests_by_protocol_total", .counter, help: "Requests answered or failed on the wire, by the HTTP that carried them.")
             out.sample("pushswarm_http_requests_by_protocol_total", run.with("protocol", "HTTP/2"), http2.http2Requests)
@@ -168,7 +168,7 @@ public final class MetricsEndpoint: LiveEndpoint {
         histogram("pushswarm_connect_seconds", "A new connection's TCP connect, for requests that opened one, by operation.") { $0.connectTime }
         histogram("pushswarm_tls_handshake_seconds", "A new connection's TLS handshake after TCP's, for requests that opened one over TLS, by operation.") { $0.tlsHandshakeTime }
         out.family("pushswarm_generator_lag_seconds", .histogram, help: "How late the generator reached its due events: over a few milliseconds, the machine is the bottleneck.")
-        series("pushswarm_generator_lag_seconds", run, metrics.durations["generatorLag"] ?? LatencyHistogram())
+        series("pushswarm_generator_lag_seconds", run, metrics.duration(.generatorLag) ?? LatencyHistogram())
         out.family("pushswarm_events_total", .counter, help: "The run's named counts (notifications, sockets, workload, ...).")
         for (name, count) in counters.sorted(by: { $0.key < $1.key }) {
             out.sample("pushswarm_events_total", run.with("name", name), count)

@@ -238,8 +238,8 @@ public final class WallRun: @unchecked Sendable {
             memories = result.warmUpMemories
             held = result.heldPushes
             warmedUp = Summary.WarmUp(
-                installs: result.metrics.counters["warmUp.installs"] ?? 0, seconds: result.wallSeconds,
-                complete: result.duration < warmUp.maxDuration && result.pendingAtEnd == 0 && (result.metrics.counters["run.interrupted"] ?? 0) == 0,
+                installs: result.metrics[.warmUpInstalls] ?? 0, seconds: result.wallSeconds,
+                complete: result.duration < warmUp.maxDuration && result.pendingAtEnd == 0 && (result.metrics[.runInterrupted] ?? 0) == 0,
                 metrics: result.metrics, pendingAtEnd: result.pendingAtEnd
             )
             // The settle: until `settle` has passed since the warm-up's last 429, so that the run
@@ -271,9 +271,9 @@ public final class WallRun: @unchecked Sendable {
         let loops = await loopStatistics()
         // The run's own waits, not the warm-up's: how the loops woke (Benchmarks/ divides them by
         // the requests, beside wrk's own).
-        result.metrics.counters["eventLoop.waits", default: 0] += loops.waits &- before.waits
-        result.metrics.counters["eventLoop.events", default: 0] += loops.events &- before.events
-        result.metrics.counters["eventLoop.emptyWaits", default: 0] += loops.emptyWaits &- before.emptyWaits
+        result.metrics.increment(.eventLoopWaits, by: loops.waits &- before.waits)
+        result.metrics.increment(.eventLoopEvents, by: loops.events &- before.events)
+        result.metrics.increment(.eventLoopEmptyWaits, by: loops.emptyWaits &- before.emptyWaits)
         result.warmUp = warmedUp
         client.shutdown()
         mockServer?.stop()

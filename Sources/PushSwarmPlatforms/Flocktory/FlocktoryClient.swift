@@ -1,6 +1,6 @@
 import Foundation
 import PushSwarmCore
-import PushSwarmMetrics
+public import PushSwarmMetrics
 
 /// A Flocktory-integrated app (spec 001): no SDK, "5-7 HTTP requests".
 ///
@@ -128,7 +128,7 @@ struct FlocktoryClient: PlatformClient {
             // The service counted the show or click at the first hop.
             if hops == 0, (200..<400).contains(response.status) { actions.append(.confirmed(key)) }
             guard (300..<400).contains(response.status), let location = response.header("Location") else { return actions }
-            guard hops < settings.maximumRedirects else { return actions + [.count("flocktory.tooManyRedirects")] }
+            guard hops < settings.maximumRedirects else { return actions + [.count(.flocktoryTooManyRedirects)] }
             nextID += 1
             // The Location is resolved against the URL it answered, by the transport, which knows
             // that URL (a target may have a path); a URL leaving the target's host goes to the target.
@@ -284,7 +284,7 @@ struct FlocktoryClient: PlatformClient {
 
     /// Fetches a push's icon or landing URL; each redirect is the next request.
     private mutating func fetch(_ url: String?, operation: String, key: LedgerKey?) -> [DeviceAction] {
-        guard let url, let key else { return [.count("flocktory.pushWithoutURL")] }
+        guard let url, let key else { return [.count(.flocktoryPushWithoutURL)] }
         nextID += 1
         let request = Request(method: "GET", path: Self.path(of: url), headers: [Header("Accept", "*/*")])
         inFlight[nextID] = .fetch(operation: operation, key: key, request: request)
@@ -318,4 +318,10 @@ struct FlocktoryClient: PlatformClient {
     }
 
     static func email(_ user: String) -> String { "\(user.lowercased())@example.com" }
+}
+
+/// Flocktory's client's own run counters.
+extension CounterKey {
+    public static let flocktoryPushWithoutURL = CounterKey("flocktory.pushWithoutURL")
+    public static let flocktoryTooManyRedirects = CounterKey("flocktory.tooManyRedirects")
 }

@@ -1,5 +1,5 @@
 import PushSwarmCore
-import PushSwarmMetrics
+public import PushSwarmMetrics
 
 /// A PushExpress-integrated app (spec 003), with the back-off of the spec or of one of the SDKs.
 ///
@@ -278,9 +278,9 @@ struct PushExpressClient: PlatformClient {
             if loops.count < settings.maximumLoops {
                 loops.append(Loop())
                 actions.append(.schedule(token: timerToken(Self.loopTimer, index: loops.count - 1), at: now + updateInterval))
-                actions.append(.count("pushexpress.loopsStarted"))
+                actions.append(.count(.pushExpressLoopsStarted))
             } else {
-                actions.append(.count("pushexpress.loopsCapped"))
+                actions.append(.count(.pushExpressLoopsCapped))
             }
         }
         return actions
@@ -340,7 +340,7 @@ struct PushExpressClient: PlatformClient {
         var hasher = Hasher()
         hasher.combine(bytes)
         let digest = hasher.finalize()
-        if loop == nil, digest == lastInfoDigest { return [.count("pushexpress.infoUnchanged")] }
+        if loop == nil, digest == lastInfoDigest { return [.count(.pushExpressInfoUnchanged)] }
         lastInfoDigest = digest
         let request = Request(method: "PUT", path: PushExpressMessages.infoPath(appID: settings.appID, instanceID: instanceID), headers: Header.jsonContentType, body: bytes)
         return send(request, operation: PushExpressMessages.Operation.updateInfo, purpose: .info(loop: loop), retryNumber: loop.map { loops[$0].retries } ?? 0)
@@ -356,7 +356,7 @@ struct PushExpressClient: PlatformClient {
     }
 
     private mutating func notificationEvent(_ event: String, _ notification: PushNotification, device: DeviceSnapshot, now: Instant) -> [DeviceAction] {
-        guard let messageID = notification.data[PushExpressMessages.Data.messageID] else { return [.count("pushexpress.notificationWithoutMsgID")] }
+        guard let messageID = notification.data[PushExpressMessages.Data.messageID] else { return [.count(.pushExpressNotificationWithoutMsgID)] }
         var body = JSONObject()
         if !omittedFields.contains("msg_id") { body["msg_id"] = .string(messageID) }
         body["event"] = .string(event)
@@ -392,4 +392,12 @@ struct PushExpressClient: PlatformClient {
         let major = Int(version.split(separator: ".").first ?? "") ?? 14
         return "android_api_\(major + 20)"
     }
+}
+
+/// PushExpress's client's own run counters.
+extension CounterKey {
+    public static let pushExpressInfoUnchanged = CounterKey("pushexpress.infoUnchanged")
+    public static let pushExpressLoopsCapped = CounterKey("pushexpress.loopsCapped")
+    public static let pushExpressLoopsStarted = CounterKey("pushexpress.loopsStarted")
+    public static let pushExpressNotificationWithoutMsgID = CounterKey("pushexpress.notificationWithoutMsgID")
 }

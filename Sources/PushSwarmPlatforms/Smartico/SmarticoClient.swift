@@ -1,5 +1,5 @@
 import PushSwarmCore
-import PushSwarmMetrics
+public import PushSwarmMetrics
 
 /// A Smartico-integrated app (spec 000): the WebSocket protocol while the app is in the
 /// foreground, and the public HTTP API for push reporting.
@@ -188,7 +188,7 @@ struct SmarticoClient: PlatformClient {
             var actions = failWaiting(now: now, reason: "socketClosed")
             socket = nil
             phase = .connecting
-            actions.append(.count(event.isFailure ? "smartico.connectFailed" : "smartico.droppedByService"))
+            actions.append(.count(event.isFailure ? .smarticoConnectFailed : .smarticoDroppedByService))
             if isForeground {
                 generation += 1
                 actions.append(.schedule(token: Self.reconnectTimer | generation, at: now + settings.reconnectDelay))
@@ -204,7 +204,7 @@ struct SmarticoClient: PlatformClient {
         switch timer & Self.kindMask {
         case Self.reconnectTimer:
             guard payload == generation, isForeground, socket == nil else { return [] }
-            return [.count("smartico.reconnects")] + open(device: device, now: now)
+            return [.count(.smarticoReconnects)] + open(device: device, now: now)
         case Self.backgroundCloseTimer:
             guard payload == generation, !isForeground else { return [] }
             return closeSocket(now: now)
@@ -360,23 +360,23 @@ struct SmarticoClient: PlatformClient {
 
     private mutating func received(_ text: String, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let socket, let message = try? JSONParser.parse(Array(text.utf8)), let cid = message["cid"]?.integerValue else {
-            return [.count("smartico.unreadableMessages")]
+            return [.count(.smarticoUnreadableMessages)]
         }
         var actions: [DeviceAction] = armSilenceTimer()
         switch cid {
         case SmarticoMessages.Cid.ping:
             // "The client should send this message when the server sends a PING."
             actions.append(notify(cid: SmarticoMessages.Cid.pong, body: [:], on: socket, device: device, now: now, random: &random))
-            actions.append(.count("smartico.serverPingsAnswered"))
+            actions.append(.count(.smarticoServerPingsAnswered))
         case SmarticoMessages.Cid.clientEngagementEvent:
-            guard let uid = message["engagement_uid"]?.stringValue else { return actions + [.count("smartico.popupsWithoutUID")] }
-            guard seenEngagements.insert(uid).inserted else { return actions + [.count("smartico.popupsRepeated")] }
-            actions.append(.count("smartico.popupsShown"))
+            guard let uid = message["engagement_uid"]?.stringValue else { return actions + [.count(.smarticoPopupsWithoutUID)] }
+            guard seenEngagements.insert(uid).inserted else { return actions + [.count(.smarticoPopupsRepeated)] }
+            actions.append(.count(.smarticoPopupsShown))
             actions.append(notify(cid: SmarticoMessages.Cid.engagementImpression, body: ["engagement_uid": .string(uid)], on: socket, device: device, now: now, random: &random))
         case SmarticoMessages.Cid.sawShowSpinPush:
-            actions.append(.count("smartico.miniGamesShown"))
+            actions.append(.count(.smarticoMiniGamesShown))
         default:
-            guard var queue = waiting[cid], !queue.isEmpty else { return actions + [.count("smartico.unexpectedReplies")] }
+            guard var queue = waiting[cid], !queue.isEmpty else { return actions + [.count(.smarticoUnexpectedReplies)] }
             let exchange = queue.removeFirst()
             waiting[cid] = queue.isEmpty ? nil : queue
             let errorCode = message["errCode"]?.numberValue ?? 0
@@ -397,11 +397,11 @@ struct SmarticoClient: PlatformClient {
         guard let socket else { return [] }
         switch reply {
         case SmarticoMessages.Cid.initSessionResponse:
-            guard isSuccess else { return [.count("smartico.initRefused")] }
+            guard isSuccess else { return [.count(.smarticoInitRefused)] }
             phase = .initialized
             return identify(device: device, now: now, random: &random) + sendPendingLanguage(device: device, now: now, random: &random)
         case SmarticoMessages.Cid.identifyUserResponse:
-            guard isSuccess else { return [.count("smartico.identifyRefused")] }
+            guard isSuccess else { return [.count(.smarticoIdentifyRefused)] }
             phase = .identified
             var actions: [DeviceAction] = []
             if needsLogin {
@@ -459,7 +459,7 @@ struct SmarticoClient: PlatformClient {
     /// Section 5: a GET with the event as URL-encoded JSON.
     private mutating func report(_ eventType: String, _ notification: PushNotification, device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction] {
         guard let engagement = notification.data["engagement_uid"], let messageID = notification.data["message_id"].flatMap({ Int($0) }) else {
-            return [.count("smartico.pushWithoutEngagement")]
+            return [.count(.smarticoPushWithoutEngagement)]
         }
         let uuid = random.nextUUID()
         var payload: JSONObject = ["engagement_uid": .string(engagement), "message_id": .number(Double(messageID)), "activity_type": 40]
@@ -485,4 +485,21 @@ struct SmarticoClient: PlatformClient {
 
 extension SocketEvent {
     var isFailure: Bool { if case .failed = self { true } else { false } }
+}
+
+/// Smartico's client's own run counters.
+extension CounterKey {
+    public static let smarticoConnectFailed = CounterKey("smartico.connectFailed")
+    public static let smarticoDroppedByService = CounterKey("smartico.droppedByService")
+    public static let smarticoIdentifyRefused = CounterKey("smartico.identifyRefused")
+    public static let smarticoInitRefused = CounterKey("smartico.initRefused")
+    public static let smarticoMiniGamesShown = CounterKey("smartico.miniGamesShown")
+    public static let smarticoPopupsRepeated = CounterKey("smartico.popupsRepeated")
+    public static let smarticoPopupsShown = CounterKey("smartico.popupsShown")
+    public static let smarticoPopupsWithoutUID = CounterKey("smartico.popupsWithoutUID")
+    public static let smarticoPushWithoutEngagement = CounterKey("smartico.pushWithoutEngagement")
+    public static let smarticoReconnects = CounterKey("smartico.reconnects")
+    public static let smarticoServerPingsAnswered = CounterKey("smartico.serverPingsAnswered")
+    public static let smarticoUnexpectedReplies = CounterKey("smartico.unexpectedReplies")
+    public static let smarticoUnreadableMessages = CounterKey("smartico.unreadableMessages")
 }
