@@ -94,6 +94,8 @@ enum MockCommand: Command {
         print("PushSwarm mock services on \(base) (\(configurations.keys.sorted().joined(separator: ", ")))")
         print("  \(base)/metrics  \(base)/ledger  \(tls == nil ? "ws" : "wss")://\(address)/_pushswarm/echo")
         print("Ctrl-C stops.")
+        // The lines above say it listens: a script (or a test) starting the mock waits for them.
+        SystemCalls.flushStandardOutput()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Signals.onInterrupt { continuation.resume() }
         }

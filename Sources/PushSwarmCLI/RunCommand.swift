@@ -210,6 +210,8 @@ enum RunCommand: Command {
             let listening = SocketAddress(ip: address.ip, port: listener.port)
             if !arguments.flags.contains("--quiet") { print("\(what) at http://\(listening)\(path) while the run goes") }
         }
+        // Each listener above listens now: a script reading the output through a pipe may go.
+        SystemCalls.flushStandardOutput()
         let directory = arguments.value("--out") ?? "Reports/\(runID)"
         let line = arguments.flags.contains("--quiet") ? nil : ProgressLine()
         var onProgress: (@Sendable (RunProgress) -> Void)?
@@ -275,6 +277,9 @@ enum RunCommand: Command {
         if !arguments.flags.contains("--quiet") {
             print("serving the final metrics for \(linger) (--metrics-linger; Ctrl-C ends it)")
         }
+        // The report is printed and written: whoever reads the output through a pipe sees it now,
+        // not when the linger ends.
+        SystemCalls.flushStandardOutput()
         let end = Date().addingTimeInterval(linger.seconds)
         while Date() < end, Signals.interruptions == 0 {
             try? await Task.sleep(for: .milliseconds(min(100, max(1, Int(end.timeIntervalSinceNow * 1_000)))))

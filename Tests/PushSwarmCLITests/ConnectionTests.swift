@@ -97,9 +97,9 @@ import Testing
         defer { nginx.stop() }
         let file = directory.appendingPathComponent("scenario.json").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
-        let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(mockPort)"])
+        let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(mockPort)"], readyWhen: "PushSwarm mock services on")
         defer { mock.stop() }
-        #expect(waitForPort(mockPort, timeout: 30))
+        #expect(await mock.ready())
         let out = directory.appendingPathComponent("run").path
         let run = try await cli.run([
             "run", file, "--clock", "wall", "--no-warm-up", "--target", "https://localhost:\(port)", "--ca-file", certificate, "--out", out, "--quiet",

@@ -119,9 +119,9 @@ import Testing
              "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
         let mockPort = freePort()
-        let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(mockPort)"])
+        let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(mockPort)"], readyWhen: "PushSwarm mock services on")
         defer { mock.stop() }
-        #expect(waitForPort(mockPort, timeout: 30))
+        #expect(await mock.ready())
         var perInstall: [Bool: [String: Set<String>]] = [:]
         var ordersAccepted = 0
         var keptUpRuns: [Bool: Bool] = [:]
@@ -243,9 +243,9 @@ import Testing
             try Data(#"{"name": "cap", "duration": "1m", "devices": 1, "groups": [{"name": "g", "platform": "smartapppush", "os": "android"}]"#.utf8 + Data(edge.utf8) + Data("}".utf8))
                 .write(to: URL(fileURLWithPath: file))
             let port = freePort()
-            let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(port)"])
+            let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(port)"], readyWhen: "PushSwarm mock services on")
             defer { mock.stop() }
-            #expect(waitForPort(port, timeout: 30))
+            #expect(mock.isReady())
             let said = try cli.shell("nghttp", ["-nv", "http://127.0.0.1:\(port)/ledger"])
             #expect(said.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):\(expected)]"), "\(said)")
             #expect(said.contains(":status: 200"), "\(said)")
@@ -267,9 +267,9 @@ import Testing
         for tls in [false, true] {
             let port = freePort()
             let mock = try Peer(CommandLineTests.binary.path, ["mock", CommandLineTests.root.path + "/Scenarios/quickstart.json", "--listen", "127.0.0.1:\(port)"]
-                + (tls ? ["--tls-cert", certificate, "--tls-key", key] : []))
+                + (tls ? ["--tls-cert", certificate, "--tls-key", key] : []), readyWhen: "PushSwarm mock services on")
             defer { mock.stop() }
-            #expect(waitForPort(port, timeout: 30))
+            #expect(mock.isReady())
             let base = tls ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)"
             let trust = tls ? ["--cacert", certificate] : []
             for request in [["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "{}", base + "/smartapppush/events"],
@@ -313,9 +313,9 @@ import Testing
                  "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0}}
                 """#.utf8).write(to: URL(fileURLWithPath: file))
             let port = freePort()
-            let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(port)", "--tls-cert", certificate, "--tls-key", key])
+            let mock = try Peer(CommandLineTests.binary.path, ["mock", file, "--listen", "127.0.0.1:\(port)", "--tls-cert", certificate, "--tls-key", key], readyWhen: "PushSwarm mock services on")
             defer { mock.stop() }
-            #expect(waitForPort(port, timeout: 30))
+            #expect(await mock.ready())
             let out = keys.appendingPathComponent("run-\(policy)").path
             let run = try await cli.run(["run", file, "--clock", "wall", "--no-warm-up", "--target", "https://localhost:\(port)", "--ca-file", certificate, "--out", out, "--quiet"])
             mock.stop()

@@ -70,9 +70,9 @@ import Testing
         func night(_ name: String, service: String) async throws -> Bool {
             for attempt in 1...10 {
                 let port = freePort()
-                let peer = try Peer(CommandLineTests.binary.path, ["mock", "\(directory)/\(service).json", "--listen", "127.0.0.1:\(port)"])
+                let peer = try Peer(CommandLineTests.binary.path, ["mock", "\(directory)/\(service).json", "--listen", "127.0.0.1:\(port)"], readyWhen: "PushSwarm mock services on")
                 defer { peer.stop() }
-                #expect(waitForPort(port, timeout: 30))
+                #expect(await peer.ready())
                 let out = "\(directory)/\(name)"
                 try? FileManager.default.removeItem(atPath: out)
                 let run = try await cli.run([

@@ -50,10 +50,10 @@ import Testing
         try config.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
         let prometheus = try Peer(which("prometheus")!, [
             "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
-            "--web.listen-address=127.0.0.1:\(prometheusPort)", "--log.level=warn",
-        ])
+            "--web.listen-address=127.0.0.1:\(prometheusPort)", "--log.level=info",
+        ], readyWhen: "Server is ready to receive web requests", on: .standardError)
         defer { prometheus.stop() }
-        #expect(waitForPort(prometheusPort, timeout: 30))
+        #expect(await prometheus.ready())
 
         // Three shard processes of one run, as on three machines: one run id, one start.
         let startAt = Int(Date().timeIntervalSince1970) + 3

@@ -152,7 +152,7 @@ import Testing
             conn.close()
             """)
         defer { peer.stop() }
-        #expect(waitForPort(port))
+        #expect(await peer.ready())
         let client = HTTPClient(group: testGroup)
         defer { client.shutdown() }
         for served in 1...2 {

@@ -64,9 +64,10 @@ import Testing
         ])
         make.wait()
         let port = freePort()
-        let server = try Peer(which("openssl")!, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"])
+        // s_server says ACCEPT once it listens.
+        let server = try Peer(which("openssl")!, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www"], readyWhen: "ACCEPT")
         defer { server.stop() }
-        #expect(waitForPort(port))
+        #expect(await server.ready())
         let url = TargetURL("https://localhost:\(port)/")!
 
         // Verification on by default: a self-signed certificate is refused, with the reason.
@@ -112,12 +113,13 @@ import Testing
                     await ws.send("secure:" + message)
             async def main():
                 async with websockets.serve(handler, "127.0.0.1", \(port), ssl=context):
+                    print("ready", flush=True)
                     await asyncio.sleep(30)
             asyncio.run(main())
             """
-        let server = try Peer(which("python3")!, ["-c", script])
+        let server = try Peer(which("python3")!, ["-c", script], readyWhen: "ready")
         defer { server.stop() }
-        #expect(waitForPort(port))
+        #expect(await server.ready())
         let url = TargetURL("wss://localhost:\(port)/")!
 
         let refused = SocketRecorder()
@@ -150,12 +152,13 @@ import Testing
                         await ws.ping()
             async def main():
                 async with websockets.serve(handler, "127.0.0.1", \(port)):
+                    print("ready", flush=True)
                     await asyncio.sleep(30)
             asyncio.run(main())
             """
-        let server = try Peer(which("python3")!, ["-c", script])
+        let server = try Peer(which("python3")!, ["-c", script], readyWhen: "ready")
         defer { server.stop() }
-        #expect(waitForPort(port))
+        #expect(await server.ready())
         let recorder = SocketRecorder()
         // Up to 1 MiB: the 70,005-byte echo takes the 8-byte length form.
         WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(port)/")!, on: testGroup.loops[0], maxMessageBytes: 1 << 20, delegate: recorder)

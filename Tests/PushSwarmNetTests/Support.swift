@@ -157,16 +157,18 @@ private func headEnds(in bytes: [UInt8]) -> Int {
 
 /// A Python peer on loopback `port` that accepts connections one at a time and runs `perConnection`
 /// (Python, indented four spaces, with `conn` the accepted socket) on each: for peers that answer
-/// as no library would (interim answers, a frame header alone).
+/// as no library would (interim answers, a frame header alone). It prints `ready` once it listens
+/// (`Peer.ready()`).
 func rawPythonPeer(port: UInt16, imports: String = "", perConnection: String) throws -> Peer {
     let body = perConnection.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n")
     let script = """
         import socket\(imports.isEmpty ? "" : ", " + imports)
         listener = socket.socket(); listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", \(port))); listener.listen(4)
+        print("ready", flush=True)
         while True:
             conn, _ = listener.accept()
         \(body)
         """
-    return try Peer(which("python3")!, ["-c", script])
+    return try Peer(which("python3")!, ["-c", script], readyWhen: "ready")
 }

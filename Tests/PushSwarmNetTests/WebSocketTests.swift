@@ -166,7 +166,7 @@ import Testing
             conn.sendall(bytes([0x81, 127, 0, 0, 0, 0, 1, 0, 0, 0]) + b"abcd")
             """)
         defer { peer.stop() }
-        #expect(waitForPort(port))
+        #expect(await peer.ready())
         for limit in [NetworkSettings.defaultMaxWebSocketMessageBytes, 1 << 20] {
             let recorder = SocketRecorder()
             WebSocketClient.connect(to: TargetURL("ws://127.0.0.1:\(port)/")!, on: testGroup.loops[0], maxMessageBytes: limit, delegate: recorder)

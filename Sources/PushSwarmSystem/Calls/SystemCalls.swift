@@ -10,6 +10,12 @@ public enum SystemCalls {
         return Int(limit.rlim_cur)
     }
 
+    /// Writes out what `print` has buffered: standard output to a pipe is block-buffered, and a
+    /// line that says a server is ready must reach whoever waits for it when it is printed.
+    public static func flushStandardOutput() {
+        fflush(nil)  // every output stream: standard output among them, without naming its global
+    }
+
     /// Where an object's storage starts, as a number: taken from the object and then only
     /// prefetched from (a hint, which never faults), so that the object need not be kept alive
     /// (and so retained) while the prefetches are issued.
