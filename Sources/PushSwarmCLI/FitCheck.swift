@@ -2,6 +2,7 @@ import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
+import PushSwarmReplay
 
 /// `fit --out FILE` and `fit --check`: the scenario fitted to a log, written, and its simulated
 /// run held against the log.

@@ -2,6 +2,7 @@ import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
+import PushSwarmReplay
 
 /// `pushswarm fit LOG... [--out FILE] [--check]`: reads a push platform's access logs, prints
 /// the load they recorded, writes the scenario fitted to them, and holds its simulated run

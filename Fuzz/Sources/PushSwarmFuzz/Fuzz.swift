@@ -3,6 +3,7 @@ import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmNet
 import PushSwarmPlatforms
+import PushSwarmReplay
 
 // libFuzzer targets, one per parser a peer or a user feeds: built only by `Fuzz/run.sh` (with
 // `-sanitize=fuzzer,address`; see Fuzz/README.md). `FUZZ_TARGET` names the target; each input must

@@ -183,7 +183,7 @@ public enum RFC3339 {
     }
 
     /// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int64 {
+    public static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int64 {
         let y = Int64(month <= 2 ? year - 1 : year)
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

@@ -1,3 +1,4 @@
+public import PushSwarmCore
 import PushSwarmMetrics
 
 /// A scenario fitted to an access log: the network (addresses and devices behind them), the

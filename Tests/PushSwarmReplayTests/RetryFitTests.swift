@@ -1,8 +1,8 @@
+import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
+@testable import PushSwarmReplay
 import Testing
-
-@testable import PushSwarmCore
 
 /// The retry rule and the scenario `fit` reads out of a log: traffic made here with a rule the
 /// test picks (refused requests retried at its delays from their answer, with a client's

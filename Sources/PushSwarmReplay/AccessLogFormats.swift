@@ -1,3 +1,4 @@
+import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmSystem
 

@@ -1,3 +1,5 @@
+import PushSwarmCore
+
 /// What an access log shows of the load it recorded: requests per operation and status, per
 /// second and minute, per client address, and the paths no platform serves. The first step of a
 /// fit (`pushswarm fit`), and what `--check` holds a simulated run against.

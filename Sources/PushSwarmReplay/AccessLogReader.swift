@@ -1,3 +1,4 @@
+public import PushSwarmCore
 public import PushSwarmSystem
 
 /// Which platform operation a logged request is: `/<platform>/…` first (the prefix the built-in

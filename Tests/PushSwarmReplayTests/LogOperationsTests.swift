@@ -1,7 +1,7 @@
-import Testing
-
 import PushSwarmCore
 import PushSwarmPlatforms
+import PushSwarmReplay
+import Testing
 
 /// A logged request's operation, from its method and path alone (`fit` reads access logs, which
 /// have no bodies): each platform's endpoints as its spec gives them, and the `/<platform>`

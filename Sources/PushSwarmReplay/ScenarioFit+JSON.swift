@@ -1,3 +1,4 @@
+import PushSwarmCore
 import Foundation
 import PushSwarmMetrics
 

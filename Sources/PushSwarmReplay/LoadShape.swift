@@ -1,3 +1,5 @@
+import PushSwarmCore
+
 /// What `fit --check` holds a simulated run against its log by: the same figures, computed the
 /// same way from either's requests and 429s per second (second 0 the log's first, the run's
 /// start).

@@ -1,8 +1,8 @@
 import Foundation
+import PushSwarmCore
 import PushSwarmMetrics
+@testable import PushSwarmReplay
 import Testing
-
-@testable import PushSwarmCore
 
 /// Access logs as `fit` reads them: the same eight requests written by nginx's `combined`, by a
 /// custom `log_format` with `$msec` and `$request_time`, as JSON lines and by an AWS ALB

@@ -1,6 +1,6 @@
+import PushSwarmCore
+@testable import PushSwarmReplay
 import Testing
-
-@testable import PushSwarmCore
 
 /// The limit `fit` reads out of a log's 200s and 429s: traffic made here is put through the mock's
 /// own limiter (nginx's `limit_req` arithmetic) with settings the test picks, and the fit must

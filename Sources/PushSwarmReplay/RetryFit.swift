@@ -1,3 +1,4 @@
+import PushSwarmCore
 import PushSwarmMetrics
 
 /// The clients' retry rule a log's 429s show, and which of its requests were retries.

@@ -1,3 +1,5 @@
+import PushSwarmCore
+
 /// The per-address limit a log's 429s show: the rate and burst of an nginx `limit_req` (a leaky
 /// bucket to the millisecond, keyed by client address) that best tells, request by request, which
 /// of the refused addresses' requests were admitted and which refused; and whether admitted ones
