@@ -41,12 +41,6 @@ extension Comparison {
             }
         }
 
-        /// Whether it keeps the pair from being judged; otherwise it is a note.
-        public var preventsJudging: Bool {
-            if case .shedArrivals = self { return false }
-            return true
-        }
-
         /// The sentence a person reads.
         public var text: String {
             switch self {
