@@ -44,7 +44,8 @@ public final class LoopTimer: DeadlineHeapMember, @unchecked Sendable {
     fileprivate var action: (() -> Void)?
     /// Where the timer sits in its loop's heap; -1 once it has left it (the heap's to write).
     public var heapIndex = -1
-    fileprivate unowned var loop: EventLoop?
+    /// Weak: a timer can outlive its loop (held by a connection a test or a run still holds).
+    fileprivate weak var loop: EventLoop?
 
     fileprivate init(deadline: UInt64, action: @escaping () -> Void) {
         self.deadline = deadline

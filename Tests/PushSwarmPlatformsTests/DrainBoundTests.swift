@@ -52,6 +52,29 @@ import PushSwarmSystem
         let handler = try #require(transport.handler)
         handler(late)
     }
+
+    /// The last answer, arriving past the end, ends a run while its wake-up for the drain's bound
+    /// is still to come: the run withdraws it. Left with the event loop, it once ran on a
+    /// released partition (CI's test run crashed reading it) and here it would have moved the
+    /// clock to the bound, two minutes past the end.
+    @Test func theWakeUpStillToComeWhenARunEndsIsWithdrawn() async throws {
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array("""
+            {"name": "withdrawn", "seed": 3, "duration": "2s", "devices": 100, "clock": "wall", "warmUp": {"enabled": false},
+             "groups": [{"name": "load", "platform": "smartapppush", "os": "android", "workload": {"model": "open", "rate": "50/s"}}],
+             "behaviour": {"newInstallShare": 0, "tokenRotationsPerDay": 0},
+             "platforms": {"smartapppush": {"mock": {"rateLimitPerSecond": 1000000, "latency": {"constant": "300ms"}}}}}
+            """.utf8))
+        let thread = PartitionThread(name: "withdrawn")
+        let local = scenario.partitionCopy()
+        let mocks = MockFleet(scenario: local)
+        let transport = SteppedTransport(inner: SimulatedTransport(scenario: local, mocks: mocks, devices: 0..<100), thread: thread, stallEachSecond: .zero)
+        let setup = Run.PartitionSetup(executor: thread, transport: transport, mocks: mocks, devices: 0..<100)
+        let result = await Run(scenario: scenario, partitions: [setup], ownedThreads: [thread]).run()
+        #expect(result.metrics.operations.values.reduce(0) { $0 + $1.completed } == result.metrics.sent, "every request answered")
+        #expect(result.metrics.inFlightAtEnd == 0)
+        let end = Instant.start + .seconds(2)
+        #expect(transport.now > end && transport.now <= end + .milliseconds(300), "it ended with the last answer, not at the bound: \(transport.now)")
+    }
 }
 
 /// A live transport on a clock the test moves, answering nothing: each wake-up jumps the clock
@@ -78,6 +101,8 @@ private final class SilentTransport: ForwardingTransport, LiveTransport, @unchec
         self.handler = handler
         handlers += 1
     }
+
+    func stopWaking() { pending = nil }
 
     func wake(at instant: Instant, _ tick: @escaping () -> Void) {
         pending = (instant, tick)

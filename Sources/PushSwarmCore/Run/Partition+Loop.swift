@@ -42,7 +42,10 @@ extension Partition {
     func startWall(_ live: any LiveTransport, finished: @escaping (PartitionResult) -> Void) {
         onLoop()
         self.finished = finished
-        live.onArrival { [unowned self] arrival in arrive(arrival, live) }
+        // A transport outlives its partitions (a wall run's warm-up and the run proper share it):
+        // what it holds of a partition, its handler and its wake-up, holds it weakly, and does
+        // nothing once the partition is released.
+        live.onArrival { [weak self] arrival in self?.arrive(arrival, live) }
         start()
         if progress != nil && warmUp == nil { queue.schedule(.progressTick, at: Instant.start + .seconds(1)) }
         tick(live)
@@ -71,11 +74,11 @@ extension Partition {
         }
         let wake = now >= end ? max(min(queue.nextTime ?? cutOff, cutOff), now) : max(min(queue.nextTime ?? end, end), now)
         wakeAt = wake
-        live.wake(at: wake) { [unowned self] in tick(live) }
+        live.wake(at: wake) { [weak self] in self?.tick(live) }
     }
 
     /// How long past its end a wall run waits for the answers in flight: four times the longest
-    /// default request timeout (30 s: Smartico's and PushExpress's), room for a loaded machine. A
+    /// default request timeout among the platforms (30 s), room for a loaded machine. A
     /// scenario's `requestTimeout` beyond it is cut there, counted.
     static let drainLimit = TimeSpan.minutes(2)
 
@@ -116,8 +119,12 @@ extension Partition {
         isDone = true
         // What reaches the transport from now on is no longer this run's (a warm-up's sockets
         // closing, its connections ending while the run proper makes its devices): dropped, not
-        // handed to this partition, which its run is about to release.
-        (transport as? any LiveTransport)?.onArrival { _ in }
+        // handed to this partition, which its run is about to release. Nor is a wake-up still
+        // to come (asked for before the last answer arrived and ended the run).
+        if let live = transport as? any LiveTransport {
+            live.onArrival { _ in }
+            live.stopWaking()
+        }
         let result = result()
         finished?(result)
         finished = nil

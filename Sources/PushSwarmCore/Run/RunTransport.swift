@@ -64,6 +64,9 @@ public protocol LiveTransport: RunTransport, Sendable {
     /// Calls `tick` on the partition's thread once `instant` is reached, replacing the wake-up
     /// asked for before.
     func wake(at instant: Instant, _ tick: @escaping () -> Void)
+
+    /// Withdraws the wake-up asked for, if it is still to come: the partition has ended.
+    func stopWaking()
 }
 
 /// Something a transport delivers to the run, at `at`.

@@ -16,7 +16,7 @@ public final class MockServer: Sendable {
     public let fleets: [MockFleet]
     private let partition: @Sendable (SourceAddress) -> Int
     public let server: HTTPServer
-    private let clock: WallClock
+    fileprivate let clock: WallClock
     /// Requests answered, by operation and status, per partition (each written by its own loop).
     private let counts: [StatusCounts]
     /// Open platform sessions by session number.
@@ -149,8 +149,6 @@ public final class MockServer: Sendable {
         return merged
     }
 
-    fileprivate var now: Instant { clock.now }
-
     /// Sends messages a service emits on its own (a campaign's popups) on their sessions.
     public func push(_ messages: [SessionMessage]) {
         for message in messages {
@@ -230,10 +228,13 @@ private final class HandlerBox: @unchecked Sendable {
 /// One platform session on a real WebSocket: messages go to the platform's mock, its replies come
 /// back after the mock's latency, in order, and its timers (server pings) run on the socket's loop.
 private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
-    unowned let server: MockServer
+    /// Weak: a session's socket lives on the server's loops and can outlive a server released
+    /// without `stop()`; then it closes (1001) at its next message instead of reaching it.
+    private weak var server: MockServer?
     /// The partition whose mocks hold the session.
     let partition: Int
-    var mocks: MockFleet { server.fleets[partition] }
+    let mocks: MockFleet
+    private let clock: WallClock
     let platform: Int
     let session: UInt64
     let source: SourceAddress
@@ -247,6 +248,8 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     init(server: MockServer, partition: Int, platform: Int, session: UInt64, source: SourceAddress) {
         self.server = server
         self.partition = partition
+        mocks = server.fleets[partition]
+        clock = server.clock
         self.platform = platform
         self.session = session
         self.source = source
@@ -258,7 +261,8 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocket(_ socket: WebSocket, receivedText text: String) {
-        let answer = mocks.socketMessage(platform: platform, session: session, text: text, from: source, at: server.now)
+        guard let server else { return socket.close(code: 1001, reason: "the mock service stopped") }
+        let answer = mocks.socketMessage(platform: platform, session: session, text: text, from: source, at: clock.now)
         server.count(answer.reply.operation, answer.reply.close == nil ? 200 : 400, partition: partition)
         schedule(answer.reply, after: answer.latency, on: socket)
     }
@@ -268,7 +272,11 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
         timer?.cancel()
         self.socket = nil
         loop.withLock { $0 = nil }
-        server.sessionEnded(session, platform: platform, mocks: mocks)
+        if let server {
+            server.sessionEnded(session, platform: platform, mocks: mocks)
+        } else {
+            mocks.socketClosed(platform: platform, session: session, at: clock.now)
+        }
     }
 
     /// On the socket's loop: sends the reply if the socket opened; false if it did not.
@@ -301,7 +309,7 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
             timer?.cancel()
             timer = socket.loop.schedule(afterNanoseconds: UInt64(max(0, wake.microseconds)) * 1_000) { [self] in
                 guard !isClosed, let socket = self.socket else { return }
-                schedule(mocks.socketTimer(platform: platform, session: session, at: server.now), after: .zero, on: socket)
+                schedule(mocks.socketTimer(platform: platform, session: session, at: clock.now), after: .zero, on: socket)
             }
         }
     }

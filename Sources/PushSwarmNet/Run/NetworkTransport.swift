@@ -122,6 +122,11 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         wakeTimer = loop.schedule(at: deadline, tick)
     }
 
+    public func stopWaking() {
+        wakeTimer?.cancel()
+        wakeTimer = nil
+    }
+
     private func deliver(_ arrival: Arrival, detail: (String, String)?) {
         if let (reason, text) = detail, errorDetails[reason] == nil { errorDetails[reason] = text }
         handler?(arrival)
@@ -228,7 +233,6 @@ public final class NetworkTransport: LiveTransport, @unchecked Sendable {
         let open = openSockets.values
         openSockets = [:]
         for webSocket in open { webSocket.close(code: 1001) }
-        wakeTimer?.cancel()
     }
 
     public func takeArrived() -> [Arrival] { [] }
