@@ -3,7 +3,7 @@ import PushSwarmMetrics
 /// A device's local queue of requests: written first, sent one at a time in order, removed on
 /// success or on a response retrying won't fix, retried with back-off otherwise.
 ///
-/// Mirrors what SmartAppPush's guide prescribes ("Event happens → write to local DB … On success
+/// Mirrors what an SDK guide prescribes ("Event happens → write to local DB … On success
 /// (200) → delete from queue … On network error → leave in queue, retry later … On 400 → delete")
 /// and is generic: the retry table is the platform's. Sending in order matters: a token refresh
 /// must reach the service after the events that registered the old token.
@@ -47,7 +47,7 @@ public struct OfflineQueue: Sendable {
     // Every device holds a queue, so its size is memory per device: the optional state below is
     // kept with a sentinel for "none" (ids and tokens start at 1; no instant, span or budget
     // is `Int64.min` or NaN), and counts in 32 bits. 88 bytes, where optionals' padding made
-    // 144 (and the SmartAppPush client's box crossed a malloc size class: 48 bytes a device).
+    // 144 (and a platform client's box crossed a malloc size class: 48 bytes a device).
     private var items: [Item] = []
     private var headStorage: Int32 = 0
     private var retriesStorage: Int32 = 0

@@ -1,6 +1,6 @@
 /// How a client reacts to each way a request can fail: a platform's retry table as data.
 ///
-/// SmartAppPush's spec table reads, for example: "Network error: retry with exponential backoff
+/// One spec's table reads, for example: "Network error: retry with exponential backoff
 /// (1s, 2s, 4s, max 60s). Max 5 retries, then keep in queue for next app launch" and "503: retry
 /// with exponential backoff (1s, 2s, 4s). Max 3 retries". A scenario may override any row.
 public struct RetryTable: Sendable, Equatable {

@@ -22,7 +22,7 @@ public enum LifecycleIntent: Sendable {
     case pushTokenRotated(oldToken: String, newToken: String)
     case notificationDisplayed(PushNotification)
     /// A push reached the app but could not be shown (no permission): apps that see data
-    /// messages report it (Smartico's `engagement_failed`).
+    /// messages report it (an `engagement_failed` event).
     case notificationNotDisplayed(PushNotification)
     case notificationTapped(PushNotification)
     case notificationDismissed(PushNotification)

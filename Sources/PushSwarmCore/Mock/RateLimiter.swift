@@ -27,7 +27,7 @@ public struct RateLimitRule: Sendable, Equatable {
         case sourceIPAndEndpoint
         /// Each value of a request header (a tenant or API key header); requests without it share one.
         case header(String)
-        /// Each value of a top-level field of a JSON body (SmartAppPush's `api_key` or `tenant_id`).
+        /// Each value of a top-level field of a JSON body (an `api_key` or a `tenant_id`).
         case bodyField(String)
         /// One limit for everything.
         case global

@@ -1,6 +1,6 @@
 /// Admits at most `limit` requests per key in any window of length `window` (a sliding log).
 ///
-/// Chosen for spec limits such as SmartAppPush's "10 requests/second per IP": unlike a token
+/// Chosen for spec limits such as "10 requests/second per IP": unlike a token
 /// bucket, which lets 2 × limit through across a window boundary, no 1-second span ever sees more
 /// than `limit` admitted, which is what the spec's sentence promises.
 ///

@@ -2,7 +2,7 @@
 public struct OutgoingRequest: Sendable {
     /// Unique within the device; completions carry it back.
     public var id: UInt64
-    /// The metric name, `platform.operation` (`smartapppush.events`).
+    /// The metric name, `platform.operation` (`<platform>.events`).
     public var operation: String
     public var request: Request
     /// How long the client waits for an answer before it counts a timeout.
@@ -86,7 +86,7 @@ public struct TransportTimings: Sendable {
 
 
 /// A WebSocket a client wants opened: its id (unique within the device), the metric name of the
-/// opening handshake (`smartico.connect`), the path and query on the platform's target.
+/// opening handshake (`<platform>.connect`), the path and query on the platform's target.
 public struct SocketOpen: Sendable {
     public var id: UInt64
     public var operation: String

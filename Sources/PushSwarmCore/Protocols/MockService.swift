@@ -164,7 +164,7 @@ public struct KnownDevice: Sendable {
 /// A push the service hands to the push provider for one device.
 public struct PushMessage: Sendable {
     public var pushToken: String
-    /// The platform's own data in the push (`tracking_token` for SmartAppPush).
+    /// The platform's own data in the push (a tracking token, say).
     public var data: [String: String]
     /// A data-only message: the app's code must run to show it, so it does not reach an app the
     /// user force-stopped. A notification message is shown by the OS whatever the app's state.

@@ -105,7 +105,7 @@ struct ArrivalStream {
 /// consecutive positions, take numbers spread evenly over each round (the three-distance theorem),
 /// so each address gets its devices' share of the rate evenly, as phones whose users act
 /// independently send. Arrival k was once for position k mod members: the devices of one address
-/// in a row, 30 arrivals in 17 ms on one address in the nightly, and SmartAppPush's spec limit of
+/// in a row, 30 arrivals in 17 ms on one address in the nightly, and a spec's limit of
 /// 10 requests/s per IP refused half of a load of 9/s per address.
 ///
 /// A stream that holds positions `first..<first + count` (a partition's) gets exactly the

@@ -6,8 +6,8 @@ import PushSwarmSystem
 /// with "failed to allocate" (10,000,000 devices under a 4 GiB address-space limit once did).
 public struct MemoryEstimate: Sendable, Equatable {
     /// Bytes per device, a ceiling over what `Benchmarks/engine.sh` and per-platform runs
-    /// measured: 1.3–1.7 KB per device added for 10 simulated minutes (Smartico 1.49, Flocktory
-    /// 1.41, PushExpress 1.68, Meiro 1.64, all platforms 1.33), and a day holds 1.2 × that.
+    /// measured: 1.3–1.7 KB per device added for 10 simulated minutes (1.41 to 1.68 by platform,
+    /// 1.33 with all of them), and a day holds 1.2 × that.
     public static let bytesPerDevice = 2_048
     /// The process itself: code, the runtime, the scenario, report buffers.
     public static let baseBytes = 64 << 20
@@ -16,7 +16,7 @@ public struct MemoryEstimate: Sendable, Equatable {
     public static let reservedAddressSpace = 1 << 30
 
     /// Bytes per request waiting on a device or in flight under an open workload's overload (a
-    /// SmartAppPush event's body, its queue slot and its share of the queue's buffer): 0.87-1.0 KB
+    /// queued event's body, its queue slot and its share of the queue's buffer): 0.87-1.0 KB
     /// measured (`Benchmarks/engine.sh`, overload).
     public static let bytesPerWaitingRequest = 1_024
 

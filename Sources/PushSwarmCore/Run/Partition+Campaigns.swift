@@ -34,7 +34,7 @@ extension Partition {
             metrics.mark("campaign \(campaign.name)", at: (now - .start).microseconds)
         }
         if isLocal {
-            // Messages a service sends on its own sockets (Smartico's popups) are the real
+            // Messages a service sends on its own sockets (a platform's popups) are the real
             // service's to send: counted, not made up.
             if !sessionMessages.isEmpty { metrics.increment(.campaignsSocketMessagesLeftToTheService, by: UInt64(sessionMessages.count)) }
             metrics.increment(.notificationsDeliveredLocally, by: UInt64(messages.count))

@@ -68,7 +68,7 @@ extension Partition {
     /// gap, down to the address's floor. A pace the scenario states (`perAddressRate`, the
     /// service's known limit) is its floor: a 429 there is a hiccup (two requests the machine's
     /// load brought closer), and the pace comes back. A pace assumed from the scenario's own mock
-    /// (SmartAppPush's spec limit) is corrected by the service: a 429 soon after the pace last
+    /// (a spec's per-address limit) is corrected by the service: a 429 soon after the pace last
     /// changed (within `settledAnswers`) makes the floor half again that gap. A single hiccup once
     /// halved the rest of a warm-up's pace (200 installs in 89 s instead of 45 on a busy machine).
     func warmUpAnswered(_ completion: ExchangeCompletion, device index: Int, at time: Instant) {

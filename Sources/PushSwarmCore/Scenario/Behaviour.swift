@@ -77,7 +77,7 @@ public struct WeightedEvent: Sendable, Equatable {
     public var weight: Double
     /// Param names, in byte order: values are generated per param name (see `EventParameters`)
     /// in this order, so the params object is made, sent and read back in the canonical order of
-    /// SmartAppPush's fingerprint and of ledger keys, and neither side has to sort it.
+    /// a spec's fingerprint and of ledger keys, and neither side has to sort it.
     public var parameters: [String] {
         didSet { parameterKinds = parameters.map(EventParameters.kind(of:)) }
     }
@@ -91,7 +91,7 @@ public struct WeightedEvent: Sendable, Equatable {
         parameterKinds = self.parameters.map(EventParameters.kind(of:))
     }
 
-    /// A shopping app's mix, drawn from SmartAppPush's system events and their "useful params".
+    /// A shopping app's mix, drawn from a spec's system events and their "useful params".
     public static let defaultMix: [WeightedEvent] = [
         WeightedEvent(name: "screen_viewed", weight: 30, parameters: ["screen_name", "previous_screen"]),
         WeightedEvent(name: "product_viewed", weight: 14, parameters: ["product_id", "category", "price"]),

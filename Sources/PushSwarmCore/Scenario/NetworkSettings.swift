@@ -26,7 +26,7 @@ public struct NetworkSettings: Sendable, Equatable {
     /// held (scenario `network.maxWebSocketMessageBytes`).
     public var maxWebSocketMessageBytes: Int = NetworkSettings.defaultMaxWebSocketMessageBytes
 
-    /// 64 KiB. Smartico's socket messages (spec 000: logins, pings, event batches, popups) are
+    /// 64 KiB. The platforms' socket messages (logins, pings, event batches, popups) are
     /// JSON objects of a few hundred bytes to a few KB; this is ten times the largest seen, yet a
     /// hostile or broken peer sending its biggest message to each of 20,000 sockets makes
     /// PushSwarm hold 1.25 GiB at most (with 16 MiB, 20 sockets held 483 MiB).
@@ -117,8 +117,8 @@ extension MockBehaviour {
 
 /// The warm-up of a wall run against a real target (scenario `warmUp`, `--warm-up`/`--no-warm-up`):
 /// before the measured part, each install from before the run sends what once registered it with
-/// the service (a PushExpress instance and its info, SmartAppPush's first event, Meiro's token
-/// registration, Smartico's token over the public API), so that the service knows the fleet the
+/// the service (an instance and its info, a first event, a token registration, a token over a
+/// public API: what each platform's SDK sends), so that the service knows the fleet the
 /// run assumes. Built-in mocks know those installs already and need none. Its requests are
 /// reported apart (`warmUp` in summary.json), never in the measured figures.
 public struct WarmUpSettings: Sendable, Equatable {

@@ -1,6 +1,6 @@
 /// What a scenario's open workloads offer each source address of a platform at their peak,
-/// against the per-address limit the scenario's own mock of that platform declares (SmartAppPush's
-/// spec: 10 requests/s per IP). A group's devices are spread over every address (each device's
+/// against the per-address limit the scenario's own mock of that platform declares (a spec's
+/// 10 requests/s per IP). A group's devices are spread over every address (each device's
 /// group is drawn by weight), so a platform's open arrivals fall evenly on the fleet's addresses.
 /// A scenario whose load trips its own service's limit measures the limiter (a nightly against a
 /// real service that enforces its spec would): `validate` warns, naming the groups and the

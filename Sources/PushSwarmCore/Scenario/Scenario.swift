@@ -39,7 +39,7 @@ public struct Scenario: Sendable {
     public var campaigns: [Campaign]
     /// The configured platforms, by name, for every platform a group or campaign uses.
     public var platforms: [String: any PlatformConfiguration]
-    /// Conditions the run must meet (`p99(smartapppush.events) < 200ms`); a failed one exits 99.
+    /// Conditions the run must meet (`p99(<platform>.events) < 200ms`); a failed one exits 99.
     public var thresholds: [Threshold] = []
 }
 

@@ -9,7 +9,7 @@ public enum Hex {
     /// The eight lower-case digits of `value`, most significant first, as a word to store
     /// little-endian: every nibble spread into a byte of its own and turned into its digit at
     /// once, not a digit at a time (a session id and a fingerprint are written into every
-    /// SmartAppPush event and answer).
+    /// event and answer of a platform that fingerprints its events).
     @inlinable @inline(__always)
     public static func eightDigits(_ value: UInt32) -> UInt64 {
         var x = UInt64(value)

@@ -1,7 +1,7 @@
 import PushSwarmMetrics
 import PushSwarmSystem
 
-/// The code lists SmartAppPush's spec names for `language` (ISO 639-1) and `country`
+/// The code lists a spec names for `language` (ISO 639-1) and `country`
 /// (ISO 3166-1 alpha-2), so that mocks and scenario validation reject codes that do not exist.
 public enum ISOCodes {
     /// Whether `code` is an ISO 639-1 language code (two lower-case letters).

@@ -8,7 +8,7 @@ import PushSwarmSystem
 /// holds one per accepted item for the whole run (8 bytes, where a SHA-256 digest took 32), and
 /// both sides compute one per request. Two different items share a key with probability about
 /// n² / 2⁶⁵ for n items: 1 in 70,000 for the 23 million requests of a million devices' day.
-/// A platform whose spec gives its own fingerprint (SmartAppPush's SHA-256) still answers with
+/// A platform whose spec gives its own fingerprint (a SHA-256 of the event) still answers with
 /// that; the ledger key is PushSwarm's accounting, never sent on the wire.
 public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
     public var value: UInt64

@@ -40,7 +40,7 @@ public struct SHA256Digest: Sendable, Hashable {
     }
 }
 
-/// SHA-256 for SmartAppPush's spec fingerprints ("Every event gets a SHA-256 fingerprint") and
+/// SHA-256 for the spec fingerprints of events ("Every event gets a SHA-256 fingerprint") and
 /// the identifiers mocks derive from a seed. libcrypto does the work (`sha256Digest`).
 public enum SHA256 {
     public static func hash(_ text: String) -> SHA256Digest {

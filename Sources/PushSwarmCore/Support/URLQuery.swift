@@ -1,5 +1,5 @@
 /// `application/x-www-form-urlencoded` query strings, as clients build them and services read
-/// them (Smartico's `event=<urlencoded JSON>`, Flocktory's `body=`).
+/// them (`event=<urlencoded JSON>`, `body=`).
 public enum URLQuery {
     /// `value` percent-encoded for a query component: every byte but the unreserved characters
     /// of RFC 3986 (`A-Z a-z 0-9 - . _ ~`) becomes `%XX`.
@@ -20,7 +20,7 @@ public enum URLQuery {
         return out
     }
 
-    /// `name=value&…` with each part encoded; a nil value gives a bare `name` (Smartico's `master`).
+    /// `name=value&…` with each part encoded; a nil value gives a bare `name` (`master`).
     public static func build(_ items: [(String, String?)]) -> String {
         items.map { name, value in value.map { "\(encode(name))=\(encode($0))" } ?? encode(name) }.joined(separator: "&")
     }
