@@ -31,13 +31,6 @@ public struct AccessLogRecord: Sendable, Equatable {
     }
 }
 
-/// Why a line is not a record, or a format definition not a format.
-public struct AccessLogError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
-}
-
 /// The formats `fit` reads: nginx's `combined` (its default), any nginx `log_format` given by its
 /// definition, JSON lines with named fields, and AWS Application Load Balancer logs.
 public enum AccessLogFormat: Sendable {
@@ -59,7 +52,7 @@ public enum AccessLogFormat: Sendable {
         // A scenario's calendar runs from 1970 to 9999: a start outside it (a duration longer
         // than the time it is taken from) once reached the fitted scenario and failed there.
         guard Self.startRange.contains(record.startMicroseconds) else {
-            throw AccessLogError("the request's start (its time less its duration) is outside the years 1970 to 9999")
+            throw AccessLogError.startOutOfRange
         }
         return record
     }
@@ -294,15 +287,15 @@ public struct NginxLogFormat: Sendable {
             }
             var end = start
             while end < bytes.count, Self.isNameByte(bytes[end]) { end += 1 }
-            guard end > start else { throw AccessLogError("the format has a \"$\" without a variable name at character \(index + 1)") }
+            guard end > start else { throw AccessLogError.variableWithoutName(character: index + 1) }
             if braced {
-                guard end < bytes.count, bytes[end] == UInt8(ascii: "}") else { throw AccessLogError("the format's \"${\" at character \(index + 1) is not closed") }
+                guard end < bytes.count, bytes[end] == UInt8(ascii: "}") else { throw AccessLogError.unclosedBrace(character: index + 1) }
             }
             if !literal.isEmpty {
                 tokens.append(.literal(literal))
                 literal = []
             } else if case .variable? = tokens.last {
-                throw AccessLogError("variables $\(String(decoding: bytes[start..<end], as: UTF8.self)) and the one before it touch: nothing tells where one ends")
+                throw AccessLogError.variablesTouch(String(decoding: bytes[start..<end], as: UTF8.self))
             }
             tokens.append(.variable(Self.variable(String(decoding: bytes[start..<end], as: UTF8.self))))
             index = braced ? end + 1 : end
@@ -310,15 +303,15 @@ public struct NginxLogFormat: Sendable {
         if !literal.isEmpty { tokens.append(.literal(literal)) }
         let variables = tokens.compactMap { token -> Variable? in if case .variable(let variable) = token { variable } else { nil } }
         guard variables.contains(where: { [.msec, .timeISO8601, .timeLocal].contains($0) }) else {
-            throw AccessLogError("the format has no time: it needs $msec, $time_iso8601 or $time_local")
+            throw AccessLogError.formatLacks(.time)
         }
         guard variables.contains(where: { [.remoteAddr, .forwardedFor].contains($0) }) else {
-            throw AccessLogError("the format has no client address: it needs $remote_addr, $realip_remote_addr or $http_x_forwarded_for")
+            throw AccessLogError.formatLacks(.clientAddress)
         }
         guard variables.contains(.request) || (variables.contains(.method) && variables.contains(.requestURI)) else {
-            throw AccessLogError("the format has no request: it needs $request, or $request_method with $request_uri or $uri")
+            throw AccessLogError.formatLacks(.request)
         }
-        guard variables.contains(.status) else { throw AccessLogError("the format has no $status") }
+        guard variables.contains(.status) else { throw AccessLogError.formatLacks(.status) }
         self.tokens = tokens
     }
 
@@ -360,14 +353,14 @@ public struct NginxLogFormat: Sendable {
             switch token {
             case .literal(let text):
                 guard index + text.count <= line.count, line.extracting(index..<(index + text.count)).bytesEqual(text.span) else {
-                    throw AccessLogError("expected \"\(String(decoding: text, as: UTF8.self))\" at column \(index + 1)")
+                    throw AccessLogError.expectedText(String(decoding: text, as: UTF8.self), column: index + 1)
                 }
                 index += text.count
             case .variable(let variable):
                 var end = line.count
                 if place + 1 < tokens.count, case .literal(let next) = tokens[place + 1] {
                     guard let found = Self.find(next, in: line, from: index) else {
-                        throw AccessLogError("expected \"\(String(decoding: next, as: UTF8.self))\" after column \(index + 1)")
+                        throw AccessLogError.expectedTextAfter(String(decoding: next, as: UTF8.self), column: index + 1)
                     }
                     end = found
                 }
@@ -378,14 +371,14 @@ public struct NginxLogFormat: Sendable {
                 case .remoteAddr: address = LogValues.address(value)
                 case .forwardedFor: forwarded = LogValues.address(value)
                 case .msec:
-                    guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$msec is not seconds: \"\(LogValues.excerpt(value))\"") }
+                    guard let seconds = LogValues.seconds(value) else { throw AccessLogError.notA(.seconds, field: "$msec", excerpt: LogValues.excerpt(value)) }
                     time = seconds
                     timePrecision = 3
                 case .timeISO8601:
-                    guard let parsed = RFC3339.parse(utf8: value) else { throw AccessLogError("$time_iso8601 is not a time: \"\(LogValues.excerpt(value))\"") }
+                    guard let parsed = RFC3339.parse(utf8: value) else { throw AccessLogError.notA(.time, field: "$time_iso8601", excerpt: LogValues.excerpt(value)) }
                     if timePrecision < 2 { time = parsed; timePrecision = 2 }
                 case .timeLocal:
-                    guard let parsed = LogValues.timeLocal(value) else { throw AccessLogError("$time_local is not a time: \"\(LogValues.excerpt(value))\"") }
+                    guard let parsed = LogValues.timeLocal(value) else { throw AccessLogError.notA(.time, field: "$time_local", excerpt: LogValues.excerpt(value)) }
                     if timePrecision < 1 { time = parsed; timePrecision = 1 }
                 case .request:
                     request = LogValues.request(value) ?? ("", isDash ? "" : LogValues.excerpt(value))
@@ -394,20 +387,20 @@ public struct NginxLogFormat: Sendable {
                 case .method: method = isDash ? nil : String(decodingUTF8: value)
                 case .requestURI: uri = isDash ? nil : LogValues.path(ofTarget: value)
                 case .status:
-                    guard let code = LogValues.whole(value, maximum: 999), code >= 100 else { throw AccessLogError("$status is not a status: \"\(LogValues.excerpt(value))\"") }
+                    guard let code = LogValues.whole(value, maximum: 999), code >= 100 else { throw AccessLogError.notA(.status, field: "$status", excerpt: LogValues.excerpt(value)) }
                     status = code
                 case .requestTime:
                     if !isDash {
-                        guard let seconds = LogValues.seconds(value) else { throw AccessLogError("$request_time is not seconds: \"\(LogValues.excerpt(value))\"") }
+                        guard let seconds = LogValues.seconds(value) else { throw AccessLogError.notA(.seconds, field: "$request_time", excerpt: LogValues.excerpt(value)) }
                         duration = seconds
                     }
                 case .other: break
                 }
             }
         }
-        guard index == line.count else { throw AccessLogError("unexpected text at column \(index + 1)") }
-        guard let time, let status else { throw AccessLogError("no time or status") }
-        guard let client = address ?? forwarded else { throw AccessLogError("no client address") }
+        guard index == line.count else { throw AccessLogError.unexpectedText(column: index + 1) }
+        guard let time, let status else { throw AccessLogError.missingTimeOrStatus }
+        guard let client = address ?? forwarded else { throw AccessLogError.missingField(.clientAddress, names: []) }
         let (requestMethod, path) = request ?? (method ?? "", uri ?? "")
         return AccessLogRecord(
             startMicroseconds: time - (duration ?? 0), address: client, method: requestMethod, path: path, status: status, durationMicroseconds: duration, http2: http2

@@ -30,7 +30,7 @@ public struct JSONLogFields: Sendable {
         for pair in text.split(separator: ",", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces }
             guard parts.count == 2, !parts[1].isEmpty, let field = Field(rawValue: parts[0]) else {
-                throw AccessLogError("--json-fields: expected FIELD=NAME pairs (fields: \(Field.allCases.map(\.rawValue).joined(separator: ", "))), found \"\(pair)\"")
+                throw AccessLogError.fieldPair(String(pair), fields: Field.allCases.map(\.rawValue))
             }
             names[field] = [parts[1]]
         }
@@ -41,9 +41,9 @@ public struct JSONLogFields: Sendable {
         do {
             parsed = try JSONFields.parse(Array(decodingSpan: line))
         } catch {
-            throw AccessLogError("not JSON: \(error)")
+            throw AccessLogError.notJSON("\(error)")
         }
-        guard let fields = parsed else { throw AccessLogError("not a JSON object") }
+        guard let fields = parsed else { throw AccessLogError.notJSON(nil) }
         func first(_ field: Field) -> JSONFields.Value? {
             for name in names[field] ?? [] {
                 if let value = fields[name], !Self.isEmpty(value, in: fields) { return value }
@@ -54,27 +54,27 @@ public struct JSONLogFields: Sendable {
             if case .string(let text)? = value { return fields.text(text) }
             return nil
         }
-        guard let timeValue = first(.time) else { throw AccessLogError("no time field (\(Self.list(names[.time])))") }
+        guard let timeValue = first(.time) else { throw AccessLogError.missingField(.time, names: names[.time] ?? []) }
         let time: Int64
         switch timeValue {
         case .number(let number):
-            guard let microseconds = Self.microseconds(unixTime: number) else { throw AccessLogError("the time \(number) is not a Unix time") }
+            guard let microseconds = Self.microseconds(unixTime: number) else { throw AccessLogError.notUnixTime(number) }
             time = microseconds
         case .string(let string):
-            guard let microseconds = fields.withUTF8(string, { LogValues.anyTime($0) }) else { throw AccessLogError("the time \"\(fields.text(string))\" is not a time") }
+            guard let microseconds = fields.withUTF8(string, { LogValues.anyTime($0) }) else { throw AccessLogError.notA(.time, field: "the time", excerpt: fields.text(string)) }
             time = microseconds
-        default: throw AccessLogError("the time is neither a number nor text")
+        default: throw AccessLogError.timeNotNumberOrText
         }
         guard let addressText = text(first(.address)), let address = addressText.withUTF8Span({ LogValues.address($0) }) else {
-            throw AccessLogError("no client address (\(Self.list(names[.address])))")
+            throw AccessLogError.missingField(.clientAddress, names: names[.address] ?? [])
         }
         let status: Int
         switch first(.status) {
         case .number(let number)? where number == number.rounded() && number >= 100 && number <= 999: status = Int(number)
         case .string(let string)?:
-            guard let code = fields.withUTF8(string, { LogValues.whole($0, maximum: 999) }), code >= 100 else { throw AccessLogError("the status is not a status") }
+            guard let code = fields.withUTF8(string, { LogValues.whole($0, maximum: 999) }), code >= 100 else { throw AccessLogError.notA(.status, field: "the status", excerpt: nil) }
             status = code
-        default: throw AccessLogError("no status (\(Self.list(names[.status])))")
+        default: throw AccessLogError.missingField(.status, names: names[.status] ?? [])
         }
         var method = text(first(.method)) ?? ""
         var path: String
@@ -84,7 +84,7 @@ public struct JSONLogFields: Sendable {
             method = method.isEmpty ? parts.method : method
             path = parts.path
         } else {
-            throw AccessLogError("no request or path (\(Self.list(names[.request] ?? [] + (names[.path] ?? []))))")
+            throw AccessLogError.missingField(.request, names: names[.request] ?? [] + (names[.path] ?? []))
         }
         if path.isEmpty { path = "/" }
         var duration: Int64?
@@ -114,7 +114,6 @@ public struct JSONLogFields: Sendable {
         }
     }
 
-    private static func list(_ names: [String]?) -> String { (names ?? []).joined(separator: ", ") }
 }
 
 /// AWS Application Load Balancer access logs: space-separated fields, some quoted, in the order
@@ -126,11 +125,11 @@ public struct JSONLogFields: Sendable {
 enum ALBLog {
     static func record(_ line: Span<UInt8>) throws(AccessLogError) -> AccessLogRecord {
         let fields = try split(line)
-        guard fields.count >= 13 else { throw AccessLogError("an ALB line has at least 13 fields; this one has \(fields.count)") }
-        guard let time = RFC3339.parse(utf8: line.extracting(fields[1])) else { throw AccessLogError("field 2 (time) is not a time") }
-        guard let address = LogValues.address(line.extracting(fields[3])) else { throw AccessLogError("field 4 (client:port) is not an address") }
-        guard let status = LogValues.whole(line.extracting(fields[8]), maximum: 999), status >= 100 else { throw AccessLogError("field 9 (elb_status_code) is not a status") }
-        guard let request = LogValues.request(line.extracting(fields[12])) else { throw AccessLogError("field 13 (request) is not a request line") }
+        guard fields.count >= 13 else { throw AccessLogError.tooFewFields(fields.count) }
+        guard let time = RFC3339.parse(utf8: line.extracting(fields[1])) else { throw AccessLogError.notA(.time, field: "field 2 (time)", excerpt: nil) }
+        guard let address = LogValues.address(line.extracting(fields[3])) else { throw AccessLogError.notA(.address, field: "field 4 (client:port)", excerpt: nil) }
+        guard let status = LogValues.whole(line.extracting(fields[8]), maximum: 999), status >= 100 else { throw AccessLogError.notA(.status, field: "field 9 (elb_status_code)", excerpt: nil) }
+        guard let request = LogValues.request(line.extracting(fields[12])) else { throw AccessLogError.notA(.requestLine, field: "field 13 (request)", excerpt: nil) }
         var duration: Int64 = 0
         for index in 5...7 {
             if let seconds = LogValues.seconds(line.extracting(fields[index])) { duration += seconds }
@@ -153,7 +152,7 @@ enum ALBLog {
                 let start = index + 1
                 var end = start
                 while end < line.count, line[end] != UInt8(ascii: "\"") { end += line[end] == UInt8(ascii: "\\") ? 2 : 1 }
-                guard end < line.count else { throw AccessLogError("a quoted field from column \(index + 1) is not closed") }
+                guard end < line.count else { throw AccessLogError.unclosedQuote(column: index + 1) }
                 fields.append(start..<end)
                 index = end + 1
             } else {

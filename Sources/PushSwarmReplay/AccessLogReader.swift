@@ -29,7 +29,7 @@ public struct LogOperations: Sendable {
 public struct UnreadLine: Sendable, Equatable, CustomStringConvertible {
     public var file: String
     public var line: Int
-    public var reason: String
+    public var reason: AccessLogError
     public var text: String
 
     public var description: String { "\(file):\(line): \(reason): \(text)" }
@@ -64,7 +64,7 @@ public struct AccessLogReader {
     public mutating func read(_ path: String, _ consume: (AccessLogRecord) -> Bool) throws(CompressedFile.Failure) {
         var goesOn = true
         let file = try CompressedFile(path: path)
-        let longLine = "longer than \(Self.maximumLineBytes) bytes"
+        let longLine = AccessLogError.lineTooLong(maximumBytes: Self.maximumLineBytes)
         // The start of a line that has not ended in the chunks read so far; once it passes the
         // maximum, only its first bytes are kept (`tooLong`), for the message.
         var pending: [UInt8] = []
@@ -86,7 +86,7 @@ public struct AccessLogReader {
                 records += 1
                 goesOn = consume(record)
             } catch {
-                noteUnread(path, lineNumber, error.reason, LogValues.excerpt(line))
+                noteUnread(path, lineNumber, error, LogValues.excerpt(line))
             }
         }
         func finishPending() {
@@ -123,7 +123,7 @@ public struct AccessLogReader {
         if tooLong || !pending.isEmpty { finishPending() }
     }
 
-    private mutating func noteUnread(_ file: String, _ line: Int, _ reason: String, _ text: String) {
+    private mutating func noteUnread(_ file: String, _ line: Int, _ reason: AccessLogError, _ text: String) {
         unreadCount += 1
         if unread.count < keptUnread { unread.append(UnreadLine(file: file, line: line, reason: reason, text: text)) }
     }

@@ -93,23 +93,20 @@ import Testing
     }
 
     @Test func nginxDefinitionsThatCannotBeReadAreRefusedWithTheReason() throws {
-        let refused: [(String, String)] = [
-            (#"$remote_addr "$request" $status"#, "no time"),
-            (#"[$time_local] "$request" $status"#, "no client address"),
-            (#"$remote_addr [$time_local] $status"#, "no request"),
-            (#"$remote_addr [$time_local] "$request""#, "no $status"),
-            (#"$remote_addr$status [$time_local] "$request""#, "touch"),
-            (#"$remote_addr [$time_local] "$request" ${status"#, "not closed"),
-            (#"$ [$time_local]"#, "without a variable name"),
+        let refused: [(String, AccessLogError)] = [
+            (#"$remote_addr "$request" $status"#, .formatLacks(.time)),
+            (#"[$time_local] "$request" $status"#, .formatLacks(.clientAddress)),
+            (#"$remote_addr [$time_local] $status"#, .formatLacks(.request)),
+            (#"$remote_addr [$time_local] "$request""#, .formatLacks(.status)),
+            (#"$remote_addr$status [$time_local] "$request""#, .variablesTouch("status")),
+            (#"$remote_addr [$time_local] "$request" ${status"#, .unclosedBrace(character: 39)),
+            (#"$ [$time_local]"#, .variableWithoutName(character: 1)),
         ]
         for (definition, reason) in refused {
-            #expect(throws: AccessLogError.self, "\(definition)") { _ = try NginxLogFormat(definition) }
-            do {
-                _ = try NginxLogFormat(definition)
-            } catch {
-                #expect(error.reason.contains(reason), "\(definition): \(error.reason)")
-            }
+            #expect(throws: reason, "\(definition)") { _ = try NginxLogFormat(definition) }
         }
+        #expect(AccessLogError.formatLacks(.time).description == "the format has no time: it needs $msec, $time_iso8601 or $time_local")
+        #expect(AccessLogError.formatLacks(.time).code == "formatLacks.time")
         // Braces, and $request_method with $uri in place of $request.
         let braced = try NginxLogFormat(#"${remote_addr}|${msec}|${request_method}|${uri}|${status}"#)
         let record = try braced.record(Array("10.0.0.1|1795716000.500|POST|/events?x=1|201".utf8).span)
@@ -142,7 +139,7 @@ import Testing
         var records = 0
         try reader.read(directory + "/long.log") { _ in records += 1 }
         #expect(records == 2 && reader.lines == 3 && reader.unreadCount == 1)
-        #expect(reader.unread.first?.line == 2 && reader.unread.first?.reason.contains("longer than") == true)
+        #expect(reader.unread.first?.line == 2 && reader.unread.first?.reason == .lineTooLong(maximumBytes: AccessLogReader.maximumLineBytes))
         #expect((reader.unread.first?.text.count ?? .max) <= 80)
     }
 
@@ -177,14 +174,15 @@ import Testing
             _ = try format.record(hostile.span)
             Issue.record("a line with a bad status was read")
         } catch {
-            #expect(!error.reason.unicodeScalars.contains { $0.value < 0x20 }, "\(error.reason)")
+            #expect(error.code == "expectedTextAfter", "the status runs into the text after it")
+            #expect(!error.description.unicodeScalars.contains { $0.value < 0x20 }, "\(error)")
         }
         #expect(LogValues.excerpt(hostile.span).contains("/\\u{1B}[2J\\u{7}x\\u{0} HTTP"))
         #expect(LogValues.printable("plain /events") == "plain /events")
         #expect(LogValues.printable("a\u{9B}b\u{7F}") == "a\\u{9B}b\\u{7F}")
         // $msec 5 s after 1970 with a $request_time of 10 s: the request started before 1970.
         let early = Array("203.0.113.7 [01/Jan/1970:00:00:05 +0000] \"POST /events HTTP/1.1\" 200 10.000 5.000".utf8)
-        #expect(throws: AccessLogError("the request's start (its time less its duration) is outside the years 1970 to 9999")) {
+        #expect(throws: AccessLogError.startOutOfRange) {
             _ = try format.record(early.span)
         }
         let fine = Array("203.0.113.7 [01/Jan/1970:00:00:15 +0000] \"POST /events HTTP/1.1\" 200 10.000 15.000".utf8)
