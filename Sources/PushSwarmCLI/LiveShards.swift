@@ -7,8 +7,8 @@ import Synchronization
 /// starts each shard with `--progress-json`), and the whole run's progress made of the shards'
 /// latest: what the parent's progress line, `--metrics-listen` and `--dashboard` show.
 ///
-/// The stream is text, two lines a record, once a second: a header
-/// (`{"elapsedMicroseconds":…,"durationMicroseconds":…,"devices":…,"openConnections":…,"fromInterval":K}`)
+/// The stream is text, two lines a record, once a second: a header (`Header`:
+/// `{"elapsedMicroseconds":…,"durationMicroseconds":…,"devices":…,"openConnections":…,"fromInterval":K}`)
 /// and the shard's measurements so far as `metrics.json` writes them (`SummaryArchive`, one
 /// line), their timeline holding the intervals from K on: those before K were sent before and no
 /// longer change, so a record stays small however long the run. Other lines (the path a shard
@@ -56,17 +56,77 @@ enum LiveShards {
             let archive = Summary(
                 scenario: scenario, seed: 0, clock: clock, devices: progress.devices, simulatedSeconds: progress.elapsed.seconds,
                 wallSeconds: 0, runID: "", version: "", metrics: metrics, ledger: nil, lost: 0, pendingAtEnd: 0)
-            var header = JSONWriter()
-            header.beginObject()
-            header.key("elapsedMicroseconds"); header.integer(Int(progress.elapsed.microseconds))
-            header.key("durationMicroseconds"); header.integer(Int(progress.duration.microseconds))
-            header.key("devices"); header.integer(progress.devices)
-            if let open = progress.openConnections { header.key("openConnections"); header.integer(open) }
-            header.key("fromInterval"); header.integer(from)
-            header.endObject()
-            header.newlineAtEnd()
-            return header.takeBytes() + Array(SummaryArchive.text(of: archive).utf8)
+            let header = Header(
+                elapsedMicroseconds: Int(progress.elapsed.microseconds), durationMicroseconds: Int(progress.duration.microseconds),
+                devices: progress.devices, openConnections: progress.openConnections, fromInterval: from
+            )
+            return header.line() + Array(SummaryArchive.text(of: archive).utf8)
         }
+    }
+
+    /// A record's first line: where the shard is and which intervals its archive line holds.
+    /// Written and read by this type alone, so that its keys are spelt once.
+    struct Header: Equatable {
+        var elapsedMicroseconds: Int
+        var durationMicroseconds: Int
+        var devices: Int
+        /// Connections open now (wall runs).
+        var openConnections: Int?
+        var fromInterval: Int
+
+        enum Key: String, CaseIterable {
+            case elapsedMicroseconds, durationMicroseconds, devices, openConnections, fromInterval
+        }
+
+        /// The header as one line of JSON, newline-terminated.
+        func line() -> [UInt8] {
+            var writer = JSONWriter()
+            writer.beginObject()
+            for key in Key.allCases {
+                guard let value = self[key] else { continue }
+                writer.key(key.rawValue)
+                writer.integer(value)
+            }
+            writer.endObject()
+            writer.newlineAtEnd()
+            return writer.takeBytes()
+        }
+
+        /// A header read back: nil unless every count but `openConnections` is there, and each
+        /// that is there is whole, not negative and within what a run can hold (a peer's line).
+        init?(reading object: JSONObject) {
+            func count(_ key: Key) -> Int?? {
+                guard let value = object[key.rawValue] else { return .some(nil) }
+                guard case .number(let number) = value, number >= 0, number <= 1e15, number == number.rounded() else { return nil }
+                return .some(Int(number))
+            }
+            guard let elapsed = count(.elapsedMicroseconds) ?? nil, let duration = count(.durationMicroseconds) ?? nil,
+                  let devices = count(.devices) ?? nil, let from = count(.fromInterval) ?? nil, let open = count(.openConnections)
+            else { return nil }
+            self.init(elapsedMicroseconds: elapsed, durationMicroseconds: duration, devices: devices, openConnections: open, fromInterval: from)
+        }
+
+        init(elapsedMicroseconds: Int, durationMicroseconds: Int, devices: Int, openConnections: Int?, fromInterval: Int) {
+            self.elapsedMicroseconds = elapsedMicroseconds
+            self.durationMicroseconds = durationMicroseconds
+            self.devices = devices
+            self.openConnections = openConnections
+            self.fromInterval = fromInterval
+        }
+
+        /// The value under `key` (nil: not written).
+        subscript(key: Key) -> Int? {
+            switch key {
+            case .elapsedMicroseconds: elapsedMicroseconds
+            case .durationMicroseconds: durationMicroseconds
+            case .devices: devices
+            case .openConnections: openConnections
+            case .fromInterval: fromInterval
+            }
+        }
+
+        /// Whether a line of the stream is a header (the next line is then its archive).
+        static func isHeader(_ object: JSONObject) -> Bool { object[Key.fromInterval.rawValue] != nil }
     }
 
     /// A record read back: the shard's progress, its timeline holding the intervals from
@@ -155,7 +215,7 @@ enum LiveShards {
                     case .success(let record): records.append(record)
                     case .failure(let refusal): refused[refusal, default: 0] += 1
                     }
-                } else if case .object(let object)? = try? JSONParser.parse(line), object["fromInterval"] != nil {
+                } else if case .object(let object)? = try? JSONParser.parse(line), Header.isHeader(object) {
                     header = object
                 }
             }
@@ -180,10 +240,10 @@ enum LiveShards {
         }
 
         private static func record(header: JSONObject, archive: [UInt8], expecting expected: Expectation) -> Result<Record, Refusal> {
-            guard let summary = try? SummaryArchive.read(String(decoding: archive, as: UTF8.self)),
-                let elapsed = whole(header["elapsedMicroseconds"]), let duration = whole(header["durationMicroseconds"]),
-                let devices = whole(header["devices"]), let from = whole(header["fromInterval"])
-            else { return .failure(.unreadable) }
+            guard let summary = try? SummaryArchive.read(String(decoding: archive, as: UTF8.self)), let read = Header(reading: header) else {
+                return .failure(.unreadable)
+            }
+            let (elapsed, duration, devices, from) = (read.elapsedMicroseconds, read.durationMicroseconds, read.devices, read.fromInterval)
             guard Int64(duration) == expected.durationMicroseconds else { return .failure(.durationMismatch) }
             guard Int64(elapsed) <= expected.durationMicroseconds else { return .failure(.elapsedOutOfRange) }
             guard devices <= expected.devices else { return .failure(.devicesOutOfRange) }
@@ -193,14 +253,8 @@ enum LiveShards {
                 return .failure(.intervalsOutOfRange)
             }
             var progress = RunProgress(elapsed: TimeSpan(microseconds: Int64(elapsed)), duration: TimeSpan(microseconds: Int64(duration)), metrics: summary.metrics, devices: devices)
-            progress.openConnections = whole(header["openConnections"])
+            progress.openConnections = read.openConnections
             return .success(Record(progress: progress, fromInterval: from))
-        }
-
-        /// A count from a peer: whole, not negative, and within what a run can hold.
-        private static func whole(_ value: JSONValue?) -> Int? {
-            guard case .number(let number)? = value, number >= 0, number <= 1e15, number == number.rounded() else { return nil }
-            return Int(number)
         }
     }
 

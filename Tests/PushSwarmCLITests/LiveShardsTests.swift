@@ -49,6 +49,26 @@ import PushSwarmMetrics
         #expect(record.progress.metrics.timeline.intervals.map(\.sent) == [10, 10, 10])
     }
 
+    /// The header is one type that writes and reads its line: every key it writes reads back,
+    /// with and without the optional count, and a count that is not whole, or negative, is not a
+    /// header (a peer's number is checked).
+    @Test func aHeaderReadsBackAsItWasWrittenUnderItsOwnKeys() throws {
+        for open in [Optional(7), nil] {
+            let header = LiveShards.Header(elapsedMicroseconds: 3_500_000, durationMicroseconds: 60_000_000, devices: 500, openConnections: open, fromInterval: 3)
+            guard case .object(let object) = try JSONParser.parse(header.line()) else { Issue.record("not an object"); continue }
+            #expect(Set(object.keys) == Set(LiveShards.Header.Key.allCases.map(\.rawValue).filter { $0 != "openConnections" || open != nil }))
+            #expect(LiveShards.Header.isHeader(object))
+            #expect(LiveShards.Header(reading: object) == header)
+        }
+        for bad in [#"{"elapsedMicroseconds":1.5,"durationMicroseconds":1,"devices":1,"fromInterval":0}"#,
+                    #"{"elapsedMicroseconds":1,"durationMicroseconds":1,"devices":-1,"fromInterval":0}"#,
+                    #"{"elapsedMicroseconds":1,"durationMicroseconds":1,"devices":1,"fromInterval":0,"openConnections":"3"}"#,
+                    #"{"elapsedMicroseconds":1,"devices":1,"fromInterval":0}"#] {
+            guard case .object(let object) = try JSONParser.parse(Array(bad.utf8)) else { Issue.record("not an object"); continue }
+            #expect(LiveShards.Header(reading: object) == nil, "\(bad)")
+        }
+    }
+
     /// Intervals sent whole are not sent again: a long run's record stays small. The parent puts
     /// them back together, and the shards' together.
     @Test func recordsCarryOnlyNewIntervalsAndTheBoardAddsTheShardsUp() throws {
