@@ -108,40 +108,14 @@ enum CapacityCommand: Command {
         } else {
             print("capacity: not found: the objective did not hold at any rate tried")
         }
-        var json = JSONObject()
-        json["scenario"] = .string(scenario.name)
-        json["objective"] = .string(search.objective.description)
-        json["thresholds"] = .array(search.thresholds.map { .string($0.text) })
-        json["capacityPerSecond"] = capacity.map { .number($0) } ?? .null
-        json["heldPerSecond"] = outcome.held.map { .number($0) } ?? .null
-        json["limitedByPushSwarmAtPerSecond"] = outcome.generatorLimit.map { .number($0) } ?? .null
-        json["steps"] = .array(steps.map { step -> JSONValue in
-            var entry = JSONObject()
-            entry["rate"] = .number(step.rate)
-            entry["sent"] = .number(Double(step.sent))
-            entry["latencyMs"] = step.latency.map { JSONValue.number(Double($0) / 1_000) } ?? .null
-            entry["errorRate"] = .number(step.errorRate)
-            entry["held"] = .bool(step.held)
-            entry["saturated"] = .bool(step.saturated)
-            entry["generatorLimit"] = step.generatorLimit.map(JSONValue.string) ?? .null
-            entry["failedThresholds"] = .array(step.failedThresholds.map(JSONValue.string))
-            if let health = step.generator {
-                // PushSwarm's own health at this step, as summary.json's generator section says it.
-                var generator = JSONObject()
-                generator["lagP99Ms"] = health.lagP99Milliseconds.map(JSONValue.number) ?? .null
-                generator["cpuBusy"] = health.cpuBusy.map { .number(($0 * 1_000).rounded() / 1_000) } ?? .null
-                generator["shedArrivals"] = .number(Double(health.shedArrivals))
-                generator["missedStarts"] = .number(Double(health.missedStarts))
-                generator["pendingAtEnd"] = .number(Double(health.pendingAtEnd))
-                entry["generator"] = .object(generator)
-            }
-            return .object(entry)
-        })
+        let report = CapacityReport(
+            scenario: scenario.name, objective: search.objective.description, thresholds: search.thresholds.map(\.text), outcome: outcome
+        )
         let directory = arguments.value("--out") ?? "Reports/\(RunCommand.makeRunID(scenario: scenario))-capacity"
         let file = (directory as NSString).appendingPathComponent("capacity.json")
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try Data((JSONWriter.text(of: .object(json), indent: 2) + "\n").utf8).write(to: URL(fileURLWithPath: file))
+            try Data(report.text.utf8).write(to: URL(fileURLWithPath: file))
         } catch {
             PushSwarmCommand.printError("cannot write \(file): \(error.localizedDescription)")
             return .failure

@@ -18,6 +18,33 @@ import PushSwarmMetrics
         #expect(throws: ScenarioError.self) { try ServiceLevelObjective(parsing: "latency<2s") }
     }
 
+    /// capacity.json is written and read by one type: a real search's outcome (a simulated one,
+    /// and one with wall steps' generator health and a limit of PushSwarm's own) reads back
+    /// equal, and a file that says otherwise is refused with the JSON path.
+    @Test func capacityJSONReadsBackAsItWasWritten() async throws {
+        let scenario = try loadScenario("capacity-events") { $0["duration"] = "5s" }
+        let search = try CapacitySearch(scenario: scenario, objective: ServiceLevelObjective(parsing: "p99<200ms,errors<1%"), startRate: 50, precision: 0.2)
+        let found = await search.run { CapacityRun(metrics: await Run.simulated($0).run().metrics) }
+        try #require(found.steps.count >= 2)
+        var limited = found
+        limited.generatorLimit = found.steps.last?.rate
+        limited.steps[0].saturated = true
+        limited.steps[0].generatorLimit = "generator lag p99 240 ms over 100 ms"
+        limited.steps[0].failedThresholds = ["p(99) < 200ms"]
+        limited.steps[0].generator = GeneratorHealth(lagP99Milliseconds: 240.5, cpuBusy: 0.912, shedArrivals: 3, missedStarts: 0, pendingAtEnd: 12)
+        limited.steps[1].generator = GeneratorHealth(lagP99Milliseconds: nil, cpuBusy: nil, shedArrivals: 0, missedStarts: 1, pendingAtEnd: 0)
+        for outcome in [found, limited] {
+            let report = CapacityReport(scenario: scenario.name, objective: search.objective.description, thresholds: ["rate(errors) < 1%"], outcome: outcome)
+            #expect(try CapacityReport(reading: report.text) == report)
+        }
+        #expect(throws: CapacityReport.ReadError(path: "$.steps[0].held", message: "expected true or false")) {
+            try CapacityReport(reading: #"{"scenario":"s","objective":"","thresholds":[],"capacityPerSecond":null,"heldPerSecond":null,"limitedByPushSwarmAtPerSecond":null,"steps":[{"rate":1,"sent":1,"errorRate":0,"held":"yes","saturated":false,"failedThresholds":[]}]}"#)
+        }
+        #expect(throws: CapacityReport.ReadError.self) {
+            try CapacityReport(reading: #"{"scenario":"s","objective":"","thresholds":[],"capacityPerSecond":5,"heldPerSecond":5,"limitedByPushSwarmAtPerSecond":9,"steps":[]}"#)
+        }
+    }
+
     @Test func theSearchFindsTheConfiguredLimitWithinFivePercent() async throws {
         // capacity-events.json: a token bucket admitting 200 events/s in all.
         let scenario = try loadScenario("capacity-events") { $0["duration"] = "20s" }

@@ -52,7 +52,7 @@ public struct ServiceLevelObjective: Sendable, Equatable, CustomStringConvertibl
 }
 
 /// One step of a capacity search: an open load at `rate` for the scenario's duration.
-public struct CapacityStep: Sendable {
+public struct CapacityStep: Sendable, Equatable {
     public var rate: Double
     public var sent: UInt64
     public var latency: UInt64?
@@ -72,6 +72,21 @@ public struct CapacityStep: Sendable {
     /// How PushSwarm itself fared at this step (wall time; nil in simulated time), so that a
     /// reader sees why a step was or was not taken as the service's.
     public var generator: GeneratorHealth?
+
+    public init(
+        rate: Double, sent: UInt64, latency: UInt64?, errorRate: Double, held: Bool, failedThresholds: [String] = [], saturated: Bool = false,
+        generatorLimit: String? = nil, generator: GeneratorHealth? = nil
+    ) {
+        self.rate = rate
+        self.sent = sent
+        self.latency = latency
+        self.errorRate = errorRate
+        self.held = held
+        self.failedThresholds = failedThresholds
+        self.saturated = saturated
+        self.generatorLimit = generatorLimit
+        self.generator = generator
+    }
 }
 
 /// A wall run's own health: how late it started what was due, the CPU it took, and the work it
@@ -112,7 +127,7 @@ public struct CapacityRun: Sendable {
 }
 
 /// What a capacity search found.
-public struct CapacityOutcome: Sendable {
+public struct CapacityOutcome: Sendable, Equatable {
     public var steps: [CapacityStep]
     /// The highest rate that held.
     public var held: Double?
@@ -120,6 +135,12 @@ public struct CapacityOutcome: Sendable {
     /// on (the service held every rate below it that was tried). The service's capacity is then
     /// unknown, at least `held`.
     public var generatorLimit: Double?
+
+    public init(steps: [CapacityStep], held: Double?, generatorLimit: Double?) {
+        self.steps = steps
+        self.held = held
+        self.generatorLimit = generatorLimit
+    }
 
     /// The service's capacity: the highest rate that held, when the service (not PushSwarm) broke above it.
     public var capacity: Double? { generatorLimit == nil ? held : nil }
@@ -131,7 +152,7 @@ public struct CapacitySearch: Sendable {
     public var scenario: Scenario
     public var objective: ServiceLevelObjective
     /// Further conditions every step must meet, in the thresholds' language: per operation
-    /// (`p99(smartapppush.events) < 200ms`), per status (`rate(status=429) < 1%`), the ledger….
+    /// (`p99(<platform>.events) < 200ms`), per status (`rate(status=429) < 1%`), the ledger….
     public var thresholds: [Threshold] = []
     public var startRate: Double
     /// Stop narrowing once the gap between the best rate that held and the lowest that broke is
