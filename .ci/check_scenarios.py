@@ -1,6 +1,8 @@
 """Every scenario in Scenarios/ must satisfy Scenarios/schema.json, and the schema must reject the
 broken examples in Tests/Fixtures/bad-scenarios (so the schema cannot silently accept anything),
-except those whose "$comment" starts with "semantic:" (rules across fields, beyond JSON Schema)."""
+except those whose "$comment" starts with "semantic:" (rules across fields, beyond JSON Schema).
+Given files instead (what `pushswarm validate --print` wrote: every setting spelt out), each of
+them must satisfy the schema: a key the decoder reads and the schema lacks shows there."""
 import json
 import pathlib
 import sys
@@ -12,7 +14,8 @@ schema = json.loads((root / "Scenarios" / "schema.json").read_text())
 jsonschema.Draft202012Validator.check_schema(schema)
 validator = jsonschema.Draft202012Validator(schema)
 failures = 0
-for path in sorted((root / "Scenarios").glob("*.json")):
+given = [pathlib.Path(argument) for argument in sys.argv[1:]]
+for path in given or sorted((root / "Scenarios").glob("*.json")):
     if path.name == "schema.json":
         continue
     errors = list(validator.iter_errors(json.loads(path.read_text())))
@@ -20,7 +23,7 @@ for path in sorted((root / "Scenarios").glob("*.json")):
         print(f"{path.name}: {error.json_path}: {error.message}")
     failures += len(errors)
     print(f"{path.name}: {'ok' if not errors else 'INVALID'}")
-for path in sorted((root / "Tests" / "Fixtures" / "bad-scenarios").glob("*.json")):
+for path in [] if given else sorted((root / "Tests" / "Fixtures" / "bad-scenarios").glob("*.json")):
     try:
         document = json.loads(path.read_text())
     except json.JSONDecodeError:

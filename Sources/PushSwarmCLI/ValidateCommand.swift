@@ -3,17 +3,26 @@ import PushSwarmNet
 
 enum ValidateCommand: Command {
     static let declaration = CommandDeclaration(
-        synopsis: "pushswarm validate FILE",
+        synopsis: "pushswarm validate FILE [--print]",
         about: """
             Checks a scenario file (JSON; see docs/scenario.md) without running it. Prints what the
             scenario describes when it is valid; otherwise the JSON path of the first problem and what
             is wrong with it, and exits 2.
             """,
-        options: []
+        options: [
+            OptionDeclaration("--print", nil, """
+                Print the scenario as PushSwarm reads it instead, every setting spelt out (defaults
+                too): JSON that runs the same, to see what a default is or to pin one.
+                """),
+        ]
     )
 
     static func run(_ arguments: Arguments) -> PushSwarmCommand.ExitCode {
         guard let scenario = PushSwarmCommand.loadScenarioArgument(arguments, command: "validate", usage: usage) else { return .badInput }
+        if arguments.flags.contains("--print") {
+            print(ScenarioEncoder().text(scenario), terminator: "")
+            return .success
+        }
         let groups = scenario.groups.map { "\($0.name) (\($0.platform), \($0.os.rawValue))" }.joined(separator: ", ")
         let estimate = MemoryEstimate(scenario, devices: scenario.devices)
         if let refusal = estimate.refusal(under: .current()) {

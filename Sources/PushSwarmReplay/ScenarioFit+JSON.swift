@@ -64,7 +64,7 @@ extension ScenarioFit {
                 ("name", .string(platform)), ("share", .number(Double(devicesByPlatform[platform] ?? 1))), ("platform", .string(platform)), ("os", "android"),
             ]
             if let rates = background[platform] {
-                group.append(("workload", ["model": "open", "steps": .array(Self.steps(rates))]))
+                group.append(("workload", ScenarioEncoder.workload(.open(OpenWorkload(segments: Self.segments(rates), isPoisson: false)))))
                 notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second (a minute with a burst, a second with ten requests or more and three times the minute's rate, second by second); within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.number(life)) s)")))
             } else {
                 notes.append(("\(platform).workload", .string("No open workload: every first attempt of \(platform) came with a campaign's taps")))
@@ -85,22 +85,21 @@ extension ScenarioFit {
                 reporting.insert(campaign.platform)
                 let (delay, delayWhy) = Self.distribution(campaign.deliveryOffsetsMicroseconds, of: "deliveries")
                 let delivered = Double(max(campaign.deliveries, campaign.taps))
-                campaignValues.append([
-                    "name": .string(name), "platform": .string(campaign.platform), "at": .string(Self.span(at)),
-                    "audience": .number(min(1, (delivered / devices * 100_000).rounded() / 100_000)),
-                    "deliveryDelay": delay, "tapRate": .number(min(1, (Double(campaign.taps) / delivered * 100_000).rounded() / 100_000)), "timeToOpen": timeToOpen,
-                ])
+                campaignValues.append(ScenarioEncoder.campaign(PushSwarmCore.Campaign(
+                    name: name, platform: campaign.platform, at: Self.milliseconds(at), audience: min(1, (delivered / devices * 100_000).rounded() / 100_000),
+                    deliveryDelay: delay, tapRate: PerOS(both: min(1, (Double(campaign.taps) / delivered * 100_000).rounded() / 100_000)),
+                    timeToOpen: PerOS(both: timeToOpen)
+                )))
                 let excess = campaign.deliveryExcess ?? campaign.deliveries
                 let told = trace.deliveryIsShared
                     ? "\(excess) first attempts of \(trace.delivery ?? "its delivery reports") in its window (from the burst's start to a minute after its last open) beyond the rate of the minute before, less what its taps' sessions send on it there (\(excess - campaign.deliveries), simulated)"
                     : "the first attempts of \(trace.delivery ?? "its delivery reports") in its window beyond the rate of the minute before"
                 notes.append(("campaigns.\(name)", .string("\(campaign.deliveries) deliveries reported: \(told); the push left as the burst of the platform's first attempts began, at \(Self.time(campaign.atMicroseconds)), and its devices displayed it as the burst's earliest first attempts (a device's first request of a campaign is its report; \(delayWhy)). \(campaign.taps) taps: \(opens); the time to open from the display is an open's time less the median delivery's\(campaign.timeToOpenScale == 1 ? "" : ", times \(Self.number(campaign.timeToOpenScale)) (the opens waited in their devices' queues behind refused requests: the scale at which the simulated run sends as many requests as the log)") (\(why)). Every delivery is a device of its own, the audience their share of the platform's devices")))
             } else {
-                campaignValues.append([
-                    "name": .string(name), "platform": .string(campaign.platform), "at": .string(Self.span(at)),
-                    "audience": .number(min(1, (Double(campaign.taps) / devices * 100_000).rounded() / 100_000)), "tapRate": 1,
-                    "deliveryDelay": ["constant": "1ms"], "timeToOpen": timeToOpen,
-                ])
+                campaignValues.append(ScenarioEncoder.campaign(PushSwarmCore.Campaign(
+                    name: name, platform: campaign.platform, at: Self.milliseconds(at), audience: min(1, (Double(campaign.taps) / devices * 100_000).rounded() / 100_000),
+                    deliveryDelay: .constant(0.001), tapRate: PerOS(both: 1), timeToOpen: PerOS(both: timeToOpen)
+                )))
                 let none = campaign.deliveryExcess == nil ? "" : "; no delivery reports beyond what the taps send (\(trace.delivery ?? "")): its devices report none"
                 notes.append(("campaigns.\(name)", .string("\(campaign.taps) taps: \(opens); its devices tapped as the burst's earliest first attempts of the platform began (\(why)); every tap is a device of its own, the audience its share of the platform's devices\(none)")))
             }
@@ -109,21 +108,24 @@ extension ScenarioFit {
         var sections: [(String, JSONValue)] = []
         for platform in platforms {
             var mock: [(String, JSONValue)] = []
-            if let service = serviceMicroseconds { mock.append(("latency", ["constant": .string(Self.span(max(1_000, service)))])) }
+            if let service = serviceMicroseconds {
+                mock.append(("latency", ScenarioEncoder.durationDistribution(.constant(Self.milliseconds(max(1_000, service)).seconds))))
+            }
             mock += trace(of: platform).mockWithoutOwnLimit
             if let limiter, limiter.isConvincing {
-                var rule: [(String, JSONValue)] = [("algorithm", "leakyBucket"), ("rate", .string(Self.rate(limiter.perSecond))), ("burst", .number(Double(limiter.burst)))]
-                if limiter.nodelay ?? true { rule.append(("nodelay", true)) }
-                rule += [("key", "sourceIP"), ("status", 429)]
-                mock.append(("rateLimits", [.object(JSONObject(rule))]))
+                let rule = RateLimitRule(algorithm: .leakyBucket(perSecond: limiter.perSecond, burst: limiter.burst, nodelay: limiter.nodelay ?? true), key: .sourceIP, status: 429)
+                mock.append(("rateLimits", [ScenarioEncoder.rateLimitRule(rule)]))
             }
             var section: [(String, JSONValue)] = []
             if let rule = retry?.rule {
-                section.append(("retry", ["rateLimited": [
-                    "initialDelay": .string(Self.span(rule.initialDelayMicroseconds)), "multiplier": .number(rule.multiplier),
-                    "maxDelay": .string(Self.span(rule.maxDelayMicroseconds)), "maxRetries": .number(Double(rule.maxRetries)),
-                    "whenExhausted": "drop", "jitter": .string(rule.jitter.rawValue),
-                ]]))
+                // A row over the platform's own (its Retry-After handling stays the SDK's): the
+                // keys the encoder writes for a rule, of what the fit found.
+                let found = ScenarioEncoder.retryRule(RetryRule(
+                    initialDelay: Self.milliseconds(rule.initialDelayMicroseconds), multiplier: rule.multiplier, maximumDelay: Self.milliseconds(rule.maxDelayMicroseconds),
+                    maximumRetries: rule.maxRetries, whenExhausted: .drop, jitter: rule.jitter == .full ? .full : .none
+                ))
+                let fitted: Set<String> = ["initialDelay", "multiplier", "maxDelay", "maxRetries", "whenExhausted", "jitter"]
+                section.append(("retry", ["rateLimited": .object(JSONObject(found.objectValue?.members.filter { fitted.contains($0.key) } ?? []))]))
             }
             if reporting.contains(platform) { section += trace(of: platform).reportingDeliveries }
             section.append(("mock", .object(JSONObject(mock))))
@@ -155,34 +157,40 @@ extension ScenarioFit {
     }
 
     /// Consecutive equal rates as one step each.
-    static func steps(_ rates: [Double]) -> [JSONValue] {
-        var steps: [JSONValue] = []
+    static func segments(_ rates: [Double]) -> [OpenWorkload.Segment] {
+        var segments: [OpenWorkload.Segment] = []
         var index = 0
         while index < rates.count {
             var end = index + 1
             while end < rates.count, rates[end] == rates[index] { end += 1 }
-            steps.append(["rate": .string("\(Self.number(rates[index]))/s"), "for": .string("\(end - index)s")])
+            segments.append(OpenWorkload.Segment(length: .seconds(Double(end - index)), fromRate: rates[index], toRate: rates[index]))
             index = end
         }
-        return steps
+        return segments
+    }
+
+    /// A span of microseconds as the scenario holds it: rounded to the millisecond, as the fit's
+    /// notes say it.
+    static func milliseconds(_ microseconds: Int64) -> TimeSpan {
+        TimeSpan(microseconds: (microseconds + 500) / 1_000 * 1_000)
     }
 
     /// The delay that draws the offsets best (Kolmogorov–Smirnov distance): a uniform spread
     /// from the first, or a log-normal from the quantiles of their logarithms. `of`: what they
     /// are, for the explanation.
-    static func distribution(_ offsets: [Int64], of what: String) -> (JSONValue, String) {
+    static func distribution(_ offsets: [Int64], of what: String) -> (Distribution, String) {
         let sorted = offsets.map { Double(max(1_000, $0)) / 1_000_000 }.sorted()
-        guard sorted.count >= 2, let last = sorted.last else { return (["constant": "1ms"], "one of \(what)") }
+        guard sorted.count >= 2, let last = sorted.last else { return (.constant(0.001), "one of \(what)") }
         let uniformDistance = distance(sorted) { min(1, max(0, $0 / last)) }
         let logs = sorted.map { Foundation.log($0) }
         let median = exp(logs[logs.count / 2])
         let sigma = max(0.01, (logs[Int(Double(logs.count - 1) * 0.8413)] - logs[Int(Double(logs.count - 1) * 0.1587)]) / 2)
         let logNormalDistance = distance(sorted) { value in 0.5 * erfc(-(Foundation.log(value) - Foundation.log(median)) / (sigma * 2.squareRoot())) }
         if uniformDistance <= logNormalDistance {
-            return (["uniform": ["0s", .string(Self.span(Int64(last * 1_000_000)))]],
+            return (.uniform(minimum: 0, maximum: Self.milliseconds(Int64(last * 1_000_000)).seconds),
                     "uniform over \(Self.span(Int64(last * 1_000_000))), Kolmogorov–Smirnov distance \(Self.number(uniformDistance)) against a log-normal's \(Self.number(logNormalDistance))")
         }
-        return (["lognormal": ["median": .string(Self.span(Int64(median * 1_000_000))), "sigma": .number((sigma * 1_000).rounded() / 1_000)]],
+        return (.logNormal(median: Self.milliseconds(Int64(median * 1_000_000)).seconds, sigma: (sigma * 1_000).rounded() / 1_000),
                 "log-normal, median \(Self.span(Int64(median * 1_000_000))), σ \(Self.number(sigma)) from the quantiles of the \(what)' offsets, Kolmogorov–Smirnov distance \(Self.number(logNormalDistance)) against a uniform's \(Self.number(uniformDistance))")
     }
 

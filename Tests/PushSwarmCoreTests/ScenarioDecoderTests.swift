@@ -9,6 +9,7 @@ struct FakePlatform: Platform {
         var mockBehaviour: MockBehaviour { MockBehaviour() }
         func makeMock() -> any MockService { fatalError("not used") }
         func partitionCopy() -> any PlatformConfiguration { self }
+        var encoded: JSONObject { [:] }
         func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
             if let options { try options.object().finish() }
             return Profile()
@@ -19,6 +20,7 @@ struct FakePlatform: Platform {
         var pushToken: PushTokenStyle { .stableID }
         func makeClient(for profile: DeviceProfile) -> any PlatformClient { fatalError("not used") }
         func partitionCopy() -> any ClientProfile { self }
+        var encodedOptions: JSONObject? { nil }
     }
 
     var name: String { "fake" }

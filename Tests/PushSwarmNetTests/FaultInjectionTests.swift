@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PushSwarmCore
+import PushSwarmMetrics
 @testable import PushSwarmNet
 
 /// The mock's injected faults on real sockets: each reaches PushSwarm's HTTP client as a real
@@ -76,6 +77,7 @@ private struct EchoService: MockService {
 /// The one-service platform the fault tests serve (devices never run against it).
 struct EchoConfiguration: PlatformConfiguration {
     var mockBehaviour: MockBehaviour
+    var encoded: JSONObject { [:] }
     func makeMock() -> any MockService { EchoService() }
     func partitionCopy() -> any PlatformConfiguration { EchoConfiguration(mockBehaviour: mockBehaviour.partitionCopy()) }
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PushSwarmCore
+import PushSwarmMetrics
 @testable import PushSwarmNet
 
 /// A mock's WebSocket session lives on the server's event loops, which the server shares (with a
@@ -44,6 +45,7 @@ private struct SocketEchoConfiguration: PlatformConfiguration {
         behaviour.latency = .constant(0)
         return behaviour
     }()
+    var encoded: JSONObject { [:] }
     func makeMock() -> any MockService { SocketEchoService() }
     func partitionCopy() -> any PlatformConfiguration { self }
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {

@@ -5,7 +5,7 @@ public import PushSwarmMetrics
 /// Adding a platform is adding a folder in PushSwarmPlatforms with a type conforming to this, and
 /// registering it; nothing in Core names a platform.
 public protocol Platform: Sendable {
-    /// The name scenarios use (`smartapppush`).
+    /// The name scenarios use (`platforms.<name>`, `<name>.events`).
     var name: String { get }
 
     /// Reads the scenario's `platforms.<name>` object (nil when absent: defaults).
@@ -13,7 +13,7 @@ public protocol Platform: Sendable {
 
     /// The operation a request is from its method and path alone, as an access log records it
     /// (no body, no headers): the mock's own name where the path decides it
-    /// (`smartapppush.events`), the endpoint's where only the body would (`meiro.mobile`). Nil
+    /// (`<name>.events`), the endpoint's where only the body would (`<name>.mobile`). Nil
     /// when the path is not one of this platform's endpoints. `path` has no query and no
     /// `/<platform>` prefix.
     func logOperation(method: String, path: String) -> String?
@@ -74,6 +74,10 @@ public protocol PlatformConfiguration: Sendable {
     /// An equal configuration for one partition, with storage of its own for what its mock and
     /// its client profiles reference on every request: see `String.partitionCopy`.
     func partitionCopy() -> any PlatformConfiguration
+
+    /// The platform's scenario section (`platforms.<name>`) with every setting spelt out, which
+    /// `Platform.configure` reads back to an equal configuration (`ScenarioEncoder`).
+    var encoded: JSONObject { get }
 }
 
 extension PlatformConfiguration {

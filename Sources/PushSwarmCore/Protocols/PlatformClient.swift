@@ -42,7 +42,7 @@ public protocol PlatformClient: Sendable {
     /// and starts nothing that outlives the registration (no periodic loop, no open socket).
     mutating func warmUp(device: DeviceSnapshot, now: Instant, random: inout SeededRandom) -> [DeviceAction]
 
-    /// What the warm-up learnt that the install keeps in its storage (PushExpress's `ic_id` as
+    /// What the warm-up learnt that the install keeps in its storage (an instance id as
     /// the service issued it), nil when nothing.
     var warmUpMemory: String? { get }
 
@@ -150,6 +150,10 @@ public protocol ClientProfile: Sendable {
     /// An equal profile for one partition's devices, with storage of its own for what its clients
     /// reference (its settings, held once; their strings): see `String.partitionCopy`.
     func partitionCopy() -> any ClientProfile
+
+    /// A device group's `client` object that `PlatformConfiguration.clientProfile` reads back
+    /// to an equal profile; nil: the platform takes no options.
+    var encodedOptions: JSONObject? { get }
 }
 
 extension ClientProfile {

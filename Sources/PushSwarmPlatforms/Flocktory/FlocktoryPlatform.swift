@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmMetrics
 
 /// Flocktory as a PushSwarm platform (`platforms.flocktory` in a scenario).
 public struct FlocktoryPlatform: Platform {
@@ -45,6 +46,16 @@ struct FlocktoryConfiguration: PlatformConfiguration {
 
     func partitionCopy() -> any PlatformConfiguration { FlocktoryConfiguration(settings: settings.partitionCopy()) }
 
+    /// What `FlocktoryPlatform.configure` reads, every setting spelt out.
+    var encoded: JSONObject {
+        JSONObject([
+            ("siteId", .string(settings.siteID)), ("deepLinkBase", .string(settings.deepLinkBase)),
+            ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)), ("sessionGap", ScenarioEncoder.duration(settings.sessionGap)),
+            ("waitingCapacity", .number(Double(settings.waitingCapacity))), ("maximumRedirects", .number(Double(settings.maximumRedirects))),
+            ("mock", .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
+        ])
+    }
+
     /// A group's `client`: `omitSession` (a broken integration that skips the cookie and
     /// `site-session-id` the spec requires on every call after the first).
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
@@ -68,4 +79,6 @@ struct FlocktoryClientProfile: ClientProfile {
     func makeClient(for profile: DeviceProfile) -> any PlatformClient { FlocktoryClient(settings: settings, omitsSession: omitsSession) }
 
     func partitionCopy() -> any ClientProfile { FlocktoryClientProfile(settings: settings.partitionCopy(), omitsSession: omitsSession) }
+
+    var encodedOptions: JSONObject? { ["omitSession": .bool(omitsSession)] }
 }

@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmMetrics
 
 /// Meiro as a PushSwarm platform (`platforms.meiro` in a scenario).
 public struct MeiroPlatform: Platform {
@@ -41,6 +42,16 @@ struct MeiroConfiguration: PlatformConfiguration {
 
     func partitionCopy() -> any PlatformConfiguration { MeiroConfiguration(settings: settings.partitionCopy()) }
 
+    /// What `MeiroPlatform.configure` reads, every setting spelt out.
+    var encoded: JSONObject {
+        JSONObject([
+            ("appId", .string(settings.appID)), ("appName", .string(settings.appName)), ("projectId", .string(settings.projectID)),
+            ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)), ("refreshInterval", ScenarioEncoder.duration(settings.refreshInterval)),
+            ("queueCapacity", .number(Double(settings.queueCapacity))), ("retry", ScenarioEncoder.retryTable(settings.retryTable)),
+            ("mock", .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
+        ])
+    }
+
     /// Fields a deliberately broken client may leave out, to reproduce the service's 400s.
     static let omittableFields = ["user_id", "event_type", "event_timestamp", "version", "app", "os", "firebase", "project_id", "registration_token"]
 
@@ -70,6 +81,8 @@ struct MeiroClientProfile: ClientProfile {
         self.omittedFields = omittedFields
         queuePolicy = settings.makeQueuePolicy()
     }
+
+    var encodedOptions: JSONObject? { ["omitFields": .array(omittedFields.sorted().map(JSONValue.string))] }
 
     var pushToken: PushTokenStyle { .fcm }
 

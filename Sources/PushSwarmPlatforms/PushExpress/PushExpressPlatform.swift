@@ -1,4 +1,5 @@
 public import PushSwarmCore
+import PushSwarmMetrics
 
 /// PushExpress as a PushSwarm platform (`platforms.pushexpress` in a scenario).
 public struct PushExpressPlatform: Platform {
@@ -43,6 +44,16 @@ struct PushExpressConfiguration: PlatformConfiguration {
 
     func partitionCopy() -> any PlatformConfiguration { PushExpressConfiguration(settings: settings.partitionCopy()) }
 
+    /// What `PushExpressPlatform.configure` reads, every setting spelt out.
+    var encoded: JSONObject {
+        JSONObject([
+            ("appId", .string(settings.appID)), ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)),
+            ("updateInterval", ScenarioEncoder.duration(settings.updateInterval)), ("maximumLoops", .number(Double(settings.maximumLoops))),
+            ("eventBufferCapacity", .number(Double(settings.eventBufferCapacity))),
+            ("mock", .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
+        ])
+    }
+
     /// A group's `client`: `profile` (`spec`, `swift`, `android`) and `omitFields`.
     func clientProfile(_ options: JSONReader?, os: OperatingSystem) throws -> any ClientProfile {
         var profile = PushExpressClientProfile(settings: settings, kind: .spec, omittedFields: [])
@@ -69,6 +80,10 @@ struct PushExpressClientProfile: ClientProfile {
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
         PushExpressClient(settings: settings, kind: kind, omittedFields: omittedFields)
+    }
+
+    var encodedOptions: JSONObject? {
+        JSONObject([("profile", .string(kind.rawValue)), ("omitFields", .array(omittedFields.sorted().map(JSONValue.string)))])
     }
 
     func partitionCopy() -> any ClientProfile {

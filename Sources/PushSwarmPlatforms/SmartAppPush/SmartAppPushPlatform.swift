@@ -72,6 +72,21 @@ struct SmartAppPushConfiguration: PlatformConfiguration {
 
     func partitionCopy() -> any PlatformConfiguration { SmartAppPushConfiguration(settings: settings.partitionCopy()) }
 
+    /// What `SmartAppPushPlatform.configure` reads, every setting spelt out.
+    var encoded: JSONObject {
+        var mock = ScenarioEncoder.mockBehaviour(settings.mock.behaviour)
+        mock.append(("rateLimitPerSecond", .number(Double(settings.mock.rateLimitPerSecond))))
+        if let tenants = settings.mock.tenants {
+            mock.append(("tenants", .array(tenants.map { ["tenantId": .string($0.tenantID), "apiKey": .string($0.apiKey), "appId": .string($0.appID)] })))
+        }
+        return JSONObject([
+            ("tenantId", .string(settings.tenantID)), ("apiKey", .string(settings.apiKey)), ("appId", .string(settings.appID)),
+            ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)), ("queueCapacity", .number(Double(settings.queueCapacity))),
+            ("sendPushReceived", .bool(settings.sendsPushReceived)), ("retry", ScenarioEncoder.retryTable(settings.retryTable)),
+            ("mock", .object(JSONObject(mock))),
+        ])
+    }
+
     /// The spec's per-IP limit (`mock.rateLimitPerSecond`), or a lower one of `mock.rateLimits`.
     var perAddressRequestsPerSecond: Double? {
         ([Double(settings.mock.rateLimitPerSecond)] + mockBehaviour.rateLimits.compactMap(\.perAddressRequestsPerSecond)).min()
@@ -123,6 +138,13 @@ struct SmartAppPushClientProfile: ClientProfile {
     }
 
     var pushToken: PushTokenStyle { variant == .fcm ? .fcm : .stableID }
+
+    var encodedOptions: JSONObject? {
+        JSONObject([
+            ("profile", .string(variant == .fcm ? "fcm" : "onesignal")), ("tenantId", .string(settings.tenantID)), ("apiKey", .string(settings.apiKey)),
+            ("omitFields", .array(omittedFields.map(\.rawValue).sorted().map(JSONValue.string))),
+        ])
+    }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
         SmartAppPushClient(settings: sharedSettings, variant: variant, omittedFields: omittedFields)

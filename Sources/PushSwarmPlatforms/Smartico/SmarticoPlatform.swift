@@ -87,6 +87,26 @@ struct SmarticoConfiguration: PlatformConfiguration {
         try object.finish()
         return profile
     }
+
+    /// What `SmarticoPlatform.configure` reads, every setting spelt out.
+    var encoded: JSONObject {
+        var mock = ScenarioEncoder.mockBehaviour(settings.mock.behaviour)
+        mock += [
+            ("pingInterval", ScenarioEncoder.duration(settings.mock.pingInterval)), ("missedPongsBeforeClose", .number(Double(settings.mock.missedPongsBeforeClose))),
+            ("blockDuration", ScenarioEncoder.duration(settings.mock.blockDuration)), ("miniGameShare", .number(settings.mock.miniGameShare)),
+            ("pendingPopupsPerUser", .number(Double(settings.mock.pendingPopupsPerUser))),
+        ]
+        return JSONObject([
+            ("labelKey", .string(settings.labelKey)), ("brandKey", settings.brandKey.map(JSONValue.string) ?? .null), ("appId", .string(settings.appID)),
+            ("trackerVersion", .string(settings.trackerVersion)), ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)),
+            ("silenceBeforePing", ScenarioEncoder.duration(settings.silenceBeforePing)), ("reconnectDelay", ScenarioEncoder.duration(settings.reconnectDelay)),
+            ("backgroundSocketClose", [
+                "android": ScenarioEncoder.duration(settings.backgroundSocketClose.android), "ios": ScenarioEncoder.duration(settings.backgroundSocketClose.ios),
+            ]),
+            ("logicalSessionGap", ScenarioEncoder.duration(settings.logicalSessionGap)), ("languageChangePerSession", .number(settings.languageChangePerSession)),
+            ("mock", .object(JSONObject(mock))),
+        ])
+    }
 }
 
 /// One group's Smartico integration: FCM tokens on both systems.
@@ -98,6 +118,10 @@ struct SmarticoClientProfile: ClientProfile {
     var pushToken: PushTokenStyle { .fcm }
 
     var holdsWebSocket: Bool { integration == .full }
+
+    var encodedOptions: JSONObject? {
+        JSONObject([("integration", .string(integration.rawValue)), ("emptySessionId", .bool(sendsEmptySessionID))])
+    }
 
     func makeClient(for profile: DeviceProfile) -> any PlatformClient {
         SmarticoClient(settings: settings, integration: integration, sendsEmptySessionID: sendsEmptySessionID)
