@@ -90,3 +90,26 @@ import Testing
         }
     }
 }
+
+/// metrics.json, the archive `merge` and `compare` read: what a real run wrote reads back to the
+/// same summary, field by field, and writing that again gives the file's own bytes; summary.json
+/// is written from the same value.
+@Suite struct ArchiveRoundTripTests {
+    private let cli = CommandLineTests()
+
+    @Test func aRunsMetricsJSONReadsBackAsItWasWritten() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-archive-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The quickstart's campaign and storm (ticks, marks, ledgers, retries, drops) on a small fleet.
+        let run = try await cli.run(["run", "Scenarios/quickstart.json", "--devices", "2000", "--out", directory, "--quiet"])
+        try #require(run.status == 0, "\(run.error)")
+        let written = try String(contentsOfFile: directory + "/metrics.json", encoding: .utf8)
+        let summary = try SummaryArchive.read(written)
+        #expect(summary.metrics.sent > 1_000 && !summary.metrics.timeline.ticks.isEmpty && !summary.metrics.marks.isEmpty, "a run with a storm in it")
+        #expect(SummaryArchive.text(of: summary) == written, "writing what was read gives the file's own bytes")
+        let again = try SummaryArchive.read(SummaryArchive.text(of: summary))
+        #expect(ScenarioRoundTripTests.canonical(again) == ScenarioRoundTripTests.canonical(summary))
+        let readable = try String(contentsOfFile: directory + "/summary.json", encoding: .utf8)
+        #expect(summary.jsonText == readable, "summary.json is the read summary's, byte for byte")
+    }
+}

@@ -64,8 +64,8 @@ public struct ScenarioEncoder: Sendable {
     static func warmUp(_ warmUp: WarmUpSettings) -> JSONObject {
         var object: [(String, JSONValue)] = []
         if let enabled = warmUp.enabled { object.append(("enabled", .bool(enabled))) }
-        object += [("rate", .number(warmUp.rate)), ("maxDuration", duration(warmUp.maxDuration))]
-        if let rate = warmUp.perAddressRate { object.append(("perAddressRate", .number(rate))) }
+        object += [("rate", rate(warmUp.rate)), ("maxDuration", duration(warmUp.maxDuration))]
+        if let rate = warmUp.perAddressRate { object.append(("perAddressRate", Self.rate(rate))) }
         object.append(("settle", duration(warmUp.settle)))
         return JSONObject(object)
     }
@@ -116,8 +116,8 @@ public struct ScenarioEncoder: Sendable {
         case .open(let open):
             let steps = open.segments.map { segment -> JSONValue in
                 segment.fromRate == segment.toRate
-                    ? ["for": duration(segment.length), "rate": .number(segment.fromRate)]
-                    : ["for": duration(segment.length), "from": .number(segment.fromRate), "to": .number(segment.toRate)]
+                    ? ["for": duration(segment.length), "rate": rate(segment.fromRate)]
+                    : ["for": duration(segment.length), "from": rate(segment.fromRate), "to": rate(segment.toRate)]
             }
             return .object(JSONObject([
                 ("model", "open"), ("start", duration(open.start)), ("steps", .array(steps)), ("arrivals", .string(open.isPoisson ? "poisson" : "constant")),
@@ -166,9 +166,9 @@ public struct ScenarioEncoder: Sendable {
         var object: [(String, JSONValue)]
         switch rule.algorithm {
         case .tokenBucket(let rate, let burst):
-            object = [("algorithm", "tokenBucket"), ("rate", .number(rate)), ("burst", .number(Double(burst)))]
+            object = [("algorithm", "tokenBucket"), ("rate", Self.rate(rate)), ("burst", .number(Double(burst)))]
         case .leakyBucket(let rate, let burst, let nodelay):
-            object = [("algorithm", "leakyBucket"), ("rate", .number(rate)), ("burst", .number(Double(burst))), ("nodelay", .bool(nodelay))]
+            object = [("algorithm", "leakyBucket"), ("rate", Self.rate(rate)), ("burst", .number(Double(burst))), ("nodelay", .bool(nodelay))]
         case .fixedWindow(let limit, let window):
             object = [("algorithm", "fixedWindow"), ("limit", .number(Double(limit))), ("window", duration(window))]
         case .slidingWindow(let limit, let window):
@@ -236,6 +236,13 @@ public struct ScenarioEncoder: Sendable {
             return .string("\(microseconds / size)\(unit)")
         }
         return .string("\(microseconds)us")
+    }
+
+    /// A rate as a scenario writes it, per second (`5/s`, `0.25/s`): the number as its shortest
+    /// text that reads back to it.
+    public static func rate(_ perSecond: Double) -> JSONValue {
+        if perSecond == perSecond.rounded(), abs(perSecond) < 1e15 { return .string("\(Int64(perSecond))/s") }
+        return .string("\(perSecond)/s")
     }
 
     /// A distribution of durations (its values in seconds, as `durationDistribution` reads them).
