@@ -47,7 +47,8 @@ let package = Package(
             // alternating builds of one commit). Debug builds and the tests link dynamically.
             linkerSettings: Context.environment["PUSHSWARM_FUZZ"] == nil ? [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))] : []
         ),
-        // Helpers for tests that start real peers (nginx, openssl, Python) on loopback ports.
+        // Helpers for tests: real peers (nginx, openssl, Python) on loopback ports, a value's stored
+        // properties walked by Mirror.
         .target(name: "PushSwarmTestSupport", path: "Tests/PushSwarmTestSupport"),
         .testTarget(name: "PushSwarmSystemTests", dependencies: ["PushSwarmSystem"]),
         .testTarget(name: "PushSwarmMetricsTests", dependencies: ["PushSwarmMetrics"]),
@@ -58,7 +59,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushSwarmPlatformsTests",
-            dependencies: ["PushSwarmPlatforms", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmSystem"]
+            dependencies: ["PushSwarmPlatforms", "PushSwarmCore", "PushSwarmMetrics", "PushSwarmSystem", "PushSwarmTestSupport"]
         ),
         .testTarget(
             name: "PushSwarmReplayTests",

@@ -74,11 +74,11 @@ import Testing
     }
 
     /// A value's stored properties, all the way down, as text: a set's and a dictionary's members
-    /// in a fixed order, a class by its properties (not its identity).
+    /// in a fixed order, a class by its properties and its superclasses' (not its identity).
     static func canonical(_ value: Any, depth: Int = 0) -> String {
         guard depth < 40 else { return "…" }
         let mirror = Mirror(reflecting: value)
-        let children = mirror.children.map { (label: $0.label, text: canonical($0.value, depth: depth + 1)) }
+        let children = mirror.storedChildren.map { (label: $0.label, text: canonical($0.value, depth: depth + 1)) }
         switch mirror.displayStyle {
         case .set?, .dictionary?:
             return "{" + children.map(\.text).sorted().joined(separator: ",") + "}"

@@ -3,6 +3,7 @@ import Testing
 @testable import PushSwarmCore
 import PushSwarmMetrics
 @testable import PushSwarmPlatforms
+import PushSwarmTestSupport
 
 /// Issue 36: every platform's `partitionCopy` is checked by one walk, not by a test per field.
 /// `Scenario.partitionCopy` must give each partition objects and string storage of its own
@@ -78,20 +79,9 @@ struct SharedStorageWalk {
             }
             return
         }
-        for (index, (childA, childB)) in zip(Self.children(of: mirrorA), Self.children(of: mirrorB)).enumerated() {
+        for (index, (childA, childB)) in zip(mirrorA.storedChildren, mirrorB.storedChildren).enumerated() {
             compare(childA.value, childB.value, path: "\(path).\(childA.label ?? "\(index)")", depth: depth + 1)
         }
-    }
-
-    /// A mirror's children, its superclasses' included.
-    private static func children(of mirror: Mirror) -> [Mirror.Child] {
-        var all = Array(mirror.children)
-        var superclass = mirror.superclassMirror
-        while let parent = superclass {
-            all += parent.children
-            superclass = parent.superclassMirror
-        }
-        return all
     }
 
     /// Where a string's bytes are, for one that has storage of its own (over 15 bytes).

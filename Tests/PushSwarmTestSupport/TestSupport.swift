@@ -280,3 +280,17 @@ public func pythonHasWebsockets() -> Bool {
     let peer = try? Peer(python, ["-c", "import websockets"])
     return peer?.wait() == 0
 }
+
+extension Mirror {
+    /// The value's stored properties, its superclasses' included (a `Mirror`'s `children` are
+    /// only its own class's): what a walk that compares or prints whole values must read.
+    public var storedChildren: [Mirror.Child] {
+        var all = Array(children)
+        var superclass = superclassMirror
+        while let parent = superclass {
+            all += parent.children
+            superclass = parent.superclassMirror
+        }
+        return all
+    }
+}

@@ -126,7 +126,10 @@ public final class MockServer: Sendable {
         // The handshake is answered after the mock's latency, as in simulated time, and the
         // service's first reply right after it.
         responder.acceptWebSocket(socket, afterNanoseconds: UInt64(max(0, answer.latency.microseconds)) * 1_000) { [self] accepted in
-            if !accepted || !socket.replyFromLoop(answer.reply, after: .zero) { sessionEnded(session, platform: platform, mocks: mocks) }
+            if !accepted || !socket.replyFromLoop(answer.reply, after: .zero) {
+                sessionEnded(session)
+                mocks.socketClosed(platform: platform, session: session, at: clock.now)
+            }
         }
     }
 
@@ -135,9 +138,9 @@ public final class MockServer: Sendable {
         counts[partition].value.withLock { $0[operation, default: [:]][status, default: 0] += 1 }
     }
 
-    fileprivate func sessionEnded(_ session: UInt64, platform: Int, mocks: MockFleet) {
+    /// Forgets a session whose socket closed (its mocks are told by whoever saw it close).
+    fileprivate func sessionEnded(_ session: UInt64) {
         sessions.withLock { $0[session] = nil }
-        mocks.socketClosed(platform: platform, session: session, at: clock.now)
     }
 
     /// Every partition's ledgers added up, by platform name.
@@ -272,11 +275,8 @@ private final class ServiceSocket: WebSocketDelegate, @unchecked Sendable {
         timer?.cancel()
         self.socket = nil
         loop.withLock { $0 = nil }
-        if let server {
-            server.sessionEnded(session, platform: platform, mocks: mocks)
-        } else {
-            mocks.socketClosed(platform: platform, session: session, at: clock.now)
-        }
+        server?.sessionEnded(session)
+        mocks.socketClosed(platform: platform, session: session, at: clock.now)
     }
 
     /// On the socket's loop: sends the reply if the socket opened; false if it did not.
