@@ -117,16 +117,19 @@ import Testing
     /// within 5 %, the 429 share within 3 points, the busiest minute within 10 %, the drain time
     /// within 20 %. The fitted limit and retry rule are nginx's and the clients'.
     ///
-    /// Recorded once, whatever the machine. What the fit finds of the rules (nginx's limit, the
-    /// clients' delays and retry limit, one campaign, its taps, the 429 share) holds on a loaded
-    /// machine too, and is asserted always: recordings whose generator lag p99 was 13 to 23 ms
-    /// (two or three busy loops beside the suite) fitted the rules exactly once the retry limit
-    /// no longer stopped at the first attempt's windows (RetryFitTests), nginx's rate within
-    /// 0.5 % (10.006 r/s once, for 10). The counts are the machine's there: a loaded client
-    /// sends the storm's first retries late, outside their windows, and a late retry taken for a
-    /// first attempt opens windows that other devices' first attempts fill by chance, so the fit
-    /// found 470 of the 570 deliveries the devices reported and its run sent 3,427 requests
-    /// where the log has 3,951; the quickstart's storm drained in 11 s where its replay took 14.
+    /// Recorded once, whatever the machine, and judged by how late its own generator was (its
+    /// lag p99). nginx's limit (decided by nginx), one campaign and its taps are asserted
+    /// always. The clients' rule and the 429 share are asserted of a recording with lag p99 up
+    /// to 30 ms: ten recordings at 5 to 30 ms (two or three busy loops beside the suite) fitted
+    /// the clients' rule exactly once the retry limit no longer stopped at the first attempt's
+    /// windows (RetryFitTests), and nginx's rate within 0.5 % (10.006 r/s once, for 10); two at
+    /// 52 and 108 ms (the whole suite beside two busy loops) did not, their retries late by
+    /// more than their windows, so those logs hold the machine's delays more than the clients'
+    /// rule. The counts are the machine's sooner: a loaded client sends the storm's first
+    /// retries late, outside their windows, and a late retry taken for a first attempt opens
+    /// windows that other devices' first attempts fill by chance, so at 10 ms the fit found 470
+    /// of the 570 deliveries the devices reported and its run sent 3,427 requests where the log
+    /// has 3,951; the quickstart's storm drained in 11 s where its replay took 14.
     /// The total, the busiest minute, the drain and the deliveries are asserted of a recording
     /// made with the generator on time (lag p99 2 ms at most; about 1 ms on a quiet machine),
     /// and a loaded one prints them.
@@ -139,7 +142,10 @@ import Testing
     /// installs from 17:59 to 18:01:30, its campaign at 18:00 reported by every device it
     /// reaches and tapped by one in ten, behind nginx at SmartAppPush's spec limit (10 r/s per
     /// address), retried by the spec's table.
-    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), arguments: ["incident-campaign", "incident-deliveries", "quickstart"])
+    ///
+    /// The three are recorded one after another: side by side on two cores, one recorded at lag
+    /// p99 13 ms on an otherwise quiet machine, where alone each is at about 1.
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), .serialized, arguments: ["incident-campaign", "incident-deliveries", "quickstart"])
     func aFittedIncidentReproducesNginxsLogInSimulatedTime(fixture: String) async throws {
         for problem in try await fitAnIncident(fixture) { Issue.record(Comment(rawValue: problem)) }
     }
@@ -189,15 +195,18 @@ import Testing
         func check(_ holds: Bool, _ problem: @autoclosure () -> String) {
             if !holds { problems.append(problem()) }
         }
-        // The counts, where the generator was on time; else printed.
+        // The counts, where the generator was on time; the clients' rule, where it kept its
+        // retries within tens of milliseconds; else printed.
         let onTime = lag <= 2
-        func checkCount(_ holds: Bool, _ problem: @autoclosure () -> String) {
-            if onTime {
+        let keptStep = lag <= 30
+        func check(_ holds: Bool, if asserted: Bool, _ problem: @autoclosure () -> String) {
+            if asserted {
                 check(holds, problem())
             } else if !holds {
                 print("\(fixture), recorded with generator lag p99 \(lag) ms (the machine loaded), not asserted: \(problem().prefix(300))")
             }
         }
+        func checkCount(_ holds: Bool, _ problem: @autoclosure () -> String) { check(holds, if: onTime, problem()) }
 
         // What the fit found: nginx's limit and the clients' rule.
         let fitted = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenario))))
@@ -212,8 +221,8 @@ import Testing
         let retry = platform?["retry"]?["rateLimited"]
         // The fixtures' rule, or the spec's table the quickstart's devices follow: 1 s, 2 s, 4 s.
         let (first, retries): (JSONValue, JSONValue) = fixture == "quickstart" ? ("1s", 3) : ("500ms", 5)
-        check(retry?["initialDelay"] == first && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", "retry: \(String(describing: retry))\n\(fit.output)")
-        check(retry?["maxRetries"] == retries && retry?["jitter"] == "none", "retry: \(String(describing: retry))\n\(fit.output)")
+        check(retry?["initialDelay"] == first && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", if: keptStep, "retry: \(String(describing: retry))\n\(fit.output)")
+        check(retry?["maxRetries"] == retries && retry?["jitter"] == "none", if: keptStep, "retry: \(String(describing: retry))\n\(fit.output)")
         check(fitted["campaigns"]?.arrayValue?.count == 1, "campaigns: \(String(describing: fitted["campaigns"]))")
         // The campaign as the devices made it: the deliveries they reported (where they did) and
         // their taps, within 10 % of the wall run's own counts.
@@ -268,7 +277,7 @@ import Testing
         checkCount(abs(simulatedTotal - logTotal) <= 0.05 * logTotal, "requests: log \(logTotal), simulated \(simulatedTotal)\n\(fit.output)")
         let logShare = Double(logRefused.values.reduce(0, +)) / logTotal
         let simulatedShare = Double(simulatedRefused.values.reduce(0, +)) / simulatedTotal
-        check(abs(simulatedShare - logShare) <= 0.03, "429 share: log \(logShare), simulated \(simulatedShare)")
+        check(abs(simulatedShare - logShare) <= 0.03, if: keptStep, "429 share: log \(logShare), simulated \(simulatedShare)")
         let logPeak = Double(peakMinute(logSent))
         checkCount(abs(Double(peakMinute(simulatedSent)) - logPeak) <= 0.1 * logPeak, "peak minute: log \(logPeak), simulated \(peakMinute(simulatedSent))")
         let logDrain = Double(drain(logRefused))
