@@ -119,9 +119,9 @@ import Testing
     ///
     /// Recorded once, whatever the machine, and judged by how late its own generator was (its
     /// lag p99). nginx's limit (decided by nginx) and one campaign are asserted always (at
-    /// 536 ms too, in CI beside its other suites). The clients' rule and the campaign's taps are
-    /// asserted of a recording with lag p99 up to 30 ms: eleven recordings at 5 to 30 ms (two or
-    /// three busy loops beside the suite, or CI's other suites) fitted the clients' rule
+    /// 536 ms too, in CI beside its other suites). The clients' rule is asserted of a recording
+    /// with lag p99 up to 30 ms: thirteen recordings at 5 to 30 ms (two or three busy loops
+    /// beside the suite, or CI's other suites) fitted the clients' rule
     /// exactly once the retry limit no longer stopped at the first attempt's
     /// windows (RetryFitTests), and nginx's rate within 0.5 % (10.006 r/s once, for 10); two at
     /// 52 and 108 ms (the whole suite beside two busy loops) did not, their retries late by
@@ -131,9 +131,10 @@ import Testing
     /// windows that other devices' first attempts fill by chance, so at 10 ms the fit found 470
     /// of the 570 deliveries the devices reported and its run sent 3,427 requests where the log
     /// has 3,951; the quickstart's storm drained in 11 s where its replay took 14.
-    /// (At 20 ms in CI the 429 share came out 7 points off, at 536 ms the taps 17 % over.)
-    /// The total, the 429 share, the busiest minute, the drain and the deliveries are asserted
-    /// of a recording made with the generator on time (lag p99 2 ms at most; about 1 ms on a quiet machine),
+    /// In CI at 20 ms the 429 share came out 7 points off, at 17 ms the taps 19 % under (late
+    /// retries of opens taken for first attempts, and first attempts for retries), at 536 ms
+    /// 17 % over. The total, the 429 share, the taps, the busiest minute, the drain and the
+    /// deliveries are asserted of a recording made with the generator on time (lag p99 2 ms at most; about 1 ms on a quiet machine),
     /// and a loaded one prints them.
     ///
     /// Two incidents: `incident-campaign`, whose storm is its taps, and `incident-deliveries`
@@ -242,7 +243,7 @@ import Testing
             check(platform?["sendPushReceived"] == nil && note.hasPrefix("\(Int(numbers.first ?? -1)) taps"), "no deliveries: \(note)")
         }
         let taps = note.range(of: #"[0-9]+ taps:"#, options: .regularExpression).flatMap { Double(note[$0].dropLast(6)) } ?? -1
-        check(abs(taps - tapped) <= 0.1 * tapped, if: keptStep, "taps: the devices tapped \(tapped); \(note)")
+        checkCount(abs(taps - tapped) <= 0.1 * tapped, "taps: the devices tapped \(tapped); \(note)")
 
         // The log's figures, counted here from nginx's lines: seconds from the first request's start.
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
