@@ -240,7 +240,7 @@ public struct RetryFit: Sendable, Equatable {
         let control = score(rule.byChance).total
         let addresses = sample.count
         let excess = labelling.total - control
-        if excess < LimiterFit.fewestRefusals || Double(excess) < 0.25 * Double(labelling.total) || Double(excess) < 4 * Double(control).squareRoot() {
+        if !clearlyBeyondChance(found: labelling.total, chance: control, fewest: LimiterFit.fewestRefusals) || Double(excess) < 0.25 * Double(labelling.total) {
             rule = assumedWhenJittered
             rule.window = 0...RetryFit.searchWindow.upperBound
             return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
@@ -260,24 +260,29 @@ public struct RetryFit: Sendable, Equatable {
         // windows were filled beyond chance 34 to 46 % of the time where attempts 2 to 5 were
         // 74 to 96 %, and stopping there fitted 1 retry where the clients made 5.
         let byChance = chance(sample, rule: rule, logEnd: logEnd)
-        var maxRetries = 0
-        var lastMostly = 0
-        for attempt in 1..<max(1, labelling.expected.count) {
-            let expected = Double(labelling.expected[attempt])
-            let found = Double(attempt < labelling.found.count ? labelling.found[attempt] : 0)
-            let chance = Double(attempt < byChance.count ? byChance[attempt] : 0)
-            guard expected >= 5, found - chance >= max(5, 4 * chance.squareRoot()) else { break }
-            maxRetries = attempt
-            if found - chance >= 0.5 * (expected - chance) { lastMostly = attempt }
+        func count(_ counts: [Int], _ attempt: Int) -> Int { attempt < counts.count ? counts[attempt] : 0 }
+        let made = (1..<max(1, labelling.expected.count)).prefix { attempt in
+            labelling.expected[attempt] >= 5
+                && clearlyBeyondChance(found: count(labelling.found, attempt), chance: count(byChance, attempt), fewest: 5)
         }
-        if lastMostly > 0 { maxRetries = lastMostly }
-        rule.maxRetries = max(1, maxRetries)
+        let mostlyFilled = made.last { attempt in
+            let chance = count(byChance, attempt)
+            return 2 * (count(labelling.found, attempt) - chance) >= labelling.expected[attempt] - chance
+        }
+        rule.maxRetries = mostlyFilled ?? made.last ?? 1
         // A cap past the last retry's delay is in no log (no retry waited for it), and the search,
         // scoring every candidate to `mostRetries`, took any cap beyond it that chance favoured
         // (on a busy machine, 8 s for the spec's 1, 2, 4 s): the rule says the longest delay
         // its retries waited. Each retry's delay is the same.
         rule.maxDelayMicroseconds = rule.delay(attempt: rule.maxRetries)
         return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
+    }
+
+    /// Whether `found` retries are clearly more than the `chance` the same windows 100 ms later
+    /// found: `fewest` beyond it at least, to tell, and four standard deviations of chance's count.
+    static func clearlyBeyondChance(found: Int, chance: Int, fewest: Int) -> Bool {
+        let excess = Double(found - chance)
+        return excess >= Double(fewest) && excess >= 4 * Double(chance).squareRoot()
     }
 }
 

@@ -93,7 +93,7 @@ import Testing
         }
         /// Compares two nights; where one fell behind, asserts that `compare` refused to judge
         /// them for that reason, and answers nil.
-        func compared(_ baseline: String, _ current: String, json: String) async throws -> (output: String, status: Int32, json: JSONValue)? {
+        func compared(_ baseline: String, _ current: String, json: String) async throws -> Compared? {
             let run = try await cli.run(["compare", "\(directory)/\(baseline)", "\(directory)/\(current)", "--json", "\(directory)/\(json)"])
             let parsed = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(json)"))))
             let behind = [("baseline", baseline), ("current", current)].filter { fellBehind[$0.1] == true }.map(\.0)
@@ -103,7 +103,7 @@ import Testing
                         "\(behind) fell behind: compare must refuse to judge, exit 3, for that reason:\n\(run.output)")
                 return nil
             }
-            return (run.output, run.status, parsed)
+            return Compared(run: run, json: parsed)
         }
 
         if let same = try await compared("baseline", "tonight", json: "same.json") {
@@ -114,8 +114,14 @@ import Testing
         }
     }
 
+    /// What `compare` said of two nights: its exit and terminal text, and its --json.
+    private struct Compared {
+        var run: CommandLineTests.Outcome
+        var json: JSONValue
+    }
+
     /// Two nights of one build against one service.
-    private func judgeTheSame(_ same: (output: String, status: Int32, json: JSONValue)) {
+    private func judgeTheSame(_ same: Compared) {
         let sameJSON = same.json
         let rows = sameJSON["rows"]?.arrayValue ?? []
         // Each platform's operations are compared: all five sent.
@@ -134,15 +140,15 @@ import Testing
         // same, exit 0 (docs/nightly.md).
         let tail = { (metric: String) in metric.hasPrefix("p90") || metric.hasPrefix("p99") }
         let sameWorse = rows.filter { $0["verdict"] == .string("worse") }.compactMap { $0["metric"]?.stringValue }
-        #expect(sameWorse.allSatisfy(tail), "two runs of one build against one service, worse beyond the tails:\n\(same.output)")
+        #expect(sameWorse.allSatisfy(tail), "two runs of one build against one service, worse beyond the tails:\n\(same.run.output)")
         #expect(rows.contains { $0["metric"] == .string("p50 latency, all operations") && ($0["verdict"] == .string("same") || $0["verdict"] == .string("noise")) },
-                "\(same.output)")
-        #expect(same.status == 0 || (same.status == 1 && !sameWorse.isEmpty), "exit \(same.status):\n\(same.output)")
+                "\(same.run.output)")
+        #expect(same.run.status == 0 || (same.run.status == 1 && !sameWorse.isEmpty), "exit \(same.run.status):\n\(same.run.output)")
     }
 
     /// A night against the service made 30 % slower.
-    private func judgeWorse(_ worse: (output: String, status: Int32, json: JSONValue)) {
-        #expect(worse.status == 1, "a service 30 % slower:\n\(worse.output)")
+    private func judgeWorse(_ worse: Compared) {
+        #expect(worse.run.status == 1, "a service 30 % slower:\n\(worse.run.output)")
         let worseJSON = worse.json
         #expect(worseJSON["outcome"] == .string("worse"))
         let worseRows = (worseJSON["rows"]?.arrayValue ?? []).filter { $0["verdict"] == .string("worse") }.compactMap { $0["metric"]?.stringValue }
@@ -150,9 +156,9 @@ import Testing
         // on a CI machine whose other suites run 60 threads at times, the mock peer (a process
         // apart, which no generator check sees) answers late now and then, and one such minute in
         // the baseline raises its p99 past the slower service's (CI saw it once).
-        #expect(worseRows.contains("p50 latency, all operations"), "worse: \(worseRows)\n\(worse.output)")
+        #expect(worseRows.contains("p50 latency, all operations"), "worse: \(worseRows)\n\(worse.run.output)")
         for platform in ["smartapppush.", "flocktory.", "meiro.", "pushexpress.", "smartico."] {
-            #expect(worseRows.contains { $0.hasPrefix("p50(\(platform)") }, "no median of \(platform) worse: \(worseRows)\n\(worse.output)")
+            #expect(worseRows.contains { $0.hasPrefix("p50(\(platform)") }, "no median of \(platform) worse: \(worseRows)\n\(worse.run.output)")
         }
     }
 }
