@@ -202,6 +202,7 @@ import Testing
         // retries within tens of milliseconds; else printed.
         let onTime = lag <= 2
         let keptStep = lag <= 30
+        print("\(fixture): recorded at generator lag p99 \(lag) ms; asserted: nginx's limit, the campaign\(keptStep ? ", the clients' rule" : "")\(onTime ? ", the counts" : "")")
         func check(_ holds: Bool, if asserted: Bool, _ problem: @autoclosure () -> String) {
             if asserted {
                 check(holds, problem())
