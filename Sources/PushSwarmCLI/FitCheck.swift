@@ -13,7 +13,7 @@ enum FitCheck {
             return .badInput
         }
         let retry = RetryFit.fit(profile)
-        guard var fit = ScenarioFit.fit(profile, retry: retry, traces: PlatformRegistry.campaignTraces) else {
+        guard var fit = ScenarioFit.fit(profile, retry: retry, platforms: PlatformRegistry.all) else {
             PushSwarmCommand.printError("the logs hold no request of a known operation: there is nothing to fit")
             return .badInput
         }

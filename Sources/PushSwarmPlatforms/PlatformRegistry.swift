@@ -9,9 +9,4 @@ public enum PlatformRegistry {
         SmarticoPlatform(),
         FlocktoryPlatform(),
     ]
-
-    /// What each platform's campaigns leave in an access log, by platform name: `fit`'s facts.
-    public static var campaignTraces: [String: CampaignTrace] {
-        Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.campaignTrace) })
-    }
 }

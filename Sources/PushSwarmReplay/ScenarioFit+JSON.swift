@@ -38,40 +38,46 @@ extension ScenarioFit {
             let said = protocols.http2 + protocols.http1
             let share = Int((Double(protocols.http2) / Double(said) * 100).rounded())
             notes.append(("http2", .string(versions == .negotiate
-                ? "\(share) % of the \(said) requests whose protocol the log gives came over HTTP/2: network.http2 negotiate, so devices speak it where the target's ALPN offers h2 (against a cleartext target, set priorKnowledge)"
+                ? "\(share) % of the \(said) requests whose protocol the log gives came over HTTP/2: network.http2 negotiate (the default, so not written), devices speaking it where the target's ALPN offers h2 (against a cleartext target, set priorKnowledge)"
                 : "the log's \(said) requests whose protocol it gives came over HTTP/1.x: network.http2 off, so the replay speaks HTTP/1.1 even to an edge that now offers h2")))
         }
-        var root: [(String, JSONValue)] = [
-            ("name", .string(name)),
-            ("description", .string("Fitted by pushswarm fit from \(source.files.joined(separator: ", ")) (\(source.records) requests): see the fit section for where each number came from. Edit it to try a fix, and run it with pushswarm run.")),
-            ("seed", 1),
-            ("duration", .string("\(durationSeconds)s")),
-            ("start", .string(Self.time(start * 1_000_000))),
-            ("devices", .number(Double(total))),
-            ("network", .object(JSONObject(
-                [("devicesPerSourceIP", JSONValue.number(Double(Self.perAddressCount(total, effectiveAddresses))))]
-                    + (httpVersions.map { [("http2", JSONValue.string($0.rawValue))] } ?? [])
-            ))),
-            ("behaviour", [
-                "newInstallShare": 0, "unreachableShare": 0, "tokenRotationsPerDay": 0, "permissionChangesPerDay": 0,
-                "pushPermissionRate": 1, "sessionsPerDay": ["constant": 0],
-            ]),
+        var network = NetworkSettings()
+        network.devicesPerSourceAddress = Self.perAddressCount(total, effectiveAddresses)
+        if let versions = httpVersions { network.http2 = versions }
+        var behaviour = Behaviour()
+        behaviour.newInstallShare = 0
+        behaviour.unreachableShare = 0
+        behaviour.tokenRotationsPerDay = 0
+        behaviour.permissionChangesPerDay = 0
+        behaviour.pushPermissionRate = PerOS(both: 1)
+        behaviour.sessionsPerDay = .constant(0)
+        // Of the network and the behaviour, what differs from what a scenario leaves out.
+        var root: [(Scenario.Key, JSONValue)] = [
+            (.name, .string(name)),
+            (.description, .string("Fitted by pushswarm fit from \(source.files.joined(separator: ", ")) (\(source.records) requests): see the fit section for where each number came from. Edit it to try a fix, and run it with pushswarm run.")),
+            (.seed, 1),
+            (.duration, ScenarioEncoder.duration(.seconds(Double(durationSeconds)))),
+            (.start, ScenarioEncoder.start(unixSeconds: start)),
+            (.devices, .number(Double(total))),
+            (.network, .object(ScenarioEncoder.differences(ScenarioEncoder.network(network), from: ScenarioEncoder.network(NetworkSettings())))),
+            (.behaviour, .object(ScenarioEncoder.differences(ScenarioEncoder.behaviour(behaviour), from: ScenarioEncoder.behaviour(Behaviour())))),
         ]
         notes.append(("behaviour", "Devices have no sessions of their own (the log's load is the open workload and the campaigns' taps), all allow pushes and are reachable; a tap's session follows the platform's default app"))
         var groups: [JSONValue] = []
         for platform in platforms {
-            var group: [(String, JSONValue)] = [
-                ("name", .string(platform)), ("share", .number(Double(devicesByPlatform[platform] ?? 1))), ("platform", .string(platform)), ("os", "android"),
+            var group: [(DeviceGroup.Key, JSONValue)] = [
+                (.name, .string(platform)), (.share, .number(Double(devicesByPlatform[platform] ?? 1))), (.platform, .string(platform)),
+                (.os, .string(OperatingSystem.android.rawValue)),
             ]
             if let rates = background[platform] {
-                group.append(("workload", ScenarioEncoder.workload(.open(OpenWorkload(segments: Self.segments(rates), isPoisson: false)))))
+                group.append((.workload, ScenarioEncoder.workload(.open(OpenWorkload(segments: Self.segments(rates), isPoisson: false)))))
                 notes.append(("\(platform).workload", .string("An open workload of the first attempts of \(platform)'s operations other than its push open: per minute of the log as a rate a second (a minute with a burst, a second with ten requests or more and three times the minute's rate, second by second); within a campaign (2 s before its first tap to a minute after its last open) the rate of the minute before it (none where the log holds less than half of that minute), the taps' sessions making the rest. Its devices: the peak rate times a request's longest life under the retry rule (\(Self.number(life)) s)")))
             } else {
                 notes.append(("\(platform).workload", .string("No open workload: every first attempt of \(platform) came with a campaign's taps")))
             }
-            groups.append(.object(JSONObject(group)))
+            groups.append(.object(ScenarioEncoder.object(group)))
         }
-        root.append(("groups", .array(groups)))
+        root.append((.groups, .array(groups)))
         var campaignValues: [JSONValue] = []
         var reporting: Set<String> = []
         for (index, campaign) in campaigns.enumerated() {
@@ -104,34 +110,38 @@ extension ScenarioFit {
                 notes.append(("campaigns.\(name)", .string("\(campaign.taps) taps: \(opens); its devices tapped as the burst's earliest first attempts of the platform began (\(why)); every tap is a device of its own, the audience its share of the platform's devices\(none)")))
             }
         }
-        if !campaignValues.isEmpty { root.append(("campaigns", .array(campaignValues))) }
+        if !campaignValues.isEmpty { root.append((.campaigns, .array(campaignValues))) }
         var sections: [(String, JSONValue)] = []
+        // The platforms whose clients' retries a scenario cannot set.
+        var unsettable: [String] = []
         for platform in platforms {
-            var mock: [(String, JSONValue)] = []
-            if let service = serviceMicroseconds {
-                mock.append(("latency", ScenarioEncoder.durationDistribution(.constant(Self.milliseconds(max(1_000, service)).seconds))))
-            }
-            mock += trace(of: platform).mockWithoutOwnLimit
+            var behaviour = MockBehaviour()
+            if let service = serviceMicroseconds { behaviour.latency = .constant(Self.milliseconds(max(1_000, service)).seconds) }
             if let limiter, limiter.isConvincing {
-                let rule = RateLimitRule(algorithm: .leakyBucket(perSecond: limiter.perSecond, burst: limiter.burst, nodelay: limiter.nodelay ?? true), key: .sourceIP, status: 429)
-                mock.append(("rateLimits", [ScenarioEncoder.rateLimitRule(rule)]))
+                behaviour.rateLimits = [RateLimitRule(algorithm: .leakyBucket(perSecond: limiter.perSecond, burst: limiter.burst, nodelay: limiter.nodelay ?? true), key: .sourceIP, status: 429)]
             }
+            // What differs from a mock's defaults, and the platform's own limit set aside.
+            let mock = ScenarioEncoder.differences(JSONObject(ScenarioEncoder.mockBehaviour(behaviour)), from: JSONObject(ScenarioEncoder.mockBehaviour(MockBehaviour())))
+                .members + trace(of: platform).mockWithoutOwnLimit
             var section: [(String, JSONValue)] = []
             if let rule = retry?.rule {
-                // A row over the platform's own (its Retry-After handling stays the SDK's): the
-                // keys the encoder writes for a rule, of what the fit found.
-                let found = ScenarioEncoder.retryRule(RetryRule(
+                // The platform's own settings for the rule found (its Retry-After handling stays
+                // the SDK's); none where its clients' retries are not a setting.
+                let found = RetryRule(
                     initialDelay: Self.milliseconds(rule.initialDelayMicroseconds), multiplier: rule.multiplier, maximumDelay: Self.milliseconds(rule.maxDelayMicroseconds),
                     maximumRetries: rule.maxRetries, whenExhausted: .drop, jitter: rule.jitter == .full ? .full : .none
-                ))
-                let fitted: Set<String> = ["initialDelay", "multiplier", "maxDelay", "maxRetries", "whenExhausted", "jitter"]
-                section.append(("retry", ["rateLimited": .object(JSONObject(found.objectValue?.members.filter { fitted.contains($0.key) } ?? []))]))
+                )
+                if let settings = self.platforms[platform]?.settings(retryingRefusedBy: found) {
+                    section += settings
+                } else {
+                    unsettable.append(platform)
+                }
             }
             if reporting.contains(platform) { section += trace(of: platform).reportingDeliveries }
-            section.append(("mock", .object(JSONObject(mock))))
+            section.append((MockBehaviour.scenarioKey, .object(JSONObject(mock))))
             sections.append((platform, .object(JSONObject(section))))
         }
-        root.append(("platforms", .object(JSONObject(sections))))
+        root.append((.platforms, .object(JSONObject(sections))))
         if let service = serviceMicroseconds {
             notes.append(("mock.latency", .string("The median duration of the admitted requests, \(Self.span(max(1_000, service))) (at least 1 ms)")))
         }
@@ -148,12 +158,13 @@ extension ScenarioFit {
         }
         if let retry {
             let rule = retry.rule
-            notes.append(("retry.rateLimited", .string(rule.jitter == .none
+            notes.append(("retry.rateLimited", .string((rule.jitter == .none
                 ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(rule.maxRetries) retries: of the attempts from the first whose windows took retries beyond chance (four standard deviations over the same windows 100 ms later), the last whose retries filled half at least of the windows chance left empty; the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
-                : "No fixed delays: the best fixed rule found \(retry.found) retries where chance finds \(retry.control); full jitter over 1 s doubling to 60 s, \(rule.maxRetries) retries, is assumed")))
+                : "No fixed delays: the best fixed rule found \(retry.found) retries where chance finds \(retry.control); full jitter over 1 s doubling to 60 s, \(rule.maxRetries) retries, is assumed")
+                + (unsettable.isEmpty ? "" : ". Not written for \(unsettable.joined(separator: ", ")): their clients retry as their SDKs do, which a scenario does not set"))))
         }
-        root.append(("fit", .object(JSONObject(notes))))
-        return .object(JSONObject(root))
+        root.append((.fit, .object(JSONObject(notes))))
+        return .object(ScenarioEncoder.object(root))
     }
 
     /// Consecutive equal rates as one step each.

@@ -87,8 +87,9 @@ public struct ScenarioFit: Sendable {
     public var serviceMicroseconds: Int64?
     /// A request's longest life under the retry rule, seconds.
     public var requestLifeSeconds = 1.0
-    /// What each platform's campaigns leave in a log (`fit`'s `traces`).
-    public var traces: [String: CampaignTrace] = [:]
+    /// The platforms a log's operations may be of, by name: what their campaigns leave in a log
+    /// and how their clients' retries are set.
+    public var platforms: [String: any Platform] = [:]
     /// Requests the log says came over HTTP/2 and over HTTP/1.x.
     public var protocols = (http2: 0, http1: 0)
 
@@ -102,17 +103,17 @@ public struct ScenarioFit: Sendable {
     }
 
     /// What `platform`'s campaigns leave in a log (nothing known: an empty trace).
-    public func trace(of platform: String) -> CampaignTrace { traces[platform] ?? CampaignTrace() }
+    public func trace(of platform: String) -> CampaignTrace { platforms[platform]?.campaignTrace ?? CampaignTrace() }
 
     /// Fits the parts of a scenario to a profile whose requests are in time order.
-    /// `traces`: what each platform's campaigns leave in a log, by platform name
-    /// (`PlatformRegistry.campaignTraces`). A shared delivery operation's deliveries are first
-    /// taken as its whole excess: `settingTapRequests` takes the taps' share out of it.
-    public static func fit(_ profile: LogProfile, retry: RetryFit?, traces: [String: CampaignTrace]) -> ScenarioFit? {
+    /// `platforms`: those its operations may be of (`PlatformRegistry.all`). A shared delivery
+    /// operation's deliveries are first taken as its whole excess: `settingTapRequests` takes the
+    /// taps' share out of it.
+    public static func fit(_ profile: LogProfile, retry: RetryFit?, platforms: [any Platform]) -> ScenarioFit? {
         guard let first = profile.first, let last = profile.last else { return nil }
         let start = LogProfile.second(first)
         var fit = ScenarioFit(start: start, durationSeconds: max(1, Int(LogProfile.second(last) - start) + 1))
-        fit.traces = traces
+        fit.platforms = Dictionary(uniqueKeysWithValues: platforms.map { ($0.name, $0) })
         fit.protocols = (profile.http2Requests, profile.http1Requests)
         let rule = retry?.rule
         // First attempts by platform and operation, in time order.

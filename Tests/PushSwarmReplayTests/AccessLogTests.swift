@@ -1,6 +1,7 @@
 import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
+import PushSwarmPlatforms
 @testable import PushSwarmReplay
 import Testing
 
@@ -206,14 +207,18 @@ import Testing
         func fitted(_ lines: [[UInt8]]) throws -> ScenarioFit? {
             var profile = LogProfile()
             for line in lines { profile.add(try logged.record(line.span), operation: "smartapppush.events") }
-            return ScenarioFit.fit(profile, retry: nil, traces: [:])
+            return ScenarioFit.fit(profile, retry: nil, platforms: [])
         }
         #expect(try fitted([http2, http2, http1])?.httpVersions == .negotiate)
         #expect(try fitted([http1, http1])?.httpVersions == .off)
         #expect(try fitted([unsaid])?.httpVersions == nil, "a log that does not say leaves the default")
-        let fit = try #require(try fitted([http2, http1, http2]))
-        let scenario = fit.scenarioValue(name: "h2", source: ScenarioFit.Source(files: ["a.log"], lines: 3, records: 3), limiter: nil, retry: nil)
-        #expect(scenario["network"]?["http2"] == .string("negotiate"), "\(String(describing: scenario["network"]))")
+        // The scenario written speaks it: read back as a run reads it.
+        for (lines, versions) in [([http2, http1, http2], HTTPVersionPolicy.negotiate), ([http1, http1], .off)] {
+            let fit = try #require(try fitted(lines))
+            let text = fit.scenario(name: "h2", source: ScenarioFit.Source(files: ["a.log"], lines: 3, records: 3), limiter: nil, retry: nil)
+            let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+            #expect(scenario.network.http2 == versions, "\(text)")
+        }
     }
 
     /// A rotated log is gzip, possibly several members (`cat a.gz b.gz`); what follows the last

@@ -19,7 +19,7 @@ import Testing
     private func log(
         initial: Double, multiplier: Double, cap: Double, refusals: Int, jittered: Bool,
         addresses: Int = 4, requests: Int = 120, spread: Double = 4, background: Double = 5, seconds: Double = 40, lateEvery: Int = 0,
-        firstRetriesLate: Double = 0, exhausted: Bool = false
+        firstRetriesLate: Double = 0, exhausted: Bool = false, path: String = "/events", operation: String = "smartapppush.events"
     ) -> (LogProfile, retries: Int) {
         var profile = LogProfile()
         var random = SeededRandom(seed: 29, stream: .network)
@@ -33,7 +33,7 @@ import Testing
                 let refused = index % (refusals + 1)
                 for attempt in 0...refused {
                     let duration: Int64 = 1_000
-                    records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: "/events", status: attempt < refused || (exhausted && refused == refusals) ? 429 : 200, durationMicroseconds: duration))
+                    records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: path, status: attempt < refused || (exhausted && refused == refusals) ? 429 : 200, durationMicroseconds: duration))
                     guard attempt < refused else { break }
                     retries += 1
                     let delay = min(cap, initial * pow(multiplier, Double(attempt)))
@@ -44,10 +44,10 @@ import Testing
             }
             for _ in 0..<Int(background * seconds) {
                 let at = t0 + Int64(random.nextUnit() * seconds * 1_000_000)
-                records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: "/events", status: 200, durationMicroseconds: 1_000))
+                records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: path, status: 200, durationMicroseconds: 1_000))
             }
         }
-        for record in records { profile.add(record, operation: "smartapppush.events") }
+        for record in records { profile.add(record, operation: operation) }
         profile.sortByTime()
         return (profile, retries)
     }
@@ -73,9 +73,40 @@ import Testing
         #expect(fit.rule.window == 1_000...12_000, "\(fit.rule.window)")
         // Every address's requests labelled: the retries made, within a few that chance took
         // (a request of another device first in a retry's window).
-        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, traces: PlatformRegistry.campaignTraces))
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, platforms: PlatformRegistry.all))
         #expect(abs(scenario.retries - retries) <= retries * 5 / 100, "labelled \(scenario.retries) of \(retries) retries; \(fit.rule), found \(fit.found) chance \(fit.control)")
         #expect(fit.found > fit.control)
+    }
+
+    /// A storm of every platform's: the fitted scenario reads back, its clients retrying 429s by
+    /// the rule found where the platform's retries are a setting (SmartAppPush's and Meiro's
+    /// retry tables), and the rule told, not written, where they retry as their SDK does (a
+    /// Flocktory log's fit once wrote a `retry` its section has no such key for, and exited 1).
+    @Test(arguments: [
+        ("smartapppush", "/events", true), ("meiro", MeiroMessages.path, true), ("flocktory", FlocktoryMessages.Path.track, false),
+        ("pushexpress", "/apps/7/instances/12/info", false), ("smartico", SmarticoMessages.publicPath, false),
+    ])
+    func everyPlatformsFittedStormReadsBack(platform name: String, path: String, retriesAreASetting: Bool) throws {
+        let platform = try #require(PlatformRegistry.all.first { $0.name == name })
+        let operation = try #require(platform.logOperation(method: "POST", path: path))
+        let (profile, _) = log(initial: 1, multiplier: 2, cap: 4, refusals: 3, jittered: false, path: path, operation: operation)
+        let retry = try #require(RetryFit.fit(profile))
+        #expect(retry.rule.delay(attempt: 1) == 1_000_000 && retry.rule.maxRetries == 3, "\(retry.rule)")
+        let fit = try #require(ScenarioFit.fit(profile, retry: retry, platforms: PlatformRegistry.all))
+        let text = fit.scenario(name: "fitted", source: .init(files: ["test.log"], lines: 1, records: 1), limiter: nil, retry: retry)
+        let scenario = try ScenarioDecoder(platforms: PlatformRegistry.all).decode(text: Array(text.utf8))
+        #expect(scenario.groups.map(\.platform) == [name])
+        let parsed = try JSONParser.parse(Array(text.utf8))
+        let written = ScenarioEncoder.retryRule(
+            RetryRule(initialDelay: .seconds(1), maximumDelay: .seconds(4), maximumRetries: 3, whenExhausted: .drop), keys: RetryRule.Key.backOff)
+        let note = parsed["fit"]?["retry.rateLimited"]?.stringValue ?? ""
+        if retriesAreASetting {
+            #expect(parsed["platforms"]?[name]?["retry"]?["rateLimited"] == written, "\(text)")
+            #expect(!note.contains("Not written"), "\(note)")
+        } else {
+            #expect(parsed["platforms"]?[name]?["retry"] == nil, "\(text)")
+            #expect(note.contains("Not written for \(name): their clients retry as their SDKs do"), "\(note)")
+        }
     }
 
     /// Retries a client sent late (a tenth of them 30 ms after the rest, outside the fitted
@@ -85,7 +116,7 @@ import Testing
         let (profile, retries) = log(initial: 1, multiplier: 2, cap: 4, refusals: 3, jittered: false, lateEvery: 10)
         let fit = try #require(RetryFit.fit(profile))
         #expect(fit.rule.delay(attempt: 1) == 1_000_000 && fit.rule.maxRetries == 3, "\(fit.rule)")
-        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, traces: PlatformRegistry.campaignTraces))
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, platforms: PlatformRegistry.all))
         #expect(abs(scenario.retries - retries) <= retries * 2 / 100, "labelled \(scenario.retries) of \(retries) retries")
         #expect(scenario.lateRetries >= retries / 20, "\(scenario.lateRetries) late of \(retries)")
     }
@@ -170,7 +201,7 @@ import Testing
         let retry = try #require(RetryFit.fit(profile))
         // A tap here sends one event besides its open: what a simulation of the taps would find
         // on /events, and all of its excess (no delivery reported).
-        let fitted = try #require(ScenarioFit.fit(profile, retry: retry, traces: PlatformRegistry.campaignTraces))
+        let fitted = try #require(ScenarioFit.fit(profile, retry: retry, platforms: PlatformRegistry.all))
         #expect(fitted.campaigns.first?.deliveryExcess == taps)
         let fit = fitted.settingTapRequests(["smartapppush": 1])
         #expect(fit.campaigns.count == 1)
@@ -214,7 +245,7 @@ import Testing
             add(tap + 30_000, device % 3, "/pushes/opened", "smartapppush.pushes_opened")
         }
         profile.sortByTime()
-        let fitted = try #require(ScenarioFit.fit(profile, retry: nil, traces: PlatformRegistry.campaignTraces))
+        let fitted = try #require(ScenarioFit.fit(profile, retry: nil, platforms: PlatformRegistry.all))
         let fit = fitted.settingTapRequests(["smartapppush": 1])
         let campaign = try #require(fit.campaigns.first)
         #expect(fit.campaigns.count == 1 && campaign.taps == taps)
@@ -252,7 +283,7 @@ import Testing
             }
         }
         profile.sortByTime()
-        let fit = try #require(ScenarioFit.fit(profile, retry: RetryFit.fit(profile), traces: PlatformRegistry.campaignTraces))
+        let fit = try #require(ScenarioFit.fit(profile, retry: RetryFit.fit(profile), platforms: PlatformRegistry.all))
         let rates = try #require(fit.background["smartapppush"])
         #expect(rates.count == 180)
         #expect(rates[0..<60].allSatisfy { $0 == 2 } && rates[120..<180].allSatisfy { $0 == 2 })

@@ -91,9 +91,42 @@ public struct RetryTable: Sendable, Equatable {
     }
 }
 
+extension RetryTable {
+    /// A table's rows as a scenario names them (`retry.rateLimited`), for its reader and writer.
+    public enum Row: String, CaseIterable, Sendable {
+        case networkError, serverError, rateLimited
+    }
+
+    public subscript(row: Row) -> RetryRule {
+        get {
+            switch row {
+            case .networkError: networkError
+            case .serverError: serverError
+            case .rateLimited: rateLimited
+            }
+        }
+        set {
+            switch row {
+            case .networkError: networkError = newValue
+            case .serverError: serverError = newValue
+            case .rateLimited: rateLimited = newValue
+            }
+        }
+    }
+}
+
 /// One row of a retry table: exponential back-off with a cap and a retry limit.
 public struct RetryRule: Sendable, Equatable {
-    public enum WhenExhausted: String, Sendable {
+    /// A rule's settings as a scenario names them, for its reader and writer: each spelt here
+    /// alone.
+    public enum Key: String, CaseIterable, Sendable {
+        case initialDelay, multiplier, maxDelay, maxRetries, whenExhausted, jitter, honourRetryAfter, maxRetryAfter
+
+        /// The back-off itself, without the handling of `Retry-After` (which a log cannot show).
+        public static let backOff: [Key] = [.initialDelay, .multiplier, .maxDelay, .maxRetries, .whenExhausted, .jitter]
+    }
+
+    public enum WhenExhausted: String, Sendable, CaseIterable {
         /// Give the request up (counted under a drop reason).
         case drop
         /// Keep it queued, and try again after the app's next cold start.

@@ -21,10 +21,18 @@ public protocol Platform: Sendable {
     /// What a campaign of this platform leaves in an access log, for `fit`. Default: nothing
     /// `fit` can tell a campaign by.
     var campaignTrace: CampaignTrace { get }
+
+    /// The settings (`platforms.<name>`) that make its clients retry a refused request (429) by
+    /// `rule`'s back-off, their other retries and their `Retry-After` handling their own, for
+    /// `fit`. Nil where its clients retry as their SDK does and a scenario cannot change it
+    /// (the default).
+    func settings(retryingRefusedBy rule: RetryRule) -> [(String, JSONValue)]?
 }
 
 extension Platform {
     public var campaignTrace: CampaignTrace { CampaignTrace() }
+
+    public func settings(retryingRefusedBy rule: RetryRule) -> [(String, JSONValue)]? { nil }
 }
 
 /// What a campaign leaves in an access log (paths, no bodies), as a platform's SDK sends it:

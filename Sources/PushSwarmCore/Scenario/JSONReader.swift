@@ -224,6 +224,18 @@ public struct ObjectReader: Sendable {
         }
     }
 
+    // A format's keys as a type (`Scenario.Key`, `RetryRule.Key`): spelt once, for its reader and
+    // its writer.
+    public func memberPath<Key: RawRepresentable<String>>(_ key: Key) -> String { memberPath(key.rawValue) }
+    public func has<Key: RawRepresentable<String>>(_ key: Key) -> Bool { has(key.rawValue) }
+    public mutating func reader<Key: RawRepresentable<String>>(_ key: Key) -> JSONReader? { reader(key.rawValue) }
+    public mutating func required<Key: RawRepresentable<String>, T>(_ key: Key, _ read: (JSONReader) throws -> T) throws -> T {
+        try required(key.rawValue, read)
+    }
+    public mutating func optional<Key: RawRepresentable<String>, T>(_ key: Key, _ read: (JSONReader) throws -> T) throws -> T? {
+        try optional(key.rawValue, read)
+    }
+
     /// Throws for the first member that was never read.
     public func finish() throws {
         for key in object.keys where !used.contains(key) {

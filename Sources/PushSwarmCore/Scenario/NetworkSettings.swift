@@ -40,6 +40,9 @@ public struct NetworkSettings: Sendable, Equatable {
 
 /// Latency and faults of a built-in mock service, the same knobs for every platform.
 public struct MockBehaviour: Sendable, Equatable {
+    /// Its key in every platform's section (`platforms.<name>.mock`).
+    public static let scenarioKey = "mock"
+
     /// Time to answer, seconds. Default: log-normal, median 40 ms, σ 0.5.
     public var latency: Distribution = .logNormal(median: 0.040, sigma: 0.5)
     /// Chance that a request is answered 503 before the service looks at it.

@@ -43,8 +43,23 @@ public struct Scenario: Sendable {
     public var thresholds: [Threshold] = []
 }
 
+extension Scenario {
+    /// The scenario file's top-level keys, for its reader and writers (`ScenarioDecoder`,
+    /// `ScenarioEncoder`, `fit`): each spelt here alone.
+    public enum Key: String, CaseIterable, Sendable {
+        case name, description, seed, clock, duration, start, devices, locales, network, warmUp, behaviour, groups, campaigns, thresholds, platforms
+        /// What `fit` says of where a fitted scenario's numbers came from: for people, not read.
+        case fit
+    }
+}
+
 /// A share of the fleet with one platform, OS and client profile, and its own behaviour.
 public struct DeviceGroup: Sendable {
+    /// A group's keys in a scenario's `groups`, for its reader and writers.
+    public enum Key: String, CaseIterable, Sendable {
+        case name, share, platform, os, client, behaviour, workload
+    }
+
     public var name: String
     public var weight: Double
     public var platform: String

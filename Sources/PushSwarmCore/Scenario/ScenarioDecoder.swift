@@ -24,33 +24,33 @@ public struct ScenarioDecoder: Sendable {
 
     public func decode(_ document: JSONReader) throws -> Scenario {
         var root = try document.object()
-        let name = try root.required("name") { try $0.nonEmptyString() }
-        let description = try root.optional("description") { try $0.string() } ?? ""
+        let name = try root.required(Scenario.Key.name) { try $0.nonEmptyString() }
+        let description = try root.optional(Scenario.Key.description) { try $0.string() } ?? ""
         // What `pushswarm fit` says of where a fitted scenario's numbers came from: for people.
-        _ = root.reader("fit")
-        let seed = try root.optional("seed") { UInt64(try $0.integer(minimum: 0)) } ?? 1
-        let clock = try root.optional("clock") { Scenario.ClockKind(rawValue: try $0.choice(["simulated", "wall"])) ?? .simulated } ?? .simulated
-        let duration = try root.required("duration") { reader in
+        _ = root.reader(Scenario.Key.fit)
+        let seed = try root.optional(Scenario.Key.seed) { UInt64(try $0.integer(minimum: 0)) } ?? 1
+        let clock = try root.optional(Scenario.Key.clock) { Scenario.ClockKind(rawValue: try $0.choice(["simulated", "wall"])) ?? .simulated } ?? .simulated
+        let duration = try root.required(Scenario.Key.duration) { reader in
             let span = try reader.positiveDuration()
             guard span <= .days(366) else { throw reader.fail("must be at most 366 days") }
             return span
         }
-        let start = try root.optional("start") { reader -> Int64 in
+        let start = try root.optional(Scenario.Key.start) { reader -> Int64 in
             guard let micros = RFC3339.parse(try reader.string()) else {
                 throw reader.fail("expected an RFC 3339 time with offset, such as \"2026-03-02T00:00:00Z\"")
             }
             return micros / 1_000_000
         } ?? 1_772_409_600  // 2026-03-02T00:00:00Z, a Monday
-        let devices = try root.required("devices") { try $0.integer(minimum: 1, maximum: 10_000_000) }
-        let locales = try root.optional("locales") { try decodeLocales($0) } ?? LocaleShare.defaultMix
-        let network = try root.optional("network") { try decodeNetwork($0) } ?? NetworkSettings()
-        let warmUp = try root.optional("warmUp") { try decodeWarmUp($0) } ?? WarmUpSettings()
-        let behaviour = try root.optional("behaviour") { try decodeBehaviour($0, base: Behaviour()) } ?? Behaviour()
+        let devices = try root.required(Scenario.Key.devices) { try $0.integer(minimum: 1, maximum: 10_000_000) }
+        let locales = try root.optional(Scenario.Key.locales) { try decodeLocales($0) } ?? LocaleShare.defaultMix
+        let network = try root.optional(Scenario.Key.network) { try decodeNetwork($0) } ?? NetworkSettings()
+        let warmUp = try root.optional(Scenario.Key.warmUp) { try decodeWarmUp($0) } ?? WarmUpSettings()
+        let behaviour = try root.optional(Scenario.Key.behaviour) { try decodeBehaviour($0, base: Behaviour()) } ?? Behaviour()
 
         // Platforms first: groups and campaigns refer to them.
         var configured: [String: any PlatformConfiguration] = [:]
         var platformSections: [String: JSONReader] = [:]
-        if let section = root.reader("platforms") {
+        if let section = root.reader(Scenario.Key.platforms) {
             var object = try section.object()
             for (key, reader) in object.allMembers() {
                 guard platforms[key] != nil else { throw unknownPlatform(key, at: object.memberPath(key)) }
@@ -66,32 +66,32 @@ public struct ScenarioDecoder: Sendable {
             return made
         }
         for key in platformSections.keys.sorted() {
-            _ = try configuration(key, at: "$.platforms.\(key)")
+            _ = try configuration(key, at: "$.\(Scenario.Key.platforms.rawValue).\(key)")
         }
 
-        let groups = try root.required("groups") { reader -> [DeviceGroup] in
+        let groups = try root.required(Scenario.Key.groups) { reader -> [DeviceGroup] in
             let elements = try reader.array()
             guard !elements.isEmpty else { throw reader.fail("must list at least one device group") }
             guard elements.count <= Scenario.maximumGroups else { throw reader.fail("must list at most \(Scenario.maximumGroups) device groups") }
             var names = Set<String>()
             return try elements.map { element in
                 var object = try element.object()
-                let name = try object.required("name") { try $0.nonEmptyString() }
+                let name = try object.required(DeviceGroup.Key.name) { try $0.nonEmptyString() }
                 guard names.insert(name).inserted else {
-                    throw ScenarioError(path: object.memberPath("name"), message: "group name \"\(name)\" is used twice")
+                    throw ScenarioError(path: object.memberPath(DeviceGroup.Key.name), message: "group name \"\(name)\" is used twice")
                 }
-                let weight = try object.optional("share") { reader -> Double in
+                let weight = try object.optional(DeviceGroup.Key.share) { reader -> Double in
                     let share = try reader.number(in: 0...1e9)
                     guard share > 0 else { throw reader.fail("must be above zero") }
                     return share
                 } ?? 1
-                let platformName = try object.required("platform") { try $0.string() }
-                let platformPath = object.memberPath("platform")
+                let platformName = try object.required(DeviceGroup.Key.platform) { try $0.string() }
+                let platformPath = object.memberPath(DeviceGroup.Key.platform)
                 let platform = try configuration(platformName, at: platformPath)
-                let os = try object.required("os") { OperatingSystem(rawValue: try $0.choice(OperatingSystem.allCases.map(\.rawValue))) } ?? .android
-                let client = try platform.clientProfile(object.reader("client"), os: os)
-                let groupBehaviour = try object.optional("behaviour") { try decodeBehaviour($0, base: behaviour) } ?? behaviour
-                let workload = try object.optional("workload") { try decodeWorkload($0, duration: duration) } ?? .lifecycle
+                let os = try object.required(DeviceGroup.Key.os) { OperatingSystem(rawValue: try $0.choice(OperatingSystem.allCases.map(\.rawValue))) } ?? .android
+                let client = try platform.clientProfile(object.reader(DeviceGroup.Key.client), os: os)
+                let groupBehaviour = try object.optional(DeviceGroup.Key.behaviour) { try decodeBehaviour($0, base: behaviour) } ?? behaviour
+                let workload = try object.optional(DeviceGroup.Key.workload) { try decodeWorkload($0, duration: duration) } ?? .lifecycle
                 try object.finish()
                 var group = DeviceGroup(name: name, weight: weight, platform: platformName, os: os, client: client, behaviour: groupBehaviour)
                 group.workload = workload
@@ -99,7 +99,7 @@ public struct ScenarioDecoder: Sendable {
             }
         }
 
-        let campaigns = try root.optional("campaigns") { reader -> [Campaign] in
+        let campaigns = try root.optional(Scenario.Key.campaigns) { reader -> [Campaign] in
             try reader.array().map { element -> Campaign in
                 var object = try element.object()
                 let name = try object.required("name") { try $0.nonEmptyString() }
@@ -123,7 +123,7 @@ public struct ScenarioDecoder: Sendable {
                 )
             }
         } ?? []
-        let thresholds = try root.optional("thresholds") { reader in
+        let thresholds = try root.optional(Scenario.Key.thresholds) { reader in
             try reader.array().map { element -> Threshold in
                 let text = try element.nonEmptyString()
                 do { return try Threshold(parsing: text) } catch let error as Threshold.ParseError { throw element.fail(error.message) }
@@ -137,7 +137,7 @@ public struct ScenarioDecoder: Sendable {
             campaigns: campaigns, platforms: configured
         )
         scenario.thresholds = thresholds
-        scenario.startIsExplicit = root.has("start")
+        scenario.startIsExplicit = root.has(Scenario.Key.start)
         scenario.warmUp = warmUp
         return scenario
     }

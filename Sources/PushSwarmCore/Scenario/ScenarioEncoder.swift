@@ -18,28 +18,42 @@ public struct ScenarioEncoder: Sendable {
     }
 
     public func encode(_ scenario: Scenario) -> JSONObject {
-        var root: [(String, JSONValue)] = [("name", .string(scenario.name))]
-        if !scenario.description.isEmpty { root.append(("description", .string(scenario.description))) }
+        var root: [(Scenario.Key, JSONValue)] = [(.name, .string(scenario.name))]
+        if !scenario.description.isEmpty { root.append((.description, .string(scenario.description))) }
         root += [
-            ("seed", .number(Double(scenario.seed))),
-            ("clock", .string(scenario.clock.rawValue)),
-            ("duration", Self.duration(scenario.duration)),
+            (.seed, .number(Double(scenario.seed))),
+            (.clock, .string(scenario.clock.rawValue)),
+            (.duration, Self.duration(scenario.duration)),
         ]
-        if scenario.startIsExplicit {
-            root.append(("start", .string(RFC3339.format(unixMicroseconds: scenario.startUnixSeconds * 1_000_000, offsetSeconds: 0, utcAsZ: true))))
-        }
+        if scenario.startIsExplicit { root.append((.start, Self.start(unixSeconds: scenario.startUnixSeconds))) }
         root += [
-            ("devices", .number(Double(scenario.devices))),
-            ("locales", .array(scenario.locales.map(Self.locale))),
-            ("network", .object(Self.network(scenario.network))),
-            ("warmUp", .object(Self.warmUp(scenario.warmUp))),
-            ("groups", .array(scenario.groups.map(Self.group))),
+            (.devices, .number(Double(scenario.devices))),
+            (.locales, .array(scenario.locales.map(Self.locale))),
+            (.network, .object(Self.network(scenario.network))),
+            (.warmUp, .object(Self.warmUp(scenario.warmUp))),
+            (.groups, .array(scenario.groups.map(Self.group))),
         ]
-        if !scenario.campaigns.isEmpty { root.append(("campaigns", .array(scenario.campaigns.map(Self.campaign)))) }
-        if !scenario.thresholds.isEmpty { root.append(("thresholds", .array(scenario.thresholds.map { .string($0.text) }))) }
+        if !scenario.campaigns.isEmpty { root.append((.campaigns, .array(scenario.campaigns.map(Self.campaign)))) }
+        if !scenario.thresholds.isEmpty { root.append((.thresholds, .array(scenario.thresholds.map { .string($0.text) }))) }
         let platforms = scenario.platforms.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.object($0.value.encoded)) }
-        root.append(("platforms", .object(JSONObject(platforms))))
-        return JSONObject(root)
+        root.append((.platforms, .object(JSONObject(platforms))))
+        return Self.object(root)
+    }
+
+    /// An object of a format's keys (`Scenario.Key`, `DeviceGroup.Key`), in their order.
+    public static func object<Key: RawRepresentable<String>>(_ members: [(Key, JSONValue)]) -> JSONObject {
+        JSONObject(members.map { ($0.0.rawValue, $0.1) })
+    }
+
+    /// `start`: RFC 3339 in UTC.
+    public static func start(unixSeconds: Int64) -> JSONValue {
+        .string(RFC3339.format(unixMicroseconds: unixSeconds * 1_000_000, offsetSeconds: 0, utcAsZ: true))
+    }
+
+    /// The members of `written` whose values differ from `base`'s: what a reader that starts from
+    /// `base` (a `behaviour` over the defaults, a `network`) needs to arrive at `written`.
+    public static func differences(_ written: JSONObject, from base: JSONObject) -> JSONObject {
+        JSONObject(written.members.filter { base[$0.key] != $0.value })
     }
 
     // MARK: the parts
@@ -48,7 +62,7 @@ public struct ScenarioEncoder: Sendable {
         ["country": .string(locale.country), "language": .string(locale.language), "timezone": .string(locale.timeZone), "share": .number(locale.weight)]
     }
 
-    static func network(_ network: NetworkSettings) -> JSONObject {
+    public static func network(_ network: NetworkSettings) -> JSONObject {
         var object: [(String, JSONValue)] = [
             ("devicesPerSourceIP", .number(Double(network.devicesPerSourceAddress))),
             ("connectionsPerSourceIP", .number(Double(network.connectionsPerSourceAddress))),
@@ -71,16 +85,16 @@ public struct ScenarioEncoder: Sendable {
     }
 
     static func group(_ group: DeviceGroup) -> JSONValue {
-        var object: [(String, JSONValue)] = [
-            ("name", .string(group.name)), ("share", .number(group.weight)), ("platform", .string(group.platform)), ("os", .string(group.os.rawValue)),
+        var object: [(DeviceGroup.Key, JSONValue)] = [
+            (.name, .string(group.name)), (.share, .number(group.weight)), (.platform, .string(group.platform)), (.os, .string(group.os.rawValue)),
         ]
-        if let client = group.client.encodedOptions { object.append(("client", .object(client))) }
-        object.append(("behaviour", .object(behaviour(group.behaviour))))
-        object.append(("workload", workload(group.workload)))
-        return .object(JSONObject(object))
+        if let client = group.client.encodedOptions { object.append((.client, .object(client))) }
+        object.append((.behaviour, .object(behaviour(group.behaviour))))
+        object.append((.workload, workload(group.workload)))
+        return .object(Self.object(object))
     }
 
-    static func behaviour(_ behaviour: Behaviour) -> JSONObject {
+    public static func behaviour(_ behaviour: Behaviour) -> JSONObject {
         JSONObject([
             ("sessionsPerDay", numberDistribution(behaviour.sessionsPerDay)),
             ("sessionLength", durationDistribution(behaviour.sessionLength)),
@@ -209,20 +223,32 @@ public struct ScenarioEncoder: Sendable {
 
     /// A platform's `retry` table, every row whole.
     public static func retryTable(_ table: RetryTable) -> JSONValue {
-        var object: [(String, JSONValue)] = [
-            ("networkError", retryRule(table.networkError)), ("serverError", retryRule(table.serverError)), ("rateLimited", retryRule(table.rateLimited)),
-        ]
+        var object = RetryTable.Row.allCases.map { ($0.rawValue, retryRule(table[$0])) }
         if let budget = table.retryBudget { object.append(("budget", .number(budget))) }
         return .object(JSONObject(object))
     }
 
-    public static func retryRule(_ rule: RetryRule) -> JSONValue {
-        .object(JSONObject([
-            ("initialDelay", duration(rule.initialDelay)), ("multiplier", .number(rule.multiplier)), ("maxDelay", duration(rule.maximumDelay)),
-            ("maxRetries", .number(Double(rule.maximumRetries))), ("whenExhausted", .string(rule.whenExhausted.rawValue)),
-            ("jitter", .string(rule.jitter.rawValue)), ("honourRetryAfter", .bool(rule.honoursRetryAfter)),
-            ("maxRetryAfter", duration(rule.maximumRetryAfter)),
-        ]))
+    /// A rule's settings, `keys` of them (all by default): a partial row reads back over the
+    /// row it is written over, the others as they were.
+    public static func retryRule(_ rule: RetryRule, keys: [RetryRule.Key] = RetryRule.Key.allCases) -> JSONValue {
+        .object(JSONObject(keys.map { key -> (String, JSONValue) in
+            switch key {
+            case .initialDelay: (key.rawValue, duration(rule.initialDelay))
+            case .multiplier: (key.rawValue, .number(rule.multiplier))
+            case .maxDelay: (key.rawValue, duration(rule.maximumDelay))
+            case .maxRetries: (key.rawValue, .number(Double(rule.maximumRetries)))
+            case .whenExhausted: (key.rawValue, .string(rule.whenExhausted.rawValue))
+            case .jitter: (key.rawValue, .string(rule.jitter.rawValue))
+            case .honourRetryAfter: (key.rawValue, .bool(rule.honoursRetryAfter))
+            case .maxRetryAfter: (key.rawValue, duration(rule.maximumRetryAfter))
+            }
+        }))
+    }
+
+    /// A retry table that sets one row, `keys` of its rule: the settings a platform writes to
+    /// make its clients follow a rule found elsewhere (`fit`'s), the rest of its table its own.
+    public static func retryTable(setting row: RetryTable.Row, to rule: RetryRule, keys: [RetryRule.Key]) -> JSONValue {
+        .object(JSONObject([(row.rawValue, retryRule(rule, keys: keys))]))
     }
 
     // MARK: values

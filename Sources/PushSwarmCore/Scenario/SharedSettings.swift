@@ -159,30 +159,37 @@ extension JSONReader {
     public func retryTable(base: RetryTable) throws -> RetryTable {
         var object = try object()
         var table = base
-        if let row = try object.optional("networkError", { try $0.retryRule(base: base.networkError) }) { table.networkError = row }
-        if let row = try object.optional("serverError", { try $0.retryRule(base: base.serverError) }) { table.serverError = row }
-        if let row = try object.optional("rateLimited", { try $0.retryRule(base: base.rateLimited) }) { table.rateLimited = row }
+        for row in RetryTable.Row.allCases {
+            guard let rule = try object.optional(row, { try $0.retryRule(base: table[row]) }) else { continue }
+            table[row] = rule
+        }
         if let budget = try object.optional("budget", { try $0.number(in: 0...100) }) { table.retryBudget = budget }
         try object.finish()
         return table
     }
 
-    /// Reads one retry rule over `base`: `initialDelay`, `multiplier`, `maxDelay`, `maxRetries`, `whenExhausted`.
+    /// Reads one retry rule over `base`, only the keys present changing (`RetryRule.Key`).
     public func retryRule(base: RetryRule) throws -> RetryRule {
         var object = try object()
         var rule = base
-        if let delay = try object.optional("initialDelay", { try $0.duration() }) { rule.initialDelay = delay }
-        if let multiplier = try object.optional("multiplier", { try $0.number(in: 1...100) }) { rule.multiplier = multiplier }
-        if let delay = try object.optional("maxDelay", { try $0.duration() }) { rule.maximumDelay = delay }
-        if let retries = try object.optional("maxRetries", { try $0.integer(minimum: 0, maximum: 1_000) }) { rule.maximumRetries = retries }
-        if let exhausted = try object.optional("whenExhausted", { try $0.choice(["drop", "keepForNextLaunch"]) }) {
-            rule.whenExhausted = RetryRule.WhenExhausted(rawValue: exhausted) ?? .drop
+        for key in RetryRule.Key.allCases {
+            switch key {
+            case .initialDelay: if let delay = try object.optional(key, { try $0.duration() }) { rule.initialDelay = delay }
+            case .multiplier: if let multiplier = try object.optional(key, { try $0.number(in: 1...100) }) { rule.multiplier = multiplier }
+            case .maxDelay: if let delay = try object.optional(key, { try $0.duration() }) { rule.maximumDelay = delay }
+            case .maxRetries: if let retries = try object.optional(key, { try $0.integer(minimum: 0, maximum: 1_000) }) { rule.maximumRetries = retries }
+            case .whenExhausted:
+                if let exhausted = try object.optional(key, { try $0.choice(RetryRule.WhenExhausted.allCases.map(\.rawValue)) }) {
+                    rule.whenExhausted = RetryRule.WhenExhausted(rawValue: exhausted) ?? .drop
+                }
+            case .jitter:
+                if let jitter = try object.optional(key, { try $0.choice(RetryRule.Jitter.allCases.map(\.rawValue)) }) {
+                    rule.jitter = RetryRule.Jitter(rawValue: jitter) ?? .none
+                }
+            case .honourRetryAfter: if let honours = try object.optional(key, { try $0.bool() }) { rule.honoursRetryAfter = honours }
+            case .maxRetryAfter: if let ceiling = try object.optional(key, { try $0.duration() }) { rule.maximumRetryAfter = ceiling }
+            }
         }
-        if let jitter = try object.optional("jitter", { try $0.choice(RetryRule.Jitter.allCases.map(\.rawValue)) }) {
-            rule.jitter = RetryRule.Jitter(rawValue: jitter) ?? .none
-        }
-        if let honours = try object.optional("honourRetryAfter", { try $0.bool() }) { rule.honoursRetryAfter = honours }
-        if let ceiling = try object.optional("maxRetryAfter", { try $0.duration() }) { rule.maximumRetryAfter = ceiling }
         try object.finish()
         return rule
     }

@@ -21,7 +21,7 @@ public struct FlocktoryPlatform: Platform {
         if let value = try object.optional("sessionGap", { try $0.positiveDuration() }) { settings.sessionGap = value }
         if let value = try object.optional("waitingCapacity", { try $0.integer(minimum: 1, maximum: 100_000) }) { settings.waitingCapacity = value }
         if let value = try object.optional("maximumRedirects", { try $0.integer(minimum: 0, maximum: 20) }) { settings.maximumRedirects = value }
-        if let value = try object.optional("mock", { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
+        if let value = try object.optional(MockBehaviour.scenarioKey, { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
         try object.finish()
         return FlocktoryConfiguration(settings: settings)
     }
@@ -52,7 +52,7 @@ struct FlocktoryConfiguration: PlatformConfiguration {
             ("siteId", .string(settings.siteID)), ("deepLinkBase", .string(settings.deepLinkBase)),
             ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)), ("sessionGap", ScenarioEncoder.duration(settings.sessionGap)),
             ("waitingCapacity", .number(Double(settings.waitingCapacity))), ("maximumRedirects", .number(Double(settings.maximumRedirects))),
-            ("mock", .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
+            (MockBehaviour.scenarioKey, .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
         ])
     }
 

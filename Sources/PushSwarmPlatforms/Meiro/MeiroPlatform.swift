@@ -1,5 +1,5 @@
 public import PushSwarmCore
-import PushSwarmMetrics
+public import PushSwarmMetrics
 
 /// Meiro as a PushSwarm platform (`platforms.meiro` in a scenario).
 public struct MeiroPlatform: Platform {
@@ -21,10 +21,18 @@ public struct MeiroPlatform: Platform {
             return interval
         }) { settings.refreshInterval = value }
         if let value = try object.optional("queueCapacity", { try $0.integer(minimum: 1, maximum: 1_000_000) }) { settings.queueCapacity = value }
-        if let value = try object.optional("retry", { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
-        if let value = try object.optional("mock", { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
+        if let value = try object.optional(Self.retrySetting, { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
+        if let value = try object.optional(MockBehaviour.scenarioKey, { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
         try object.finish()
         return MeiroConfiguration(settings: settings)
+    }
+
+    /// The client's retry table (`retry`: each row over the spec's).
+    static let retrySetting = "retry"
+
+    /// The spec's table with its 429 row's back-off set to `rule`'s.
+    public func settings(retryingRefusedBy rule: RetryRule) -> [(String, JSONValue)]? {
+        [(Self.retrySetting, ScenarioEncoder.retryTable(setting: .rateLimited, to: rule, keys: RetryRule.Key.backOff))]
     }
 
     /// Registrations and refreshes share the one endpoint; the body tells them apart.
@@ -47,8 +55,8 @@ struct MeiroConfiguration: PlatformConfiguration {
         JSONObject([
             ("appId", .string(settings.appID)), ("appName", .string(settings.appName)), ("projectId", .string(settings.projectID)),
             ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)), ("refreshInterval", ScenarioEncoder.duration(settings.refreshInterval)),
-            ("queueCapacity", .number(Double(settings.queueCapacity))), ("retry", ScenarioEncoder.retryTable(settings.retryTable)),
-            ("mock", .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
+            ("queueCapacity", .number(Double(settings.queueCapacity))), (MeiroPlatform.retrySetting, ScenarioEncoder.retryTable(settings.retryTable)),
+            (MockBehaviour.scenarioKey, .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
         ])
     }
 

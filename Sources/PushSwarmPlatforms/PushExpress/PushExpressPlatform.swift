@@ -20,7 +20,7 @@ public struct PushExpressPlatform: Platform {
         }) { settings.updateInterval = value }
         if let value = try object.optional("maximumLoops", { try $0.integer(minimum: 1, maximum: 4_096) }) { settings.maximumLoops = value }
         if let value = try object.optional("eventBufferCapacity", { try $0.integer(minimum: 1, maximum: 100_000) }) { settings.eventBufferCapacity = value }
-        if let value = try object.optional("mock", { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
+        if let value = try object.optional(MockBehaviour.scenarioKey, { try $0.mockBehaviour() }) { settings.mockBehaviour = value }
         try object.finish()
         return PushExpressConfiguration(settings: settings)
     }
@@ -50,7 +50,7 @@ struct PushExpressConfiguration: PlatformConfiguration {
             ("appId", .string(settings.appID)), ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)),
             ("updateInterval", ScenarioEncoder.duration(settings.updateInterval)), ("maximumLoops", .number(Double(settings.maximumLoops))),
             ("eventBufferCapacity", .number(Double(settings.eventBufferCapacity))),
-            ("mock", .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
+            (MockBehaviour.scenarioKey, .object(JSONObject(ScenarioEncoder.mockBehaviour(settings.mockBehaviour)))),
         ])
     }
 

@@ -1,5 +1,5 @@
 public import PushSwarmCore
-import PushSwarmMetrics
+public import PushSwarmMetrics
 
 /// SmartAppPush as a PushSwarm platform: reads its scenario section and makes clients and mocks.
 public struct SmartAppPushPlatform: Platform {
@@ -17,8 +17,8 @@ public struct SmartAppPushPlatform: Platform {
         if let value = try object.optional("requestTimeout", { try $0.positiveDuration() }) { settings.requestTimeout = value }
         if let value = try object.optional("queueCapacity", { try $0.integer(minimum: 1, maximum: 1_000_000) }) { settings.queueCapacity = value }
         if let value = try object.optional("sendPushReceived", { try $0.bool() }) { settings.sendsPushReceived = value }
-        if let value = try object.optional("retry", { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
-        if let value = try object.optional("mock", { try decodeMock($0) }) { settings.mock = value }
+        if let value = try object.optional(Self.retrySetting, { try $0.retryTable(base: settings.retryTable) }) { settings.retryTable = value }
+        if let value = try object.optional(MockBehaviour.scenarioKey, { try decodeMock($0) }) { settings.mock = value }
         try object.finish()
         return SmartAppPushConfiguration(settings: settings)
     }
@@ -42,6 +42,14 @@ public struct SmartAppPushPlatform: Platform {
         }
         try object.finish()
         return mock
+    }
+
+    /// The client's retry table (`retry`: each row over the spec's).
+    static let retrySetting = "retry"
+
+    /// The spec's table with its 429 row's back-off set to `rule`'s.
+    public func settings(retryingRefusedBy rule: RetryRule) -> [(String, JSONValue)]? {
+        [(Self.retrySetting, ScenarioEncoder.retryTable(setting: .rateLimited, to: rule, keys: RetryRule.Key.backOff))]
     }
 
     public func logOperation(method: String, path: String) -> String? {
@@ -82,8 +90,8 @@ struct SmartAppPushConfiguration: PlatformConfiguration {
         return JSONObject([
             ("tenantId", .string(settings.tenantID)), ("apiKey", .string(settings.apiKey)), ("appId", .string(settings.appID)),
             ("requestTimeout", ScenarioEncoder.duration(settings.requestTimeout)), ("queueCapacity", .number(Double(settings.queueCapacity))),
-            ("sendPushReceived", .bool(settings.sendsPushReceived)), ("retry", ScenarioEncoder.retryTable(settings.retryTable)),
-            ("mock", .object(JSONObject(mock))),
+            ("sendPushReceived", .bool(settings.sendsPushReceived)), (SmartAppPushPlatform.retrySetting, ScenarioEncoder.retryTable(settings.retryTable)),
+            (MockBehaviour.scenarioKey, .object(JSONObject(mock))),
         ])
     }
 

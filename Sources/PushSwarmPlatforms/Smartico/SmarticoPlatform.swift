@@ -36,7 +36,7 @@ public struct SmarticoPlatform: Platform {
         }) { settings.backgroundSocketClose = value }
         if let value = try object.optional("logicalSessionGap", { try $0.positiveDuration() }) { settings.logicalSessionGap = value }
         if let value = try object.optional("languageChangePerSession", { try $0.fraction() }) { settings.languageChangePerSession = value }
-        if let value = try object.optional("mock", { try decodeMock($0, base: settings.mock) }) { settings.mock = value }
+        if let value = try object.optional(MockBehaviour.scenarioKey, { try decodeMock($0, base: settings.mock) }) { settings.mock = value }
         try object.finish()
         return SmarticoConfiguration(settings: settings)
     }
@@ -104,7 +104,7 @@ struct SmarticoConfiguration: PlatformConfiguration {
                 "android": ScenarioEncoder.duration(settings.backgroundSocketClose.android), "ios": ScenarioEncoder.duration(settings.backgroundSocketClose.ios),
             ]),
             ("logicalSessionGap", ScenarioEncoder.duration(settings.logicalSessionGap)), ("languageChangePerSession", .number(settings.languageChangePerSession)),
-            ("mock", .object(JSONObject(mock))),
+            (MockBehaviour.scenarioKey, .object(JSONObject(mock))),
         ])
     }
 }
