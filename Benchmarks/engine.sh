@@ -60,9 +60,11 @@ base="$baseline_dir/.build/release/pushswarm"
 echo "this tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'); baseline: $baseline (built in $baseline_dir)"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 
-# The baseline predates network.connections and models no connection in simulated time, as this
-# tree's perAddress does not: this tree runs the same file with that key added (like for like).
-# The default (perDevice, each install's own connections) is measured once more below.
+# A baseline before network.connections (78ebe26, 447db65) models no connection in simulated time,
+# as this tree's perAddress does not: this tree runs the same file with that key added (like for
+# like), and so does a baseline that reads that key (a later commit: it would otherwise run its
+# default, perDevice, against this tree's perAddress). The default (perDevice, each install's own
+# connections) is measured once more below.
 like_base="$work/engine-quickstart-perAddress.json"
 python3 - "$like_base" <<'PY'
 import json, sys
@@ -70,7 +72,10 @@ s = json.load(open("Benchmarks/engine-quickstart.json"))
 s.setdefault("network", {})["connections"] = "perAddress"
 json.dump(s, open(sys.argv[1], "w"))
 PY
-scenario_for() { if [ "$1" = base ]; then echo Benchmarks/engine-quickstart.json; else echo "$like_base"; fi; }
+base_file=Benchmarks/engine-quickstart.json
+"$base" validate "$like_base" > /dev/null 2>&1 && base_file=$like_base
+echo "the baseline runs $base_file"
+scenario_for() { if [ "$1" = base ]; then echo "$base_file"; else echo "$like_base"; fi; }
 
 echo
 # Five runs of each: single runs of one build vary by 10 % on machines of this kind (other guests'
