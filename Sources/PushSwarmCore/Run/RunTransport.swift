@@ -242,16 +242,19 @@ public final class SimulatedTransport: RunTransport {
             }
             // The service answers as of now (its limiters see the partition's time in order).
             let answer = mocks.exchange(platform: host, outgoing.request.resolved, from: source, at: now, random: &random)
-            if (reached - now) + answer.latency > outgoing.timeout {
+            // The request's way out and its answer's way back (`network.rtt`, a draw each
+            // exchange: a carrier network's jitter), besides the service's own time.
+            let answered = (network.roundTrip.map { $0.sampleSpan(using: &random) } ?? .zero) + answer.latency
+            if (reached - now) + answered > outgoing.timeout {
                 outcome = .timeout
                 completedAt = now + outgoing.timeout
             } else if let reason = answer.fault?.transportReason {
                 // A reset, truncated or malformed answer: the client sees the connection fail.
                 outcome = .transportError(reason: reason)
-                completedAt = reached + answer.latency
+                completedAt = reached + answered
             } else {
                 outcome = .response(answer.response)
-                completedAt = reached + answer.latency
+                completedAt = reached + answered
             }
             if let acquired { connections!.release(process, acquired, until: completedAt, token: newToken(), into: &events) }
         } else {

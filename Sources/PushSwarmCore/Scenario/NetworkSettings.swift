@@ -18,8 +18,10 @@ public struct NetworkSettings: Sendable, Equatable {
     /// Chance that a request fails before reaching the service (no signal, a dropped
     /// connection): the device sees a network error.
     public var errorRate: Double = 0
-    /// Round-trip time to services in simulated time (scenario `network.rtt`): a new connection
-    /// costs TCP's round trip and its TLS handshake's; nil: none.
+    /// Round-trip time to services in simulated time (scenario `network.rtt`), drawn afresh for
+    /// each exchange: a request's answer comes back a round trip after it left, besides the
+    /// service's time (a retry's delay starts from it), and a new connection costs TCP's round
+    /// trip and its TLS handshake's; nil: none. In wall time the network itself takes it.
     public var roundTrip: Distribution?
     /// The largest WebSocket message a device accepts from a service in wall time; a bigger one
     /// closes the socket with 1009 ("message too big") as its header arrives, before any of it is
