@@ -20,6 +20,7 @@ enum FitCheck {
         do {
             fit = try await takingTapsOutOfDeliveries(fit, retry: retry)
             fit = try await takingQueuesOutOfTaps(fit, limiter: limiter, retry: retry, requests: profile.requests)
+            fit = try await countingTapsThroughNoise(fit, limiter: limiter, retry: retry, profile: profile)
         } catch {
             PushSwarmCommand.printError("the fitted taps' scenario does not validate (\(error)); please report it with the log's first lines")
             return .failure
@@ -117,6 +118,28 @@ enum FitCheck {
         return fit.settingTimeToOpenScale((best.scale * 1_000).rounded() / 1_000)
     }
 
+    /// Through a noisy network the retries are told from first attempts by likelihood, not one
+    /// by one (`RetryFit.throughNoise`): the taps, the opens that were first attempts, are an
+    /// estimate some per cent off, and in a storm each tap is its opens and their retries. So
+    /// where the log's retries showed a network's noise, the taps of the campaigns whose devices
+    /// reported no delivery are scaled (by 1/2 to 2, bisected on a logarithmic scale, seven
+    /// simulated runs) until the simulated run sends as many requests as the log holds.
+    static func countingTapsThroughNoise(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?, profile: LogProfile) async throws -> ScenarioFit {
+        guard retry?.noise != nil, let limiter, limiter.isConvincing, fit.campaigns.contains(where: { $0.deliveries == 0 }) else { return fit }
+        func miss(_ scale: Double) async throws -> Int {
+            Int(try await simulated(fit.settingTapScale(scale), limiter: limiter, retry: retry).sent) - profile.requests
+        }
+        var best = (scale: 1.0, miss: try await miss(1))
+        var (low, high) = best.miss < 0 ? (1.0, 2.0) : (0.5, 1.0)
+        for _ in 0..<7 where best.miss != 0 {
+            let middle = (low * high).squareRoot()
+            let missed = try await miss(middle)
+            if abs(missed) < abs(best.miss) { best = (middle, missed) }
+            if missed < 0 { low = middle } else { high = middle }
+        }
+        return fit.settingTapScale(best.scale)
+    }
+
     /// A variant of the fit, run in simulated time as `run` would read it: its measurements.
     private static func simulated(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?) async throws -> RunMetrics {
         let text = fit.scenario(name: "fit-probe", source: .init(files: [], lines: 0, records: 0), limiter: limiter, retry: retry)
@@ -129,7 +152,10 @@ enum FitCheck {
         var lines: [String] = []
         lines.append("fit: \(fit.totalFirstAttempts) first attempts and \(fit.retries) retries; \(fit.devices) devices behind \(fit.effectiveAddresses) addresses (of \(fit.addresses) in the log)")
         if let rule = retry?.rule {
-            if rule.jitter == .none {
+            if rule.jitter == .none, let noise = retry?.noise {
+                lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (its windows hold \(retry?.found ?? 0) requests where their flanks hold \(retry?.control ?? 0) by chance)")
+                lines.append("network noise: retries reached the service \(ScenarioFit.span(noise.medianMicroseconds)) after their delays (median; quartiles \(ScenarioFit.span(noise.lowerQuartileMicroseconds)) to \(ScenarioFit.span(noise.upperQuartileMicroseconds))): the network's round trip and the clients' turnaround, replayed as network.rtt \(JSONWriter.text(of: ScenarioEncoder.durationDistribution(noise.roundTrip)))")
+            } else if rule.jitter == .none {
                 lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (it finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0))")
             } else {
                 lines.append("retry rule: no fixed delays (the best finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0)); full jitter assumed")

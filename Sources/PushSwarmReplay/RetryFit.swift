@@ -17,6 +17,11 @@ import PushSwarmMetrics
 /// over the common table (1 s doubling to 60 s).
 /// `maxRetries` is the end of the attempts whose windows took retries beyond chance, the last of
 /// them whose expected retries mostly came.
+/// Through a carrier network the retries reach the service tens to hundreds of milliseconds
+/// after their delays, spread by every packet's delay: where the narrow windows find no fixed
+/// delays, the rule is looked for as peaks (`throughNoise`), the network's noise measured apart
+/// from it (`Noise`, written as `network.rtt`), and windows as wide as the noise take the
+/// request nearest their centre (`nearestAttempts`).
 /// Where a request's retry is, in a busy second, another request may come first within its
 /// window and be taken for it, and a retry the client sent late is missed: the labelling is an
 /// estimate. Its count is not: under the rule every window holds one retry, so a window that
@@ -37,6 +42,10 @@ public struct RetryFit: Sendable, Equatable {
         /// the network's turnaround (a retry never leaves before its delay; the log's times are
         /// to the millisecond).
         public var window: ClosedRange<Int64> = RetryFit.searchWindow
+        /// Whether each window takes the request nearest its centre (`nearestAttempts`), not the
+        /// first within it: a window widened by a network's noise holds chance requests before
+        /// its retry.
+        public var takesNearest = false
 
         public init(initialDelayMicroseconds: Int64, multiplier: Double, maxDelayMicroseconds: Int64, maxRetries: Int, jitter: Jitter) {
             self.initialDelayMicroseconds = initialDelayMicroseconds
@@ -74,6 +83,9 @@ public struct RetryFit: Sendable, Equatable {
     }
 
     public var rule: Rule
+    /// How late after the rule's delays its retries reached the service, where the log showed
+    /// it beyond a loopback turnaround (`Noise`); nil otherwise.
+    public var noise: Noise?
     /// Retries the rule found over the addresses it was fitted to, and the same rule's count
     /// with its delays shifted out of their windows (what chance alone finds).
     public var found: Int
@@ -125,6 +137,7 @@ public struct RetryFit: Sendable, Equatable {
     public static func attempts(
         of requests: [LogProfile.LoggedRequest], rule: Rule, logEnd: Int64, labelling: inout Labelling
     ) -> [UInt8] {
+        if rule.takesNearest { return nearestAttempts(of: requests, rule: rule, logEnd: logEnd, labelling: &labelling) }
         var open: [UInt16: Windows] = [:]
         var attempts = [UInt8](repeating: 0, count: requests.count)
         for (index, request) in requests.enumerated() {
@@ -152,7 +165,7 @@ public struct RetryFit: Sendable, Equatable {
     }
 
     /// Each address's request starts per operation, in time order.
-    private static func starts(_ requests: [LogProfile.LoggedRequest]) -> [UInt16: [Int64]] {
+    static func starts(_ requests: [LogProfile.LoggedRequest]) -> [UInt16: [Int64]] {
         var starts: [UInt16: [Int64]] = [:]
         for request in requests { starts[request.operation, default: []].append(request.microseconds) }
         return starts
@@ -215,32 +228,44 @@ public struct RetryFit: Sendable, Equatable {
             return labelling
         }
         // A candidate scores the retries it finds beyond what chance finds: the same windows
-        // 100 ms later (at a busy address any short rule finds requests by chance).
+        // later (at a busy address any short rule finds requests by chance).
         func excess(_ rule: Rule) -> Int { score(rule).total - score(rule.byChance).total }
-        var best: (rule: Rule, excess: Int)?
-        for initial in [0.1, 0.2, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 30, 60] {
-            for multiplier in [1, 1.5, 2, 3] {
-                var cap = initial
-                for step in 0..<(multiplier == 1 ? 1 : 9) {
-                    if step > 0 { cap *= multiplier }
-                    guard cap <= 600 else { break }
-                    let rule = Rule(
-                        initialDelayMicroseconds: Int64(initial * 1_000_000), multiplier: multiplier,
-                        maxDelayMicroseconds: Int64((cap * 1_000_000).rounded()), maxRetries: mostRetries, jitter: .none)
-                    let found = excess(rule)
-                    // Strictly more: of equals, the first (the shorter delays, the simpler rule).
-                    if found > best?.excess ?? 0 { best = (rule, found) }
-                }
+        /// The candidate whose windows (`window` after each delay) find the most retries beyond chance.
+        func search(_ window: ClosedRange<Int64>) -> (rule: Rule, excess: Int)? {
+            var best: (rule: Rule, excess: Int)?
+            for candidate in candidates() {
+                var rule = candidate
+                rule.window = window
+                let found = excess(rule)
+                // Strictly more: of equals, the first (the shorter delays, the simpler rule).
+                if found > best?.excess ?? 0 { best = (rule, found) }
             }
+            return best
         }
-        var rule = best?.rule ?? assumedWhenJittered
+        /// Whether a rule's windows find retries at fixed delays: clearly beyond chance, and a
+        /// quarter at least of what they find.
+        func atFixedDelays(_ rule: Rule) -> Bool {
+            let found = score(rule).total, control = score(rule.byChance).total
+            return clearlyBeyondChance(found: found, chance: control, fewest: LimiterFit.fewestRefusals) && Double(found - control) >= 0.25 * Double(found)
+        }
+        var rule = search(searchWindow)?.rule ?? assumedWhenJittered
         // The turnaround: the millisecond after their delays that requests came in most.
         rule.window = fittedWindow(turnarounds(sample, rule: rule, logEnd: logEnd))
+        let onLoopback = atFixedDelays(rule)
+        var noise: Noise?
+        var told: Rule?
+        if !onLoopback, let found = throughNoise(sample, logEnd: logEnd) {
+            // The attempts are told in the window that stands furthest above chance; every
+            // request is labelled in one wide enough for nearly all the noise.
+            told = found.rule
+            rule = found.rule
+            rule.window = fittedWindow(found.noise)
+            noise = found.noise
+        }
         let labelling = score(rule)
         let control = score(rule.byChance).total
         let addresses = sample.count
-        let excess = labelling.total - control
-        if !clearlyBeyondChance(found: labelling.total, chance: control, fewest: LimiterFit.fewestRefusals) || Double(excess) < 0.25 * Double(labelling.total) {
+        if !onLoopback && noise == nil {
             rule = assumedWhenJittered
             rule.window = 0...RetryFit.searchWindow.upperBound
             return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
@@ -259,15 +284,44 @@ public struct RetryFit: Sendable, Equatable {
         // log recorded on a loaded machine (generator lag p99 13 to 23 ms) the first attempt's
         // windows were filled beyond chance 34 to 46 % of the time where attempts 2 to 5 were
         // 74 to 96 %, and stopping there fitted 1 retry where the clients made 5.
-        let byChance = chance(sample, rule: rule, logEnd: logEnd)
-        func count(_ counts: [Int], _ attempt: Int) -> Int { attempt < counts.count ? counts[attempt] : 0 }
-        let made = (1..<max(1, labelling.expected.count)).prefix { attempt in
-            labelling.expected[attempt] >= 5
-                && clearlyBeyondChance(found: count(labelling.found, attempt), chance: count(byChance, attempt), fewest: 5)
-        }
-        let mostlyFilled = made.last { attempt in
-            let chance = count(byChance, attempt)
-            return 2 * (count(labelling.found, attempt) - chance) >= labelling.expected[attempt] - chance
+        // Through a noisy network the attempts are told in the peak's core, where the retries
+        // stand furthest above chance.
+        let made: [Int], mostlyFilled: Int?
+        if noise != nil {
+            // Through a noisy network a window hundreds of milliseconds wide at a busy address
+            // nearly always holds some request: the retries are told by counting what each
+            // attempt's windows hold beyond their flanks (`AttemptCounts`), a retry each where
+            // the clients made that attempt.
+            let counts = AttemptCounts(sample, rule: told ?? rule, logEnd: logEnd)
+            // Where the log holds requests refused for the last time, the attempt after the
+            // limit has as many windows as any, and they hold about nothing beyond chance where
+            // the attempts before held a retry each (and those of the NAT's devices refused with
+            // them): the limit is the first attempt whose next one's windows (a twentieth of the
+            // first's at least) hold half a retry each fewer and nothing clearly beyond chance
+            // (two standard deviations). Where none is (no request ran out, or too few to
+            // tell), a retry at attempt n shows attempts 1 to n - 1 were made: the last attempt
+            // from which on the windows held retries, pooled. Attempts with fewer windows than a
+            // twentieth of the first's are told by mislabelled ones.
+            func each(_ attempt: Int) -> Double { counts.excess(attempt) / Double(max(1, counts.windows(attempt))) }
+            let stopped = counts.attempts.first { attempt in
+                counts.windows(attempt + 1) >= max(5, counts.windows(1) / 20) && each(attempt) - each(attempt + 1) >= 0.5
+                    && !counts.beyondChance(attempt + 1, standardDeviations: 2)
+            }
+            made = counts.attempts.filter { attempt in
+                counts.windows(attempt) * 20 >= counts.windows(1) && counts.windows(from: attempt) >= 5 && counts.heldRetries(from: attempt)
+            }
+            mostlyFilled = stopped ?? made.last
+        } else {
+            let byChance = chance(sample, rule: rule, logEnd: logEnd)
+            func count(_ counts: [Int], _ attempt: Int) -> Int { attempt < counts.count ? counts[attempt] : 0 }
+            made = Array((1..<max(1, labelling.expected.count)).prefix { attempt in
+                labelling.expected[attempt] >= 5
+                    && clearlyBeyondChance(found: count(labelling.found, attempt), chance: count(byChance, attempt), fewest: 5)
+            })
+            mostlyFilled = made.last { attempt in
+                let chance = count(byChance, attempt)
+                return 2 * (count(labelling.found, attempt) - chance) >= labelling.expected[attempt] - chance
+            }
         }
         rule.maxRetries = mostlyFilled ?? made.last ?? 1
         // A cap past the last retry's delay is in no log (no retry waited for it), and the search,
@@ -275,8 +329,19 @@ public struct RetryFit: Sendable, Equatable {
         // (on a busy machine, 8 s for the spec's 1, 2, 4 s): the rule says the longest delay
         // its retries waited. Each retry's delay is the same.
         rule.maxDelayMicroseconds = rule.delay(attempt: rule.maxRetries)
-        return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
+        var fit = RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
+        if let noise {
+            // What the windows hold against their flanks.
+            let counts = AttemptCounts(sample, rule: rule, logEnd: logEnd)
+            fit.found = counts.heldTotal
+            fit.control = counts.flanksTotal / 2
+            fit.noise = noise
+        }
+        return fit
     }
+
+    /// The first delays searched, seconds.
+    static let initialDelays: [Double] = [0.1, 0.2, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 15, 30, 60]
 
     /// Whether `found` retries are clearly more than the `chance` the same windows 100 ms later
     /// found: `fewest` beyond it at least, to tell, and four standard deviations of chance's count.

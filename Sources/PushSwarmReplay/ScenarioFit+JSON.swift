@@ -44,6 +44,11 @@ extension ScenarioFit {
         var network = NetworkSettings()
         network.devicesPerSourceAddress = Self.perAddressCount(total, effectiveAddresses)
         if let versions = httpVersions { network.http2 = versions }
+        if let noise = retry?.noise {
+            // The replay's retries reach the service as late after their delays as the log's.
+            network.roundTrip = noise.roundTrip
+            notes.append(("network.rtt", .string("The log's retries reached the service \(Self.span(noise.medianMicroseconds)) after their delays (median; quartiles \(Self.span(noise.lowerQuartileMicroseconds)) to \(Self.span(noise.upperQuartileMicroseconds)), from \(noise.retries) requests beyond chance in the rule's windows): the network's round trip and the clients' turnaround, as a carrier network spreads them. Each exchange of the replay takes a round trip drawn from this log-normal of that median and quartiles")))
+        }
         var behaviour = Behaviour()
         behaviour.newInstallShare = 0
         behaviour.unreachableShare = 0
@@ -158,7 +163,9 @@ extension ScenarioFit {
         }
         if let retry {
             let rule = retry.rule
-            notes.append(("retry.rateLimited", .string((rule.jitter == .none
+            notes.append(("retry.rateLimited", .string((rule.jitter == .none && retry.noise != nil
+                ? "Retries at fixed delays through a noisy network: of the rules whose delays the log's correlogram (each 429's later requests of its address and operation, by lag) shows peaks after, this one's windows (from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after each delay, a request taken as a retry where it is the nearest the window's centre) hold \(retry.found) requests in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where their flanks (as wide, either side) hold \(retry.control) by chance; \(rule.maxRetries) retries: the last attempt from which on the windows, pooled, held a quarter of a retry each beyond chance and 1.65 standard deviations; the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
+                : rule.jitter == .none
                 ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(rule.maxRetries) retries: of the attempts from the first whose windows took retries beyond chance (four standard deviations over the same windows 100 ms later), the last whose retries filled half at least of the windows chance left empty; the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
                 : "No fixed delays: the best fixed rule found \(retry.found) retries where chance finds \(retry.control); full jitter over 1 s doubling to 60 s, \(rule.maxRetries) retries, is assumed")
                 + (unsettable.isEmpty ? "" : ". Not written for \(unsettable.joined(separator: ", ")): their clients retry as their SDKs do, which a scenario does not set"))))

@@ -51,11 +51,15 @@ public struct ScenarioFit: Sendable {
         /// median delivery's: the delays add); without, the burst's earliest first attempts as
         /// many as taps (a cold start's first request leaves as its device taps).
         public var tapOffsetsMicroseconds: [Int64] {
-            guard deliveries > 0 else { return Array(burstOffsetsMicroseconds.prefix(taps)) }
+            guard deliveries > 0 else { return Array(burstOffsetsMicroseconds.prefix(tapsFromTheLog ?? taps)) }
             let delivered = deliveryOffsetsMicroseconds
             let median = delivered.isEmpty ? 0 : delivered[delivered.count / 2]
             return openOffsetsMicroseconds.map { Int64((Double(max(0, $0 - median)) * timeToOpenScale).rounded()) }
         }
+
+        /// The taps the log's labelling found, where a simulation set `taps` (`settingTapScale`):
+        /// their times stay the shape of the taps' times.
+        public var tapsFromTheLog: Int?
 
         /// What the taps' times from the display are scaled by (`settingTimeToOpenScale`): an
         /// open's first attempt waited in its device's queue behind its refused requests.
@@ -326,6 +330,19 @@ public struct ScenarioFit: Sendable {
             probe.durationSeconds = max(1, min(durationSeconds, Int((end - start * 1_000_000) / 1_000_000) + 1))
         }
         return probe
+    }
+
+    /// The fit with the taps of each campaign whose devices reported no delivery scaled by
+    /// `scale` (`FitCheck.countingTapsThroughNoise`), their times' shape kept.
+    public func settingTapScale(_ scale: Double) -> ScenarioFit {
+        var fit = self
+        for index in fit.campaigns.indices where fit.campaigns[index].deliveries == 0 {
+            let fitted = fit.campaigns[index].tapsFromTheLog ?? fit.campaigns[index].taps
+            fit.campaigns[index].tapsFromTheLog = fitted
+            fit.campaigns[index].taps = max(1, Int((Double(fitted) * scale).rounded()))
+        }
+        fit.sizeDevices()
+        return fit
     }
 
     /// The fit with each reporting campaign's times to open scaled by `scale`.

@@ -1,3 +1,4 @@
+import Foundation
 import PushSwarmCore
 import PushSwarmMetrics
 import PushSwarmPlatforms
@@ -19,7 +20,8 @@ import Testing
     private func log(
         initial: Double, multiplier: Double, cap: Double, refusals: Int, jittered: Bool,
         addresses: Int = 4, requests: Int = 120, spread: Double = 4, background: Double = 5, seconds: Double = 40, lateEvery: Int = 0,
-        firstRetriesLate: Double = 0, exhausted: Bool = false, path: String = "/events", operation: String = "smartapppush.events"
+        firstRetriesLate: Double = 0, exhausted: Bool = false, path: String = "/events", operation: String = "smartapppush.events",
+        network: Network = .loopback, deep: Double = 0
     ) -> (LogProfile, retries: Int) {
         var profile = LogProfile()
         var random = SeededRandom(seed: 29, stream: .network)
@@ -30,7 +32,7 @@ import Testing
             let name = "198.51.100.\(address + 1)"
             for index in 0..<requests {
                 var at = t0 + Int64(random.nextUnit() * spread * 1_000_000)
-                let refused = index % (refusals + 1)
+                let refused = random.nextUnit() < deep ? refusals : index % (refusals + 1)
                 for attempt in 0...refused {
                     let duration: Int64 = 1_000
                     records.append(AccessLogRecord(startMicroseconds: at, address: name, method: "POST", path: path, status: attempt < refused || (exhausted && refused == refusals) ? 429 : 200, durationMicroseconds: duration))
@@ -39,7 +41,7 @@ import Testing
                     let delay = min(cap, initial * pow(multiplier, Double(attempt)))
                     let wait = jittered ? random.nextUnit() * delay : delay
                     let late: Int64 = (lateEvery > 0 && retries % lateEvery == 0) || (attempt == 0 && firstRetriesLate > 0 && random.nextUnit() < firstRetriesLate) ? 30_000 : 0
-                    at += duration + Int64(wait * 1_000_000) + 2_000 + late
+                    at += duration + Int64(wait * 1_000_000) + 2_000 + late + network.roundTrip(&random)
                 }
             }
             for _ in 0..<Int(background * seconds) {
@@ -50,6 +52,47 @@ import Testing
         for record in records { profile.add(record, operation: operation) }
         profile.sortByTime()
         return (profile, retries)
+    }
+
+    /// What lies between the clients and the service: each way a delay drawn per packet, as a
+    /// carrier network's (none on loopback).
+    enum Network: CustomTestStringConvertible, Equatable {
+        case loopback
+        /// Each way normal, mean and standard deviation in milliseconds (a draw below 0 is 0).
+        case normal(Double, Double)
+        /// Each way log-normal of this mean and standard deviation in milliseconds.
+        case logNormal(Double, Double)
+
+        /// A request's answer back and its retry out, microseconds.
+        func roundTrip(_ random: inout SeededRandom) -> Int64 {
+            oneWay(&random) + oneWay(&random)
+        }
+
+        private func oneWay(_ random: inout SeededRandom) -> Int64 {
+            switch self {
+            case .loopback: return 0
+            case .normal(let mean, let deviation): return Int64(max(0, mean + deviation * random.nextGaussian()) * 1_000)
+            case .logNormal(let mean, let deviation):
+                let sigma = Foundation.log(1 + deviation * deviation / (mean * mean)).squareRoot()
+                let median = mean / exp(sigma * sigma / 2)
+                return Int64(median * exp(sigma * random.nextGaussian()) * 1_000)
+            }
+        }
+
+        /// The median of a round trip (two draws), milliseconds, from many draws.
+        var medianRoundTripMilliseconds: Double {
+            var random = SeededRandom(seed: 1, stream: .network)
+            let draws = (0..<20_001).map { _ in roundTrip(&random) }.sorted()
+            return Double(draws[10_000]) / 1_000
+        }
+
+        var testDescription: String {
+            switch self {
+            case .loopback: "loopback"
+            case .normal(let mean, let deviation): "normal \(mean) ± \(deviation) ms each way"
+            case .logNormal(let mean, let deviation): "log-normal \(mean) ± \(deviation) ms each way"
+            }
+        }
     }
 
     private func pow(_ base: Double, _ exponent: Double) -> Double {
@@ -107,6 +150,25 @@ import Testing
             #expect(parsed["platforms"]?[name]?["retry"] == nil, "\(text)")
             #expect(note.contains("Not written for \(name): their clients retry as their SDKs do"), "\(note)")
         }
+    }
+
+    /// Issue 62: clients retrying at fixed delays through a carrier network, whose delays each
+    /// way broaden each retry's arrival after its delay into a peak tens to hundreds of
+    /// milliseconds wide. The rule is the clients' (its delays, its retries, jitter none), not
+    /// "full jitter assumed" (what a window of 1 ms before to 10 ms after the turnaround found),
+    /// and the network's noise is told apart: the round trip's median within 10 %.
+    @Test(arguments: [Network.normal(40, 20), Network.logNormal(150, 80)])
+    func retriesThroughAJitteryNetworkShowTheClientsRuleAndTheNoise(network: Network) throws {
+        let (profile, retries) = log(initial: 0.5, multiplier: 2, cap: 4, refusals: 5, jittered: false, addresses: 12, requests: 60, spread: 6, network: network, deep: 0.5)
+        let fit = try #require(RetryFit.fit(profile))
+        #expect(fit.rule.jitter == .none, "\(fit.rule): found \(fit.found), chance \(fit.control)")
+        #expect((1...5).map { fit.rule.delay(attempt: $0) } == [500_000, 1_000_000, 2_000_000, 4_000_000, 4_000_000], "\(fit.rule)")
+        #expect(fit.rule.maxRetries == 5, "\(fit.rule)")
+        let noise = try #require(fit.noise, "\(fit)")
+        let median = network.medianRoundTripMilliseconds + 2
+        #expect(abs(Double(noise.medianMicroseconds) / 1_000 - median) <= 0.1 * median, "\(noise), the round trip's median \(median) ms")
+        let scenario = try #require(ScenarioFit.fit(profile, retry: fit, platforms: PlatformRegistry.all))
+        #expect(abs(scenario.retries - retries) <= retries * 5 / 100, "labelled \(scenario.retries) of \(retries) retries; \(fit.rule)")
     }
 
     /// Retries a client sent late (a tenth of them 30 ms after the rest, outside the fitted
@@ -167,10 +229,15 @@ import Testing
         #expect(fitted == LimiterFit.fit(profile.limiterOutcomes))
     }
 
-    @Test func retriesAtDrawnDelaysAreTakenForJitter() throws {
-        let (profile, _) = log(initial: 1, multiplier: 2, cap: 8, refusals: 4, jittered: true)
+    /// Clients that draw their delays (full jitter) show no peak after any delay, on loopback or
+    /// through a noisy network: the peaks a noisy network's search looks for are not made by
+    /// chance (issue 62).
+    @Test(arguments: [Network.loopback, Network.normal(40, 20), Network.logNormal(150, 80)])
+    func retriesAtDrawnDelaysAreTakenForJitter(network: Network) throws {
+        let (profile, _) = log(initial: 1, multiplier: 2, cap: 8, refusals: 4, jittered: true, addresses: network == .loopback ? 4 : 12, network: network)
         let fit = try #require(RetryFit.fit(profile))
         #expect(fit.rule.jitter == .full, "\(fit.rule): found \(fit.found), chance \(fit.control)")
+        #expect(fit.noise == nil)
     }
 
     /// A campaign's taps (one device each: an open after the cold start's event), refused by a
