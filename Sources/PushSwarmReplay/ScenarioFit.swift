@@ -202,8 +202,8 @@ public struct ScenarioFit: Sendable {
     /// platform's first attempts rise above their rate before it: at the first open's second
     /// less 2 s, or where the platform reports deliveries, where the rise that ends at the first
     /// open began (`burstStart`), up to 5 minutes before it.
-    /// The rate before a burst is the minute before it, where the log (from `logStart`) holds half
-    /// of it at least, and none where it does not: the rate the open workload keeps through the
+    /// The rate without the burst is the minute before it, or after its window where the log
+    /// begins too soon before it (`beside`): the rate the open workload keeps through the
     /// campaign (`background`).
     static func campaigns(platform: String, requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?, delivery: UInt16?, late: [Int64], lateDeliveries: [Int64], logStart: Int64, logEnd: Int64) -> [Campaign] {
         guard let open else { return [] }
@@ -223,12 +223,13 @@ public struct ScenarioFit: Sendable {
             let onset = delivery == nil
                 ? group[0] - 2_000_000
                 : burstStart(requests, before: group[0], notBefore: max(previousEnd, logStart))
-            // The platform's first attempts before the burst: the rate the load had without it.
-            let held = min(60_000_000, onset - logStart)
-            let before = held < 30_000_000 ? [] : requests.filter { $0.microseconds >= onset - held && $0.microseconds < onset }
-            let backgroundPerMicrosecond = held < 30_000_000 ? 0 : Double(before.count) / Double(held)
             let windowEnd = min(logEnd, group[group.count - 1] + 60_000_000)
             previousEnd = windowEnd
+            // The platform's first attempts beside the burst: the rate the load had without it.
+            let beside = Self.beside(onset: onset, windowEnd: windowEnd, logStart: logStart, logEnd: logEnd)
+            let load = requests.filter { request in beside.contains { $0.contains(request.microseconds) } }
+            let span = Double(beside.reduce(0) { $0 + $1.upperBound - $1.lowerBound })
+            let backgroundPerMicrosecond = span > 0 ? Double(load.count) / span : 0
             // From the onset, the first attempts in order beyond that rate: a device's first
             // request of the campaign leaves as its push is displayed, or as it taps.
             var burst: [Int64] = []
@@ -248,7 +249,7 @@ public struct ScenarioFit: Sendable {
                                     openOffsetsMicroseconds: group.map { $0 - at }, lastOpenMicroseconds: group[group.count - 1], windowEndMicroseconds: windowEnd)
             if let delivery {
                 // The delivery operation's first attempts in the window, less its rate before it.
-                let rate = held < 30_000_000 ? 0 : Double(before.filter { $0.operation == delivery }.count) / Double(held)
+                let rate = span > 0 ? Double(load.filter { $0.operation == delivery }.count) / span : 0
                 // Less the retries that came late (labelled first attempts, counted out by the
                 // windows that took nothing: `lateDeliveries`, where those ended).
                 let lateInWindow = lateDeliveries.filter { $0 >= onset && $0 <= windowEnd }.count
@@ -259,6 +260,17 @@ public struct ScenarioFit: Sendable {
             }
             return campaign
         }
+    }
+
+    /// Where a campaign's load without it is counted: the minute before its burst, where the log
+    /// holds 5 s of it at least (a log cut shortly before the storm still shows the load before
+    /// it); else the minute after its window, where the log goes on 5 s at least; else nowhere
+    /// (a log that begins with the burst and ends in it says nothing of the load without it).
+    static func beside(onset: Int64, windowEnd: Int64, logStart: Int64, logEnd: Int64) -> [Range<Int64>] {
+        let before = max(logStart, onset - 60_000_000)..<max(logStart, onset)
+        if before.count >= 5_000_000 { return [before] }
+        let after = min(logEnd, windowEnd + 1)..<min(logEnd, windowEnd + 60_000_000)
+        return after.count >= 5_000_000 ? [after] : []
     }
 
     /// Where the rise of a platform's first attempts that ends at `end` began: the second from
@@ -366,8 +378,8 @@ public struct ScenarioFit: Sendable {
 
     /// The open workload of one platform: its first attempts other than opens, per minute as a
     /// rate a second (per second in a minute with a burst), one entry a second of the run; within a campaign (2 s before its first tap
-    /// to a minute after its last open) the rate of the minute before it (none where the log
-    /// holds less than half of that minute), as the taps' sessions make the rest.
+    /// to a minute after its last open) the rate of the minute before it (of its last 5 s at
+    /// least; else of the minute after it), as the taps' sessions make the rest.
     static func background(requests: [(microseconds: Int64, operation: UInt16)], open: UInt16?, campaigns: [Campaign], start: Int64, seconds: Int) -> [Double] {
         var perSecond = [Int](repeating: 0, count: seconds)
         for request in requests where request.operation != open {
@@ -388,10 +400,12 @@ public struct ScenarioFit: Sendable {
             let bursty = rate.map { rate in outside.contains { Double(perSecond[$0]) >= max(10, 3 * rate) } } ?? false
             for second in range {
                 if let window = windows.first(where: { $0.contains(second) }) {
-                    // The minute before the campaign, where the log holds half of it at least
-                    // (a log that begins with the burst says nothing of the load without it).
+                    // The minute before the campaign where the log holds 5 s of it at least, else
+                    // the minute after it where the log goes on so long (`beside`).
                     let before = max(0, window.lowerBound - 60)..<min(seconds, max(0, window.lowerBound))
-                    rates[second] = before.count < 30 ? 0 : Double(before.reduce(0) { $0 + perSecond[$1] }) / Double(before.count)
+                    let after = min(seconds, window.upperBound + 1)..<min(seconds, window.upperBound + 61)
+                    let beside = before.count >= 5 ? before : after.count >= 5 ? after : 0..<0
+                    rates[second] = beside.isEmpty ? 0 : Double(beside.reduce(0) { $0 + perSecond[$1] }) / Double(beside.count)
                 } else {
                     rates[second] = bursty ? Double(perSecond[second]) : rate ?? 0
                 }

@@ -358,6 +358,37 @@ import Testing
         #expect(fit.campaigns.isEmpty && fit.retries == 0)
     }
 
+    /// Issue 62: a log cut to start 10 s before the campaign (as someone cuts a log around an
+    /// incident). The open workload keeps the load the log shows before the campaign through it
+    /// (5 events a second here), where it dropped to none for want of a whole minute before; a
+    /// log that begins with the burst takes the load from after the campaign's window.
+    @Test(arguments: [10, 0])
+    func aLogCutShortlyBeforeTheStormKeepsItsLoadThroughTheCampaign(secondsBefore: Int) throws {
+        var profile = LogProfile()
+        var random = SeededRandom(seed: 11, stream: .network)
+        let t0: Int64 = 1_795_716_000_000_000
+        func add(_ at: Int64, _ address: Int, _ path: String, _ operation: String) {
+            profile.add(AccessLogRecord(startMicroseconds: at, address: "203.0.113.\(address)", method: "POST", path: path, status: 200, durationMicroseconds: 1_000), operation: operation)
+        }
+        // 5 events a second throughout: before the campaign, and, with none before, 100 s of it.
+        let seconds = secondsBefore + (secondsBefore == 0 ? 100 : 40)
+        for tick in 0..<(5 * seconds) { add(t0 + Int64(tick) * 200_000, tick % 3, "/events", "smartapppush.events") }
+        // At secondsBefore, 120 taps within 2 s, each an event and its open.
+        for device in 0..<120 {
+            let tap = t0 + Int64(secondsBefore) * 1_000_000 + Int64(random.nextUnit() * 2_000_000)
+            add(tap, device % 3, "/events", "smartapppush.events")
+            add(tap + 30_000, device % 3, "/pushes/opened", "smartapppush.pushes_opened")
+        }
+        profile.sortByTime()
+        let fit = try #require(ScenarioFit.fit(profile, retry: nil, platforms: PlatformRegistry.all))
+        #expect(fit.campaigns.count == 1 && fit.campaigns.first?.taps == 120, "\(fit.campaigns)")
+        let rates = try #require(fit.background["smartapppush"])
+        let campaign = try #require(fit.campaigns.first)
+        let inside = Int(LogProfile.second(campaign.atMicroseconds) - fit.start) + 1
+        #expect(rates.count == seconds && inside < rates.count)
+        #expect(abs(rates[inside] - 5) <= 1, "the open workload in the campaign: \(rates[inside])/s; \(rates)")
+    }
+
     @Test func aLoadShapesPeakMinuteAndDrainAreCountedOverSeconds() {
         var sent = [Int](repeating: 1, count: 150)
         sent[70] = 100
