@@ -4,11 +4,12 @@ does: each chunk it reads waits a delay drawn from a distribution before it is w
 never overtakes the chunk before it (TCP keeps order). Each client's connection goes on from the
 client's own address (127.0.0.x), so the server behind it logs the NAT address the client had.
 
-    delay-proxy.py --listen 18080 --target 8080 --delay normal:40:20 [--seed 1] [--seconds 900]
+    delay-proxy.py --target 8080 --delay normal:40:20 [--listen 18080] [--seed 1] [--seconds 900]
 
 --delay is normal:MEAN:SD or lognormal:MEAN:SD, in milliseconds, each way (a normal draw below 0
-is 0). The proxy stops by itself after --seconds (a test that forgets it leaves nothing behind
-for long), and on SIGTERM or SIGINT.
+is 0). Without --listen it takes a free port of the system's. Once listening it prints
+"delay-proxy listening on 127.0.0.1:PORT". The proxy stops by itself after --seconds (a test
+that forgets it leaves nothing behind for long), and on SIGTERM or SIGINT.
 """
 import argparse
 import asyncio
@@ -66,7 +67,7 @@ def close(writer, graceful):
 
 async def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--listen", type=int, required=True)
+    parser.add_argument("--listen", type=int, default=0)
     parser.add_argument("--target", type=int, required=True)
     parser.add_argument("--delay", required=True)
     parser.add_argument("--seed", type=int, default=1)
@@ -87,6 +88,7 @@ async def main():
         await asyncio.gather(pump(client_reader, server_writer, draw), pump(server_reader, client_writer, draw))
 
     server = await asyncio.start_server(serve, "127.0.0.1", args.listen, backlog=4096)
+    print(f"delay-proxy listening on 127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
     stop = asyncio.get_running_loop().create_future()
     for signum in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(signum, lambda: stop.done() or stop.set_result(None))

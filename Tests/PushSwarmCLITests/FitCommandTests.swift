@@ -231,12 +231,18 @@ import Testing
         }
         var target = port
         var proxy: Peer?
+        defer { proxy?.stop() }
         if let delay {
-            target = freePort()
-            proxy = try Peer(which("python3")!, [
-                CommandLineTests.root.path + "/Tests/Fixtures/delay-proxy.py", "--listen", "\(target)", "--target", "\(port)", "--delay", delay, "--seconds", "600",
-            ])
-            guard waitForPort(target) else { return ["the delaying proxy did not listen on \(target)"] }
+            // On a port of its own choosing (one picked here could be taken meanwhile).
+            let listening = "delay-proxy listening on 127.0.0.1:"
+            let started = try Peer(which("python3")!, [
+                CommandLineTests.root.path + "/Tests/Fixtures/delay-proxy.py", "--target", "\(port)", "--delay", delay, "--seconds", "600",
+            ], readyWhen: listening)
+            proxy = started
+            guard let line = await onAThreadOfItsOwn({ started.line { $0.contains(listening) } }),
+                let listened = line.components(separatedBy: listening).last.flatMap({ UInt16($0.trimmingCharacters(in: .whitespaces)) })
+            else { return ["the delaying proxy did not say where it listens"] }
+            target = listened
         }
         let wall = try await cli.run([
             "run", scenarioFile, "--clock", "wall", "--target", "http://127.0.0.1:\(target)", "--no-warm-up",
