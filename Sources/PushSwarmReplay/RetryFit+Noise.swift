@@ -340,7 +340,7 @@ extension RetryFit {
 /// width either side held (`flanks`: twice what chance puts in one). Counted, not filled: a
 /// window broadened by a network's noise at a busy address nearly always holds some request,
 /// and only the count tells the retry in it from chance.
-struct AttemptCounts: CustomStringConvertible {
+struct AttemptCounts {
     private(set) var windows: [Int] = []
     private(set) var held: [Int] = []
     private(set) var flanks: [Int] = []
@@ -381,7 +381,7 @@ struct AttemptCounts: CustomStringConvertible {
     var heldTotal: Int { held.reduce(0, +) }
     var flanksTotal: Int { flanks.reduce(0, +) }
     /// What every attempt's windows held beyond chance.
-    var excess: Double { Double(held.reduce(0, +)) - Double(flanks.reduce(0, +)) / 2 }
+    var excess: Double { Double(heldTotal) - Double(flanksTotal) / 2 }
     func windows(_ attempt: Int) -> Int { attempt < windows.count ? windows[attempt] : 0 }
     /// What attempt `attempt`'s windows held beyond chance (half their flanks).
     func excess(_ attempt: Int) -> Double {
@@ -415,11 +415,8 @@ struct AttemptCounts: CustomStringConvertible {
 
     /// The excess over every attempt, in standard deviations (of a count less half another).
     var standardDeviations: Double {
-        let excess = Double(held.reduce(0, +)) - Double(flanks.reduce(0, +)) / 2
-        return excess / max(1, Double(held.reduce(0, +)) + Double(flanks.reduce(0, +)) / 4).squareRoot()
+        excess / max(1, Double(heldTotal) + Double(flanksTotal) / 4).squareRoot()
     }
-
-    var description: String { "windows \(windows) held \(held) flanks \(flanks)" }
 }
 
 /// A binary heap of `nearestAttempts`' events, earliest first, a window's closing before a

@@ -242,16 +242,16 @@ public struct RetryFit: Sendable, Equatable {
             }
             return best
         }
-        /// Whether a rule's windows find retries at fixed delays: clearly beyond chance, and a
-        /// quarter at least of what they find.
-        func atFixedDelays(_ rule: Rule) -> Bool {
-            let found = score(rule).total, control = score(rule.byChance).total
-            return clearlyBeyondChance(found: found, chance: control, fewest: LimiterFit.fewestRefusals) && Double(found - control) >= 0.25 * Double(found)
-        }
         var rule = search(searchWindow)?.rule ?? assumedWhenJittered
         // The turnaround: the millisecond after their delays that requests came in most.
         rule.window = fittedWindow(turnarounds(sample, rule: rule, logEnd: logEnd))
-        let onLoopback = atFixedDelays(rule)
+        let labelling = score(rule)
+        let control = score(rule.byChance).total
+        let addresses = sample.count
+        // Retries at fixed delays within milliseconds of them: clearly beyond chance, and a
+        // quarter at least of what the windows find.
+        let onLoopback = clearlyBeyondChance(found: labelling.total, chance: control, fewest: LimiterFit.fewestRefusals)
+            && Double(labelling.total - control) >= 0.25 * Double(labelling.total)
         var noise: Noise?
         var told: Rule?
         if !onLoopback, let found = throughNoise(sample, logEnd: logEnd) {
@@ -262,9 +262,6 @@ public struct RetryFit: Sendable, Equatable {
             rule.window = fittedWindow(found.noise)
             noise = found.noise
         }
-        let labelling = score(rule)
-        let control = score(rule.byChance).total
-        let addresses = sample.count
         if !onLoopback && noise == nil {
             rule = assumedWhenJittered
             rule.window = 0...RetryFit.searchWindow.upperBound
@@ -284,8 +281,6 @@ public struct RetryFit: Sendable, Equatable {
         // log recorded on a loaded machine (generator lag p99 13 to 23 ms) the first attempt's
         // windows were filled beyond chance 34 to 46 % of the time where attempts 2 to 5 were
         // 74 to 96 %, and stopping there fitted 1 retry where the clients made 5.
-        // Through a noisy network the attempts are told in the peak's core, where the retries
-        // stand furthest above chance.
         let made: [Int], mostlyFilled: Int?
         if noise != nil {
             // Through a noisy network a window hundreds of milliseconds wide at a busy address
@@ -329,15 +324,10 @@ public struct RetryFit: Sendable, Equatable {
         // (on a busy machine, 8 s for the spec's 1, 2, 4 s): the rule says the longest delay
         // its retries waited. Each retry's delay is the same.
         rule.maxDelayMicroseconds = rule.delay(attempt: rule.maxRetries)
-        var fit = RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken)
-        if let noise {
-            // What the windows hold against their flanks.
-            let counts = AttemptCounts(sample, rule: rule, logEnd: logEnd)
-            fit.found = counts.heldTotal
-            fit.control = counts.flanksTotal / 2
-            fit.noise = noise
-        }
-        return fit
+        guard let noise else { return RetryFit(rule: rule, found: score(rule).total, control: control, addresses: addresses, requests: taken) }
+        // What the windows hold against their flanks.
+        let counts = AttemptCounts(sample, rule: rule, logEnd: logEnd)
+        return RetryFit(rule: rule, noise: noise, found: counts.heldTotal, control: counts.flanksTotal / 2, addresses: addresses, requests: taken)
     }
 
     /// The first delays searched, seconds.
