@@ -20,7 +20,7 @@ enum FitCheck {
         do {
             fit = try await takingTapsOutOfDeliveries(fit, retry: retry)
             fit = try await takingQueuesOutOfTaps(fit, limiter: limiter, retry: retry, requests: profile.requests)
-            fit = try await countingTapsThroughNoise(fit, limiter: limiter, retry: retry, profile: profile)
+            fit = try await countingTaps(fit, limiter: limiter, retry: retry, profile: profile)
         } catch {
             PushSwarmCommand.printError("the fitted taps' scenario does not validate (\(error)); please report it with the log's first lines")
             return .failure
@@ -118,14 +118,15 @@ enum FitCheck {
         return fit.settingTimeToOpenScale((best.scale * 1_000).rounded() / 1_000)
     }
 
-    /// Through a noisy network the retries are told from first attempts by likelihood, not one
-    /// by one (`RetryFit.throughNoise`): the taps, the opens that were first attempts, are an
-    /// estimate some per cent off, and in a storm each tap is its opens and their retries. So
-    /// where the log's retries showed a network's noise, the taps of the campaigns whose devices
-    /// reported no delivery are scaled (by 1/2 to 2, bisected on a logarithmic scale, seven
-    /// simulated runs) until the simulated run sends as many requests as the log holds.
-    static func countingTapsThroughNoise(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?, profile: LogProfile) async throws -> ScenarioFit {
-        guard retry?.noise != nil, let limiter, limiter.isConvincing, fit.campaigns.contains(where: { $0.deliveries == 0 }) else { return fit }
+    /// The retries are told from first attempts by what their windows hold beyond chance, not
+    /// one by one (`RetryFit`): through a noisy network, or from a loaded client whose retries
+    /// came milliseconds late, the taps (the opens that were first attempts) are an estimate
+    /// some per cent off, and in a storm each tap is its opens and their retries. So where the
+    /// clients retried at fixed delays, the taps of the campaigns whose devices reported no
+    /// delivery are scaled (by 1/2 to 2, bisected on a logarithmic scale, seven simulated runs)
+    /// until the simulated run sends as many requests as the log holds.
+    static func countingTaps(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?, profile: LogProfile) async throws -> ScenarioFit {
+        guard retry?.rule.jitter == RetryFit.Jitter.none, let limiter, limiter.isConvincing, fit.campaigns.contains(where: { $0.deliveries == 0 }) else { return fit }
         func miss(_ scale: Double) async throws -> Int {
             Int(try await simulated(fit.settingTapScale(scale), limiter: limiter, retry: retry).sent) - profile.requests
         }

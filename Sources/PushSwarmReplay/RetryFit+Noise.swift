@@ -272,11 +272,12 @@ extension RetryFit {
 
     /// The window fitted around a network's noise: 3.5 times each quartile's distance from the
     /// median either side (about 98 % of a normal's spread; a log-normal's longer tail after it),
-    /// 1 ms before to 10 ms after the median at least.
+    /// 1 ms before to 10 ms after the median's millisecond at least (the median is a
+    /// millisecond's middle: the log's times are to the millisecond).
     static func fittedWindow(_ noise: Noise) -> ClosedRange<Int64> {
         let median = noise.medianMicroseconds
-        let low = min(median - 1_000, median - 7 * (median - noise.lowerQuartileMicroseconds) / 2)
-        let high = max(median + 10_000, median + 7 * (noise.upperQuartileMicroseconds - median) / 2)
+        let low = min(median - 1_500, median - 7 * (median - noise.lowerQuartileMicroseconds) / 2)
+        let high = max(median + 9_500, median + 7 * (noise.upperQuartileMicroseconds - median) / 2)
         return max(-10_000, low)...high
     }
 
@@ -304,7 +305,7 @@ extension RetryFit {
             if event.closes {
                 let window = windows[event.index]
                 guard let indices = byOperation[window.operation] else { continue }
-                let centre = (window.range.lowerBound + window.range.upperBound) / 2
+                let centre = window.range.lowerBound + (rule.expected.map { $0 - rule.window.lowerBound } ?? width / 2)
                 var next = indices.partitioningIndex { requests[$0].microseconds >= window.range.lowerBound }
                 var best: Int?
                 while next < indices.count, requests[indices[next]].microseconds <= window.range.upperBound {

@@ -345,7 +345,7 @@ public struct ScenarioFit: Sendable {
     }
 
     /// The fit with the taps of each campaign whose devices reported no delivery scaled by
-    /// `scale` (`FitCheck.countingTapsThroughNoise`), their times' shape kept.
+    /// `scale` (`FitCheck.countingTaps`), their times' shape kept.
     public func settingTapScale(_ scale: Double) -> ScenarioFit {
         var fit = self
         for index in fit.campaigns.indices where fit.campaigns[index].deliveries == 0 {

@@ -147,25 +147,9 @@ import Testing
     /// within 5 %, the 429 share within 3 points, the busiest minute within 10 %, the drain time
     /// within 20 %. The fitted limit and retry rule are nginx's and the clients'.
     ///
-    /// Recorded once, whatever the machine, and judged by how late its own generator was (its
-    /// lag p99). nginx's limit (decided by nginx) and one campaign are asserted always (at
-    /// 536 ms too, in CI beside its other suites). The clients' rule is asserted of a recording
-    /// with lag p99 up to 30 ms: thirteen recordings at 5 to 30 ms (two or three busy loops
-    /// beside the suite, or CI's other suites) fitted the clients' rule
-    /// exactly once the retry limit no longer stopped at the first attempt's
-    /// windows (RetryFitTests), and nginx's rate within 0.5 % (10.006 r/s once, for 10); two at
-    /// 52 and 108 ms (the whole suite beside two busy loops) did not, their retries late by
-    /// more than their windows, so those logs hold the machine's delays more than the clients'
-    /// rule. The counts are the machine's sooner: a loaded client sends the storm's first
-    /// retries late, outside their windows, and a late retry taken for a first attempt opens
-    /// windows that other devices' first attempts fill by chance, so at 10 ms the fit found 470
-    /// of the 570 deliveries the devices reported and its run sent 3,427 requests where the log
-    /// has 3,951; the quickstart's storm drained in 11 s where its replay took 14.
-    /// In CI at 20 ms the 429 share came out 7 points off, at 17 ms the taps 19 % under (late
-    /// retries of opens taken for first attempts, and first attempts for retries), at 536 ms
-    /// 17 % over. The total, the 429 share, the taps, the busiest minute, the drain and the
-    /// deliveries are asserted of a recording made with the generator on time (lag p99 2 ms at most; about 1 ms on a quiet machine),
-    /// and a loaded one prints them.
+    /// Everything is asserted however late the generator ran (issue 62): a loaded client's
+    /// late retries are timing noise, as a network's are, and the fit measures it. Recorded
+    /// beside the other suites (generator lag p99 4 to 30 ms) and with busy loops beside it.
     ///
     /// Two incidents: `incident-campaign`, whose storm is its taps, and `incident-deliveries`
     /// (issue 49, item 1), whose devices report every push they display (SmartAppPush's
@@ -174,10 +158,7 @@ import Testing
     /// from the taps, near what the devices did. And the quickstart's own storm: its 10,000
     /// installs from 17:59 to 18:01:30, its campaign at 18:00 reported by every device it
     /// reaches and tapped by one in ten, behind nginx at SmartAppPush's spec limit (10 r/s per
-    /// address), retried by the spec's table.
-    ///
-    /// The three are recorded one after another: side by side on two cores, one recorded at lag
-    /// p99 13 ms on an otherwise quiet machine, where alone each is at about 1.
+    /// address), retried by the spec's table. The three are recorded one after another.
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), .serialized, arguments: ["incident-campaign", "incident-deliveries", "quickstart"])
     func aFittedIncidentReproducesNginxsLogInSimulatedTime(fixture: String) async throws {
         for problem in try await fitAnIncident(fixture) { Issue.record(Comment(rawValue: problem)) }
@@ -189,12 +170,10 @@ import Testing
     /// fixed delays, and each retry reaches nginx some 80 ms after its delay, spread over tens of
     /// milliseconds: `fit` finds the clients' rule exactly and the network's noise apart from it
     /// (written as `network.rtt`), and the fitted scenario's simulated run reproduces the log
-    /// within issue 37's tolerances. Everything is asserted, however late the generator ran:
-    /// its lag is more noise on top of the network's (in CI beside the other suites, at lag p99
-    /// 22 ms, the noise's median came out 120 ms: the proxy's 80 and the machine's), but the
-    /// retry limit, held to the clients' at least. Through 150 ± 80 ms (log-normal) five
-    /// recordings here fitted the rule exactly, but one in CI fitted 7 retries where the
-    /// clients made 5: not recorded here yet (docs/incident-replay.md).
+    /// within issue 37's tolerances, however late the generator ran: its lag is more noise on
+    /// top of the network's. Through 150 ± 80 ms (log-normal) five recordings here fitted the
+    /// rule exactly, but one in CI fitted 7 retries where the clients made 5: not recorded here
+    /// yet (docs/incident-replay.md).
     @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), arguments: ["normal:40:20"])
     func aFittedIncidentThroughAJitteryNetworkReproducesNginxsLog(delay: String) async throws {
         for problem in try await fitAnIncident("incident-campaign", through: delay) { Issue.record(Comment(rawValue: problem)) }
@@ -262,21 +241,7 @@ import Testing
         func check(_ holds: Bool, _ problem: @autoclosure () -> String) {
             if !holds { problems.append(problem()) }
         }
-        // The counts, where the generator was on time; the clients' rule, where it kept its
-        // retries within tens of milliseconds; else printed.
-        // Through the proxy, whatever the lag: the fit holds through a network's noise, and the
-        // generator's lag is more of it.
-        let onTime = lag <= 2 || delay != nil
-        let keptStep = lag <= 30 || delay != nil
-        print("\(fixture): recorded at generator lag p99 \(lag) ms; asserted: nginx's limit, the campaign\(keptStep ? ", the clients' rule" : "")\(onTime ? ", the counts" : "")")
-        func check(_ holds: Bool, if asserted: Bool, _ problem: @autoclosure () -> String) {
-            if asserted {
-                check(holds, problem())
-            } else if !holds {
-                print("\(fixture), recorded with generator lag p99 \(lag) ms (the machine loaded), not asserted: \(problem().prefix(300))")
-            }
-        }
-        func checkCount(_ holds: Bool, _ problem: @autoclosure () -> String) { check(holds, if: onTime, problem()) }
+        print("\(fixture)\(delay.map { " through \($0)" } ?? ""): recorded at generator lag p99 \(lag) ms")
 
         // What the fit found: nginx's limit and the clients' rule.
         let fitted = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenario))))
@@ -292,21 +257,9 @@ import Testing
         let retry = platform?["retry"]?["rateLimited"]
         // The fixtures' rule, or the spec's table the quickstart's devices follow: 1 s, 2 s, 4 s.
         let (first, retries): (JSONValue, JSONValue) = fixture == "quickstart" ? ("1s", 3) : ("500ms", 5)
-        check(retry?["initialDelay"] == first && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", if: keptStep, "retry: \(String(describing: retry))\n\(fit.output)")
-        check(retry?["jitter"] == "none", if: keptStep, "retry: \(String(describing: retry))\n\(fit.output)")
-        // The clients' limit is a count too: in CI beside its other suites, a recording at lag
-        // p99 7.5 ms fitted 4 retries where the clients made 5 (its delays right); asserted of an
-        // on-time recording, as .ci/run's run alone makes.
-        if delay != nil {
-            // Through the proxy on a loaded machine the windows past the clients' limit hold the
-            // retries of the NAT's other devices refused with them: in CI beside the other
-            // suites two recordings fitted 7 retries where the clients made 5 (their delays,
-            // noise and counts right; alone here, five recordings fitted 5). The limit is held to
-            // the clients' at least: a fit never cuts their retries short.
-            check((retry?["maxRetries"]?.numberValue ?? 0) >= Double(retries.numberValue ?? 0), "retry: \(String(describing: retry))\n\(fit.output)")
-        } else {
-            check(retry?["maxRetries"] == retries, if: onTime, "retry: \(String(describing: retry))\n\(fit.output)")
-        }
+        check(retry?["initialDelay"] == first && retry?["multiplier"] == 2 && retry?["maxDelay"] == "4s", "retry: \(String(describing: retry))\n\(fit.output)")
+        check(retry?["jitter"] == "none", "retry: \(String(describing: retry))\n\(fit.output)")
+        check(retry?["maxRetries"] == retries, "retry: \(String(describing: retry))\n\(fit.output)")
         check(fitted["campaigns"]?.arrayValue?.count == 1, "campaigns: \(String(describing: fitted["campaigns"]))")
         if let delay {
             // The network's noise, apart from the rule: each retry crossed it twice (its answer
@@ -327,14 +280,14 @@ import Testing
         if fixture != "incident-campaign" {
             check(platform?["sendPushReceived"] == true, "devices report deliveries: \(String(describing: platform))")
             check(note.contains("deliveries reported"), "deliveries: \(note)")
-            checkCount(numbers.count >= 1 && abs(numbers[0] - displayed) <= 0.1 * displayed,
+            check(numbers.count >= 1 && abs(numbers[0] - displayed) <= 0.1 * displayed,
                        "deliveries: the devices displayed \(displayed); \(note)\n\(fit.output)")
             check(fit.output.contains("campaign deliveries"), "--check shows deliveries apart: \(fit.output)")
         } else {
             check(platform?["sendPushReceived"] == nil && note.hasPrefix("\(Int(numbers.first ?? -1)) taps"), "no deliveries: \(note)")
         }
         let taps = note.range(of: #"[0-9]+ taps:"#, options: .regularExpression).flatMap { Double(note[$0].dropLast(6)) } ?? -1
-        checkCount(abs(taps - tapped) <= 0.1 * tapped, "taps: the devices tapped \(tapped); \(note)")
+        check(abs(taps - tapped) <= 0.1 * tapped, "taps: the devices tapped \(tapped); \(note)")
 
         // The log's figures, counted here from nginx's lines: seconds from the first request's start.
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
@@ -368,14 +321,14 @@ import Testing
         let logTotal = Double(logSent.values.reduce(0, +))
         let simulatedTotal = Double(simulatedSent.values.reduce(0, +))
         check(logTotal > 1_000 && Double(logRefused.values.reduce(0, +)) > 0.3 * logTotal, "a storm: \(logTotal) requests")
-        checkCount(abs(simulatedTotal - logTotal) <= 0.05 * logTotal, "requests: log \(logTotal), simulated \(simulatedTotal)\n\(fit.output)")
+        check(abs(simulatedTotal - logTotal) <= 0.05 * logTotal, "requests: log \(logTotal), simulated \(simulatedTotal)\n\(fit.output)")
         let logShare = Double(logRefused.values.reduce(0, +)) / logTotal
         let simulatedShare = Double(simulatedRefused.values.reduce(0, +)) / simulatedTotal
-        checkCount(abs(simulatedShare - logShare) <= 0.03, "429 share: log \(logShare), simulated \(simulatedShare)")
+        check(abs(simulatedShare - logShare) <= 0.03, "429 share: log \(logShare), simulated \(simulatedShare)")
         let logPeak = Double(peakMinute(logSent))
-        checkCount(abs(Double(peakMinute(simulatedSent)) - logPeak) <= 0.1 * logPeak, "peak minute: log \(logPeak), simulated \(peakMinute(simulatedSent))")
+        check(abs(Double(peakMinute(simulatedSent)) - logPeak) <= 0.1 * logPeak, "peak minute: log \(logPeak), simulated \(peakMinute(simulatedSent))")
         let logDrain = Double(drain(logRefused))
-        checkCount(abs(Double(drain(simulatedRefused)) - logDrain) <= 0.2 * logDrain, "drain: log \(logDrain) s, simulated \(drain(simulatedRefused)) s")
+        check(abs(Double(drain(simulatedRefused)) - logDrain) <= 0.2 * logDrain, "drain: log \(logDrain) s, simulated \(drain(simulatedRefused)) s")
         check(fit.output.contains("429 share"), "the side-by-side table: \(fit.output)")
         check(FileManager.default.fileExists(atPath: report + "/fit-check.html"), "no fit-check.html")
         return problems
