@@ -158,7 +158,11 @@ enum FitCheck {
                 lines.append("network noise: retries reached the service \(ScenarioFit.span(noise.medianMicroseconds)) after their delays (median; quartiles \(ScenarioFit.span(noise.lowerQuartileMicroseconds)) to \(ScenarioFit.span(noise.upperQuartileMicroseconds))): the network's round trip and the clients' turnaround, replayed as network.rtt \(JSONWriter.text(of: ScenarioEncoder.durationDistribution(noise.roundTrip)))")
             } else if rule.jitter == .none {
                 lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (it finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0))")
-            } else {
+            }
+            if rule.jitter == .none, retry?.limitSeen == false {
+                lines.append("retry limit: \(rule.maxRetries) at least: the log shows no client giving up (none ran out of retries, or the log ends before any did); the scenario retries \(rule.maxRetries) times")
+            }
+            if rule.jitter != .none {
                 lines.append("retry rule: no fixed delays (the best finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0)); full jitter assumed")
             }
         }

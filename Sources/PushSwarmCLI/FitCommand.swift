@@ -172,6 +172,18 @@ enum FitCommand: Command {
         if let peak = profile.peakMinute { lines.append("peak minute \(RFC3339.format(unixMicroseconds: peak.minute * 1_000_000, offsetSeconds: 0, utcAsZ: true)): \(group(peak.requests)) requests") }
         if let storm = profile.storm {
             lines.append("storm of 429s from \(RFC3339.format(unixMicroseconds: storm.start * 1_000_000, offsetSeconds: 0, utcAsZ: true)), \(storm.end - storm.start + 1) s to its last 429")
+            // An excerpt cut within the storm (its first or last two seconds, the one at its edge
+            // partial, refusing a quarter of the storm's busiest second at least; a storm's onset
+            // and drain refuse a few): what it cannot show.
+            let refused = profile.rateLimitedPerSecond
+            let busiest = refused.values.max() ?? 0
+            func edge(_ second: Int64, _ next: Int64) -> Int { max(refused[second] ?? 0, refused[next] ?? 0) }
+            if let first = profile.first, edge(first / 1_000_000, first / 1_000_000 + 1) * 4 >= busiest {
+                lines.append("the log begins within the storm (its first seconds refused \(group(edge(first / 1_000_000, first / 1_000_000 + 1))) requests a second, its busiest \(group(busiest))): its first requests' earlier attempts are not in it, and some of their retries are taken for first attempts")
+            }
+            if let last = profile.last, edge(last / 1_000_000, last / 1_000_000 - 1) * 4 >= busiest {
+                lines.append("the log ends within the storm (its last seconds refused \(group(edge(last / 1_000_000, last / 1_000_000 - 1))) requests a second, its busiest \(group(busiest))): the storm's end, and the retries after the log's last line, are not in it")
+            }
         }
         if let limit = fitted, limit.refusals < LimiterFit.fewestRefusals {
             lines.append("per-address limit: too few 429s to fit one (\(limit.refusals))")

@@ -93,6 +93,11 @@ public struct RetryFit: Sendable, Equatable {
     /// with its delays shifted out of their windows (what chance alone finds).
     public var found: Int
     public var control: Int
+    /// Whether the log showed the clients giving up: the attempt past `rule.maxRetries` had its
+    /// windows and they held about nothing. Where not (no request ran out of retries, or the log
+    /// ends before any did), the limit is the most the log's retries show: the clients' is that
+    /// or more.
+    public var limitSeen = true
     /// The refused addresses and requests it rests on.
     public var addresses: Int
     public var requests: Int
@@ -292,10 +297,16 @@ public struct RetryFit: Sendable, Equatable {
         // (on a busy machine, 8 s for the spec's 1, 2, 4 s): the rule says the longest delay
         // its retries waited. Each retry's delay is the same.
         rule.maxDelayMicroseconds = rule.delay(attempt: rule.maxRetries)
-        guard let noise else { return RetryFit(rule: rule, found: score(rule).total, control: score(rule.byChance).total, addresses: addresses, requests: taken) }
-        // What the windows hold against their flanks.
-        let held = AttemptCounts(sample, rule: rule, logEnd: logEnd)
-        return RetryFit(rule: rule, noise: noise, found: held.heldTotal, control: held.flanksTotal / 2, addresses: addresses, requests: taken)
+        var fit: RetryFit
+        if let noise {
+            // What the windows hold against their flanks.
+            let held = AttemptCounts(sample, rule: rule, logEnd: logEnd)
+            fit = RetryFit(rule: rule, noise: noise, found: held.heldTotal, control: held.flanksTotal / 2, addresses: addresses, requests: taken)
+        } else {
+            fit = RetryFit(rule: rule, found: score(rule).total, control: score(rule.byChance).total, addresses: addresses, requests: taken)
+        }
+        fit.limitSeen = stopped != nil
+        return fit
     }
 
     /// The first delays searched, seconds.

@@ -164,14 +164,22 @@ extension ScenarioFit {
         if let retry {
             let rule = retry.rule
             notes.append(("retry.rateLimited", .string((rule.jitter == .none && retry.noise != nil
-                ? "Retries at fixed delays through a noisy network: of the rules whose delays the log's correlogram (each 429's later requests of its address and operation, by lag) shows peaks after, this one's windows (from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after each delay, a request taken as a retry where it is the nearest the window's centre) hold \(retry.found) requests in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where their flanks (as wide, either side) hold \(retry.control) by chance; \(rule.maxRetries) retries: the last attempt from which on the windows, pooled, held a quarter of a retry each beyond chance and 1.65 standard deviations; the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
+                ? "Retries at fixed delays through a noisy network: of the rules whose delays the log's correlogram (each 429's later requests of its address and operation, by lag) shows peaks after, this one's windows (from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after each delay, a request taken as a retry where it is the nearest the noise's median) hold \(retry.found) requests in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where their flanks (as wide, either side) hold \(retry.control) by chance; \(Self.limit(retry)); the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
                 : rule.jitter == .none
-                ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(rule.maxRetries) retries: of the attempts from the first whose windows took retries beyond chance (four standard deviations over the same windows 100 ms later), the last whose retries filled half at least of the windows chance left empty; the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
+                ? "Retries at fixed delays: this rule finds \(retry.found) retries of 429s (a request of the same address and operation from \(rule.window.lowerBound / 1_000) to \(rule.window.upperBound / 1_000) ms after its delay from the 429's answer) in \(retry.requests) requests of the \(retry.addresses) addresses refused most, where the same windows 100 ms later find \(retry.control) by chance; \(Self.limit(retry)); the \(lateRetries) windows that took nothing are retries that came late, counted as retries, not first attempts"
                 : "No fixed delays: the best fixed rule found \(retry.found) retries where chance finds \(retry.control); full jitter over 1 s doubling to 60 s, \(rule.maxRetries) retries, is assumed")
                 + (unsettable.isEmpty ? "" : ". Not written for \(unsettable.joined(separator: ", ")): their clients retry as their SDKs do, which a scenario does not set"))))
         }
         root.append((.fit, .object(JSONObject(notes))))
         return .object(ScenarioEncoder.object(root))
+    }
+
+    /// How the retry limit was told, for the fit's note.
+    static func limit(_ retry: RetryFit) -> String {
+        let retries = retry.rule.maxRetries
+        return retry.limitSeen
+            ? "\(retries) retries: the next attempt's windows held about nothing beyond their flanks where this one's held a retry each (the clients gave up)"
+            : "\(retries) retries at least: no attempt's windows showed the clients giving up (no request in the log ran out of retries, or the log ends before any did), and from attempt \(retries) on the windows, pooled, held a quarter of a retry each beyond their flanks"
     }
 
     /// Consecutive equal rates as one step each.

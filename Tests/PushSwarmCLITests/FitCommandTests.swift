@@ -100,6 +100,43 @@ import Testing
         #expect(share.count >= 2 && abs(share[1] - share[0]) <= 3, "\(run.output)")
     }
 
+    /// Issue 62, item 2: a log cut to end 5 s after its first 429 (as someone cuts a log around
+    /// an incident), fitted as far as it goes: the delays it shows (0.5, 1, 2 s; the clients'
+    /// 4 s retries come after it ends), a limit said to be a floor, and the cut named: its last
+    /// seconds refused more than a quarter of its busiest.
+    @Test func aLogEndingWithinTheStormSaysWhatItCannotSee() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-fit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let whole = try await cli.run(["fit", "Tests/Fixtures/logs/incident.log.gz", "--nginx-format", #"$remote_addr [$time_local] "$request" $status $request_time $msec"#, "--out", directory + "/whole.json"])
+        // The whole recording shows its clients giving up (its run ended as the storm drained,
+        // a third of its busiest second still refused: it ends within the storm too).
+        #expect(whole.output.contains("retry rule: 500ms × 2 up to 4s, 5 retries") && !whole.output.contains("retry limit:"), "\(whole.output)")
+        let lines = try gunzipped("Tests/Fixtures/logs/incident.log.gz").split(separator: "\n")
+        let msec = { (line: Substring) in Double(line.split(separator: " ").last ?? "") ?? 0 }
+        let first429 = try #require(lines.first { $0.split(separator: " ").dropLast(2).last == "429" }.map(msec))
+        let cut = directory + "/cut.log"
+        try (lines.filter { msec($0) <= first429 + 5 }.joined(separator: "\n") + "\n").write(toFile: cut, atomically: true, encoding: .utf8)
+        let run = try await cli.run(["fit", cut, "--nginx-format", #"$remote_addr [$time_local] "$request" $status $request_time $msec"#, "--out", directory + "/cut.json"])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.output.contains("the log ends within the storm"), "\(run.output)")
+        #expect(run.output.contains("retry rule: 500ms × 2 up to 2s, 3 retries, jitter none"), "\(run.output)")
+        #expect(run.output.contains("retry limit: 3 at least"), "\(run.output)")
+    }
+
+    /// A gzip file's text, read by gzip.
+    private func gunzipped(_ path: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["gzip", "-dc", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// `fit --out --check` of a committed log (Tests/Fixtures/logs), writing in `directory`: the
     /// run, the scenario's path, and the check table's figures by row.
     private func fitCommitted(_ log: String, in directory: String) async throws -> (run: CommandLineTests.Outcome, scenario: String, figures: (String) throws -> [Double]) {

@@ -194,6 +194,17 @@ import Testing
         #expect(fit.rule.maxRetries == 3, "\(fit.rule)")
     }
 
+    /// Issue 62, item 2: the limit is told as seen only where the log shows clients giving up
+    /// (requests refused on their last retry too); where every request got through (or the log
+    /// ends before any ran out), the limit is the most the retries show, and said to be a floor.
+    @Test(arguments: [false, true])
+    func theLimitIsSeenOnlyWhereClientsGaveUp(exhausted: Bool) throws {
+        let (profile, _) = log(initial: 0.5, multiplier: 2, cap: 2, refusals: 3, jittered: false, exhausted: exhausted)
+        let fit = try #require(RetryFit.fit(profile))
+        #expect(fit.rule.delay(attempt: 1) == 500_000 && fit.rule.maxRetries == 3, "\(fit.rule)")
+        #expect(fit.limitSeen == exhausted, "\(fit.rule)")
+    }
+
     /// Issue 53: an incident recorded on a loaded machine (generator lag p99 13 to 23 ms) fitted
     /// 1 retry where its clients made 5. Their first retries went out at the storm's peak, late,
     /// outside the window, and each late retry taken for a first attempt opened one more
