@@ -327,7 +327,6 @@ extension RetryFit {
                 let attempt = Int(attempts[event.index])
                 guard attempt < rule.maxRetries else { continue }
                 let range = rule.window(afterRefusalAt: request.endMicroseconds, attempt: attempt + 1)
-                if range.upperBound <= logEnd { labelling.count(expected: attempt + 1) }
                 windows.append((range, attempt + 1, request.operation))
                 events.push(time: range.upperBound, closes: true, index: windows.count - 1)
             }

@@ -10,18 +10,18 @@ import PushSwarmMetrics
 /// in a window just after its delay (`searchWindow`), and a request of that address and
 /// operation inside an open window is that retry (the next attempt of the same request). The
 /// rule that finds the most retries beyond chance wins (a busy address sends requests at any
-/// delay: the same rule looking 100 ms later is what chance finds), and its window is narrowed
-/// around the turnaround its retries showed. Where the winner's retries beyond chance are fewer
-/// than a quarter of what it finds, or within four standard deviations of chance (Poisson), the
-/// log shows no fixed delays: the clients draw them (jitter), and the fit assumes full jitter
-/// over the common table (1 s doubling to 60 s).
-/// `maxRetries` is the end of the attempts whose windows took retries beyond chance, the last of
-/// them whose expected retries mostly came.
+/// delay: the same rule looking 100 ms later is what chance finds), and its window is fitted to
+/// the spread of the turnarounds its retries showed (a loaded client's come milliseconds late).
 /// Through a carrier network the retries reach the service tens to hundreds of milliseconds
-/// after their delays, spread by every packet's delay: where the narrow windows find no fixed
+/// after their delays, spread by every packet's delay: where the search's windows find no fixed
 /// delays, the rule is looked for as peaks (`throughNoise`), the network's noise measured apart
 /// from it (`Noise`, written as `network.rtt`), and windows as wide as the noise take the
-/// request nearest their centre (`nearestAttempts`).
+/// request nearest its median (`nearestAttempts`). Where neither finds fixed delays, the
+/// clients draw them (jitter), and the fit assumes full jitter over the common table (1 s
+/// doubling to 60 s).
+/// `maxRetries` is counted: each attempt's windows against their flanks (`AttemptCounts`), the
+/// limit where the next attempt's hold about nothing (`limitSeen`), else the last attempt whose
+/// windows held retries.
 /// Where a request's retry is, in a busy second, another request may come first within its
 /// window and be taken for it, and a retry the client sent late is missed: the labelling is an
 /// estimate. Its count is not: under the rule every window holds one retry, so a window that
@@ -119,11 +119,9 @@ public struct RetryFit: Sendable, Equatable {
     /// Attempts past this are not looked for.
     static let mostRetries = 30
 
-    /// Retries found per attempt, and the retries expected per attempt (a 429 answered early
-    /// enough for its retry to fall within the log).
+    /// Retries found per attempt.
     public struct Labelling: Sendable, Equatable {
         public var found: [Int] = []
-        public var expected: [Int] = []
         /// Per operation, where the windows within the log that took no request ended: retries
         /// that came outside them (late, or taken by another's window), labelled first attempts.
         public var unmatched: [UInt16: [Int64]] = [:]
@@ -132,11 +130,6 @@ public struct RetryFit: Sendable, Equatable {
         mutating func count(found attempt: Int) {
             while found.count <= attempt { found.append(0) }
             found[attempt] += 1
-        }
-
-        mutating func count(expected attempt: Int) {
-            while expected.count <= attempt { expected.append(0) }
-            expected[attempt] += 1
         }
     }
 
@@ -162,7 +155,6 @@ public struct RetryFit: Sendable, Equatable {
             attempts[index] = UInt8(attempt)
             guard request.status == 429, attempt < rule.maxRetries else { continue }
             let window = rule.window(afterRefusalAt: request.endMicroseconds, attempt: attempt + 1)
-            if window.upperBound <= logEnd { labelling.count(expected: attempt + 1) }
             open[request.operation, default: Windows()].insert(window, attempt: attempt + 1)
         }
         for (operation, windows) in open {
