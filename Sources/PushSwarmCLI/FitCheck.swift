@@ -153,16 +153,18 @@ enum FitCheck {
         var lines: [String] = []
         lines.append("fit: \(fit.totalFirstAttempts) first attempts and \(fit.retries) retries; \(fit.devices) devices behind \(fit.effectiveAddresses) addresses (of \(fit.addresses) in the log)")
         if let rule = retry?.rule {
-            if rule.jitter == .none, let noise = retry?.noise {
-                lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (its windows hold \(retry?.found ?? 0) requests where their flanks hold \(retry?.control ?? 0) by chance)")
-                lines.append("network noise: retries reached the service \(ScenarioFit.span(noise.medianMicroseconds)) after their delays (median; quartiles \(ScenarioFit.span(noise.lowerQuartileMicroseconds)) to \(ScenarioFit.span(noise.upperQuartileMicroseconds))): the network's round trip and the clients' turnaround, replayed as network.rtt \(JSONWriter.text(of: ScenarioEncoder.durationDistribution(noise.roundTrip)))")
-            } else if rule.jitter == .none {
-                lines.append("retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none (it finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0))")
-            }
-            if rule.jitter == .none, retry?.limitSeen == false {
-                lines.append("retry limit: \(rule.maxRetries) at least: the log shows no client giving up (none ran out of retries, or the log ends before any did); the scenario retries \(rule.maxRetries) times")
-            }
-            if rule.jitter != .none {
+            if rule.jitter == .none {
+                let delays = "retry rule: \(ScenarioFit.span(rule.initialDelayMicroseconds)) × \(ScenarioFit.number(rule.multiplier)) up to \(ScenarioFit.span(rule.maxDelayMicroseconds)), \(rule.maxRetries) retries, jitter none"
+                if let noise = retry?.noise {
+                    lines.append("\(delays) (its windows hold \(retry?.found ?? 0) requests where their flanks hold \(retry?.control ?? 0) by chance)")
+                    lines.append("network noise: retries reached the service \(ScenarioFit.span(noise.medianMicroseconds)) after their delays (median; quartiles \(ScenarioFit.span(noise.lowerQuartileMicroseconds)) to \(ScenarioFit.span(noise.upperQuartileMicroseconds))): the network's round trip and the clients' turnaround, replayed as network.rtt \(JSONWriter.text(of: ScenarioEncoder.durationDistribution(noise.roundTrip)))")
+                } else {
+                    lines.append("\(delays) (it finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0))")
+                }
+                if retry?.limitSeen == false {
+                    lines.append("retry limit: \(rule.maxRetries) at least: the log shows no client giving up (none ran out of retries, or the log ends before any did); the scenario retries \(rule.maxRetries) times")
+                }
+            } else {
                 lines.append("retry rule: no fixed delays (the best finds \(retry?.found ?? 0) retries where chance finds \(retry?.control ?? 0)); full jitter assumed")
             }
         }

@@ -178,11 +178,11 @@ enum FitCommand: Command {
             let refused = profile.rateLimitedPerSecond
             let busiest = refused.values.max() ?? 0
             func edge(_ second: Int64, _ next: Int64) -> Int { max(refused[second] ?? 0, refused[next] ?? 0) }
-            if let first = profile.first, edge(first / 1_000_000, first / 1_000_000 + 1) * 4 >= busiest {
-                lines.append("the log begins within the storm (its first seconds refused \(group(edge(first / 1_000_000, first / 1_000_000 + 1))) requests a second, its busiest \(group(busiest))): its first requests' earlier attempts are not in it, and some of their retries are taken for first attempts")
+            if let first = profile.first.map({ $0 / 1_000_000 }), case let opening = edge(first, first + 1), opening * 4 >= busiest {
+                lines.append("the log begins within the storm (its first seconds refused \(group(opening)) requests a second, its busiest \(group(busiest))): its first requests' earlier attempts are not in it, and some of their retries are taken for first attempts")
             }
-            if let last = profile.last, edge(last / 1_000_000, last / 1_000_000 - 1) * 4 >= busiest {
-                lines.append("the log ends within the storm (its last seconds refused \(group(edge(last / 1_000_000, last / 1_000_000 - 1))) requests a second, its busiest \(group(busiest))): the storm's end, and the retries after the log's last line, are not in it")
+            if let last = profile.last.map({ $0 / 1_000_000 }), case let closing = edge(last, last - 1), closing * 4 >= busiest {
+                lines.append("the log ends within the storm (its last seconds refused \(group(closing)) requests a second, its busiest \(group(busiest))): the storm's end, and the retries after the log's last line, are not in it")
             }
         }
         if let limit = fitted, limit.refusals < LimiterFit.fewestRefusals {

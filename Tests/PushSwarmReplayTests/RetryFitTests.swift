@@ -164,11 +164,7 @@ import Testing
     /// and the network's noise is told apart: the round trip's median within 10 %.
     @Test(arguments: [Network.normal(40, 20), Network.logNormal(150, 80)])
     func retriesThroughAJitteryNetworkShowTheClientsRuleAndTheNoise(network: Network) throws {
-        let (profile, retries) = log(initial: 0.5, multiplier: 2, cap: 4, refusals: 5, jittered: false, addresses: 12, requests: 60, spread: 6, network: network, deep: 0.5)
-        let fit = try #require(RetryFit.fit(profile))
-        #expect(fit.rule.jitter == .none, "\(fit.rule): found \(fit.found), chance \(fit.control)")
-        #expect((1...5).map { fit.rule.delay(attempt: $0) } == [500_000, 1_000_000, 2_000_000, 4_000_000, 4_000_000], "\(fit.rule)")
-        #expect(fit.rule.maxRetries == 5, "\(fit.rule)")
+        let (profile, retries, fit) = try fitsFiveRetriesFromHalfASecond(through: network)
         let noise = try #require(fit.noise, "\(fit)")
         let median = network.medianRoundTripMilliseconds + 2
         #expect(abs(Double(noise.medianMicroseconds) / 1_000 - median) <= 0.1 * median, "\(noise), the round trip's median \(median) ms")
@@ -215,11 +211,19 @@ import Testing
     /// suites): the clients' rule is still found, its delays and its limit exact.
     @Test(arguments: [Network.lagging(3), Network.lagging(10), Network.lagging(30)])
     func retriesOfALaggingClientShowItsRule(network: Network) throws {
-        let (profile, _) = log(initial: 0.5, multiplier: 2, cap: 4, refusals: 5, jittered: false, addresses: 12, requests: 60, spread: 6, network: network, deep: 0.5)
+        _ = try fitsFiveRetriesFromHalfASecond(through: network)
+    }
+
+    /// Clients retrying at 0.5 s doubling to 4 s, 5 retries, half of their requests refused to
+    /// the end, 12 addresses, through `network`: the log, its retries, and its fit, whose rule is
+    /// checked to be the clients' (its delays, its retries, jitter none).
+    private func fitsFiveRetriesFromHalfASecond(through network: Network) throws -> (LogProfile, retries: Int, RetryFit) {
+        let (profile, retries) = log(initial: 0.5, multiplier: 2, cap: 4, refusals: 5, jittered: false, addresses: 12, requests: 60, spread: 6, network: network, deep: 0.5)
         let fit = try #require(RetryFit.fit(profile))
         #expect(fit.rule.jitter == .none, "\(fit.rule): found \(fit.found), chance \(fit.control)")
         #expect((1...5).map { fit.rule.delay(attempt: $0) } == [500_000, 1_000_000, 2_000_000, 4_000_000, 4_000_000], "\(fit.rule)")
         #expect(fit.rule.maxRetries == 5, "\(fit.rule)")
+        return (profile, retries, fit)
     }
 
     /// Issue 53: an incident recorded on a loaded machine (generator lag p99 13 to 23 ms) fitted
