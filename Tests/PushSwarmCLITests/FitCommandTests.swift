@@ -184,41 +184,59 @@ import Testing
     /// within 5 %, the 429 share within 3 points, the busiest minute within 10 %, the drain time
     /// within 20 %. The fitted limit and retry rule are nginx's and the clients'.
     ///
-    /// Everything is asserted however late the generator ran (issue 62): a loaded client's
-    /// late retries are timing noise, as a network's are, and the fit measures it. Recorded
-    /// beside the other suites (generator lag p99 4 to 30 ms) and with busy loops beside it.
-    ///
-    /// Two incidents: `incident-campaign`, whose storm is its taps, and `incident-deliveries`
+    /// Three incidents: `incident-campaign`, whose storm is its taps, and `incident-deliveries`
     /// (issue 49, item 1), whose devices report every push they display (SmartAppPush's
     /// `push_received`, on /events beside every other event) before a fifth of them tap over the
     /// next seconds: the delivery wave makes most of the storm, and the fit must find it, apart
     /// from the taps, near what the devices did. And the quickstart's own storm: its 10,000
     /// installs from 17:59 to 18:01:30, its campaign at 18:00 reported by every device it
     /// reaches and tapped by one in ten, behind nginx at SmartAppPush's spec limit (10 r/s per
-    /// address), retried by the spec's table. The three are recorded one after another.
-    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), .serialized, arguments: ["incident-campaign", "incident-deliveries", "quickstart"])
-    func aFittedIncidentReproducesNginxsLogInSimulatedTime(fixture: String) async throws {
-        for problem in try await fitAnIncident(fixture) { Issue.record(Comment(rawValue: problem)) }
+    /// address), retried by the spec's table.
+    ///
+    /// And issue 62's: `incident-campaign` recorded through a carrier network, a proxy on
+    /// loopback (Tests/Fixtures/delay-proxy.py) that forwards each NAT address's connections
+    /// from that address and delays every chunk each way by 40 ± 20 ms (normal). The clients
+    /// retry 429s at fixed delays, and each retry reaches nginx some 80 ms after its delay,
+    /// spread over tens of milliseconds: `fit` finds the clients' rule exactly and the network's
+    /// noise apart from it (written as `network.rtt`). Through 150 ± 80 ms (log-normal) five
+    /// recordings here fitted the rule exactly, but one in CI fitted 7 retries where the clients
+    /// made 5: not recorded here yet (docs/incident-replay.md).
+    ///
+    /// Everything is asserted however late the generator ran (issue 62): a loaded client's
+    /// late retries are timing noise, as a network's are, and the fit measures it (recorded
+    /// beside the other suites, generator lag p99 3 to 30 ms, and with busy loops beside it).
+    /// A recording whose generator PushSwarm itself calls saturated (lag p99 over 100 ms) is
+    /// not the fixture's incident: its clients did not retry at their rule but up to a first
+    /// delay later (CI once recorded at 643 ms, as the suite started). It is recorded again,
+    /// twice at most, and the last recording is asserted whatever its lag. The four are
+    /// recorded one after another, so that they do not load each other.
+    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), .serialized, arguments: [
+        ("incident-campaign", nil), ("incident-deliveries", nil), ("quickstart", nil), ("incident-campaign", "normal:40:20"),
+    ] as [(String, String?)])
+    func aFittedIncidentReproducesNginxsLogInSimulatedTime(fixture: String, through delay: String?) async throws {
+        var saturated: [Double] = []
+        while true {
+            switch try await fitAnIncident(fixture, through: delay, mayRecordAgain: saturated.count < 2) {
+            case .recordAgain(let lag):
+                saturated.append(lag)
+            case .checked(let problems):
+                let again = saturated.isEmpty ? "" : " (recorded again after generator lag p99 \(saturated.map { "\($0) ms" }.joined(separator: ", ")))"
+                for problem in problems { Issue.record(Comment(rawValue: problem + again)) }
+                return
+            }
+        }
     }
 
-    /// Issue 62: the same incident recorded through a carrier network, a proxy on loopback
-    /// (Tests/Fixtures/delay-proxy.py) that forwards each NAT address's connections from that
-    /// address and delays every chunk each way by 40 ± 20 ms (normal). The clients retry 429s at
-    /// fixed delays, and each retry reaches nginx some 80 ms after its delay, spread over tens of
-    /// milliseconds: `fit` finds the clients' rule exactly and the network's noise apart from it
-    /// (written as `network.rtt`), and the fitted scenario's simulated run reproduces the log
-    /// within issue 37's tolerances, however late the generator ran: its lag is more noise on
-    /// top of the network's. Through 150 ± 80 ms (log-normal) five recordings here fitted the
-    /// rule exactly, but one in CI fitted 7 retries where the clients made 5: not recorded here
-    /// yet (docs/incident-replay.md).
-    @Test(.enabled(if: which("nginx") != nil, "needs nginx (apt-get install nginx-light)"), arguments: ["normal:40:20"])
-    func aFittedIncidentThroughAJitteryNetworkReproducesNginxsLog(delay: String) async throws {
-        for problem in try await fitAnIncident("incident-campaign", through: delay) { Issue.record(Comment(rawValue: problem)) }
+    private enum Outcome {
+        /// The generator fell behind: lag p99 over `Summary.saturationThresholdMs`.
+        case recordAgain(lagP99: Double)
+        /// What is wrong with the fit of the recording.
+        case checked([String])
     }
 
     /// Records the incident (through a delaying proxy, where `through` gives its delay), fits
     /// its log, checks the fit against it: what is wrong.
-    private func fitAnIncident(_ fixture: String, through delay: String? = nil) async throws -> [String] {
+    private func fitAnIncident(_ fixture: String, through delay: String?, mayRecordAgain: Bool) async throws -> Outcome {
         let format = #"$remote_addr [$time_local] "$request" $status $request_time $msec"#
         // Paths relative to nginx's prefix, the peer's directory; POST to a static file is a 405
         // that error_page turns into a 200, after limit_req.
@@ -240,7 +258,7 @@ import Testing
                 .replacingOccurrences(of: #""start": "2026-03-02T00:00:00Z""#, with: #""start": "2026-03-02T17:59:00Z""#)
                 .replacingOccurrences(of: #""at": "18h""#, with: #""at": "60s""#)
             guard minutes.contains(#""at": "60s""#), minutes.contains("17:59:00Z"), minutes.contains(#""duration": "150s""#) else {
-                return ["Scenarios/quickstart.json no longer has what the test edits"]
+                return .checked(["Scenarios/quickstart.json no longer has what the test edits"])
             }
             scenarioFile = directory.appendingPathComponent("quickstart.json").path
             try minutes.write(toFile: scenarioFile, atomically: true, encoding: .utf8)
@@ -257,7 +275,7 @@ import Testing
             proxy = started
             guard let line = await onAThreadOfItsOwn({ started.line { $0.contains(listening) } }),
                 let listened = line.components(separatedBy: listening).last.flatMap({ UInt16($0.trimmingCharacters(in: .whitespaces)) })
-            else { return ["the delaying proxy did not say where it listens"] }
+            else { return .checked(["the delaying proxy did not say where it listens"]) }
             target = listened
         }
         let wall = try await cli.run([
@@ -266,14 +284,18 @@ import Testing
         ])
         proxy?.stop()
         nginx.stop()
-        guard wall.status == 0 else { return ["the wall run exited \(wall.status): \(wall.error)"] }
+        guard wall.status == 0 else { return .checked(["the wall run exited \(wall.status): \(wall.error)"]) }
         let recorded = try SummaryArchive.read(String(contentsOfFile: directory.appendingPathComponent("wall/metrics.json").path, encoding: .utf8))
         let lag = recorded.lagP99Milliseconds ?? 0
+        if mayRecordAgain, lag > Summary.saturationThresholdMs {
+            print("\(fixture)\(delay.map { " through \($0)" } ?? ""): recorded at generator lag p99 \(lag) ms, saturated: recording again")
+            return .recordAgain(lagP99: lag)
+        }
         let log = directory.appendingPathComponent("access.log").path
         let scenario = directory.appendingPathComponent("incident.json").path
         let report = directory.appendingPathComponent("check").path
         let fit = try await cli.run(["fit", log, "--nginx-format", format, "--out", scenario, "--check", "--report", report])
-        guard fit.status == 0 else { return ["fit exited \(fit.status): \(fit.error)"] }
+        guard fit.status == 0 else { return .checked(["fit exited \(fit.status): \(fit.error)"]) }
         var problems: [String] = []
         func check(_ holds: Bool, _ problem: @autoclosure () -> String) {
             if !holds { problems.append(problem()) }
@@ -368,7 +390,7 @@ import Testing
         check(abs(Double(drain(simulatedRefused)) - logDrain) <= 0.2 * logDrain, "drain: log \(logDrain) s, simulated \(drain(simulatedRefused)) s")
         check(fit.output.contains("429 share"), "the side-by-side table: \(fit.output)")
         check(FileManager.default.fileExists(atPath: report + "/fit-check.html"), "no fit-check.html")
-        return problems
+        return .checked(problems)
     }
 }
 
