@@ -92,22 +92,35 @@ enum FitCommand: Command {
         }
         let operations = LogOperations(platforms: PlatformRegistry.all)
         var reader = AccessLogReader(format: format)
-        var profile = LogProfile()
+        // One profile a file (an edge node's log each), merged on the first's clock below.
+        var profiles: [LogProfile] = []
         let budget = memoryBudget(under: .current())
         var overBudget = false
         for file in files where !overBudget {
+            var profile = LogProfile()
+            let before = profiles.reduce(0) { $0 + $1.estimatedBytes }
             do {
                 try reader.read(file) { (record: AccessLogRecord) -> Bool in
                     profile.add(record, operation: operations.operation(method: record.method, path: record.path))
                     // Weighed every 4,096 requests: the estimate is a few additions.
-                    if profile.kept & 4_095 == 0, let budget, profile.estimatedBytes > budget.bytes { overBudget = true }
+                    if profile.kept & 4_095 == 0, let budget, before + profile.estimatedBytes > budget.bytes { overBudget = true }
                     return !overBudget
                 }
             } catch {
                 PushSwarmCommand.printError("\(file): \(error)")
                 return .badInput
             }
+            profile.sortByTime()
+            profiles.append(profile)
         }
+        var profile = profiles.first ?? LogProfile()
+        var clocks: [String] = []
+        for (file, other) in zip(files, profiles).dropFirst() {
+            let offset = ClockOffset.measure(other, against: profile)
+            clocks.append(Self.describe(offset, of: file, against: files[0]))
+            profile.merge(other, shiftedBy: offset?.microseconds ?? 0)
+        }
+        profiles = []
         if overBudget, let budget {
             let addresses = TerminalReport.group(UInt64(profile.byAddress.count))
             PushSwarmCommand.printError(
@@ -122,9 +135,11 @@ enum FitCommand: Command {
             PushSwarmCommand.printError("\(reader.unreadCount) of \(reader.lines) lines are not access log records in this format\(first)")
             return .badInput
         }
-        profile.sortByTime()
+        // Each file's requests are in time order; merged ones, once more.
+        if files.count > 1 { profile.sortByTime() }
         let limiter = profile.fitLimiter()
         print(Self.render(profile, limiter: limiter, reader: reader, files: files))
+        for line in clocks { print(line) }
         guard arguments.value("--out") != nil || arguments.flags.contains("--check") else { return .success }
         return await FitCheck.fitAndCheck(profile, limiter: limiter, reader: reader, files: files, arguments: arguments)
     }
@@ -139,6 +154,17 @@ enum FitCommand: Command {
         if let available = limits.available { candidates.append((available - MemoryEstimate.baseBytes, "the machine's MemAvailable")) }
         guard let tightest = candidates.min(by: { $0.0 < $1.0 }) else { return nil }
         return (max(0, tightest.0) / 2, "half of what \(tightest.1) leaves")
+    }
+
+    /// What `fit` says of a node's clock: its offset from the first log's, removed, or why none is.
+    static func describe(_ offset: ClockOffset?, of file: String, against reference: String) -> String {
+        guard let offset else {
+            return "clock of \(file): no offset measured against \(reference) (fewer than \(ClockOffset.fewestCrossings) 429s whose address went on in the other log); "
+                + "none removed, and none matters where each address's requests are in one log (addresses pinned to a node, or one node's logs one after another)"
+        }
+        let milliseconds = String(format: "%+.0f", Double(offset.microseconds) / 1_000)
+            + (offset.standardError.map { String(format: " ± %.0f", Double($0) / 1_000) } ?? "")
+        return "clock of \(file): \(milliseconds) ms against \(reference)'s (from the retries of \(TerminalReport.group(UInt64(offset.crossings))) 429s whose address went on in the other log), removed from its times"
     }
 
     static func render(_ profile: LogProfile, limiter fitted: LimiterFit?, reader: AccessLogReader, files: [String]) -> String {

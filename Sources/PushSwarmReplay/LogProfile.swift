@@ -79,18 +79,54 @@ public struct LogProfile: Sendable {
         let second = Self.second(record.startMicroseconds)
         perSecond[second, default: 0] += 1
         if record.status == 429 { rateLimitedPerSecond[second, default: 0] += 1 }
-        let index: UInt16
-        if let known = operationIndex[operation] {
-            index = known
-        } else {
-            // Operations are the five platforms' few dozen: an index of 16 bits holds them all.
-            index = UInt16(operationNames.count)
-            operationNames.append(operation)
-            operationIndex[operation] = index
-        }
+        let index = self.index(of: operation)
         byAddress[record.address, default: []].append(
             LoggedRequest(microseconds: record.startMicroseconds, durationMicroseconds: record.durationMicroseconds, operation: index, status: Int16(record.status)))
         kept += 1
+    }
+
+    /// Adds another node's log, its times moved back by `shift` microseconds (its clock's
+    /// offset from this one's, `ClockOffset`): as if its lines had been read here, on this clock.
+    public mutating func merge(_ other: LogProfile, shiftedBy shift: Int64) {
+        if let otherFirst = other.first { first = min(first ?? otherFirst - shift, otherFirst - shift) }
+        if let otherLast = other.last { last = max(last ?? otherLast - shift, otherLast - shift) }
+        http2Requests += other.http2Requests
+        http1Requests += other.http1Requests
+        for (path, count) in other.unknownPaths {
+            if unknownPaths[path] != nil || unknownPaths.count < Self.distinctUnknownPaths {
+                unknownPaths[path, default: 0] += count
+            } else {
+                otherUnknownPaths += count
+            }
+        }
+        otherUnknownPaths += other.otherUnknownPaths
+        for (name, operation) in other.operations {
+            operations[name, default: Operation()].requests += operation.requests
+            for (status, count) in operation.byStatus { operations[name, default: Operation()].byStatus[status, default: 0] += count }
+        }
+        let indices = other.operationNames.map { index(of: $0) }
+        for (address, requests) in other.byAddress {
+            var moved = requests
+            for position in moved.indices {
+                moved[position].microseconds -= shift
+                moved[position].operation = indices[Int(moved[position].operation)]
+                let second = Self.second(moved[position].microseconds)
+                perSecond[second, default: 0] += 1
+                if moved[position].status == 429 { rateLimitedPerSecond[second, default: 0] += 1 }
+            }
+            byAddress[address, default: []].append(contentsOf: moved)
+        }
+        kept += other.kept
+    }
+
+    /// An operation's index, given it one where it has none.
+    private mutating func index(of operation: String) -> UInt16 {
+        if let known = operationIndex[operation] { return known }
+        // Operations are the five platforms' few dozen: an index of 16 bits holds them all.
+        let index = UInt16(operationNames.count)
+        operationNames.append(operation)
+        operationIndex[operation] = index
+        return index
     }
 
     /// Requests held for the fits (those of known operations).

@@ -124,6 +124,51 @@ import Testing
         #expect(run.output.contains("retry limit: 3 at least"), "\(run.output)")
     }
 
+    /// Issue 62, item 3: the committed incident as two edge nodes log it, their clocks 7 ms
+    /// apart. Behind a balancer that spreads each address's requests over both (a line in two
+    /// to the second node, its `$msec` 7 ms ahead), a retry answered on one node and sent to the
+    /// other shows the offset: `fit` measures it from both files, removes it, and fits what the
+    /// one log gave (the rule, the limit, the devices, the taps). Behind one that pins each
+    /// address to a node, nothing shows the offset and nothing needs it: `fit` says so and fits
+    /// the same.
+    @Test func anIncidentLoggedByTwoNodesIsFittedOnOneClock() async throws {
+        let directory = NSTemporaryDirectory() + "pushswarm-fit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let format = #"$remote_addr [$time_local] "$request" $status $request_time $msec"#
+        let one = try await cli.run(["fit", "Tests/Fixtures/logs/incident.log.gz", "--nginx-format", format, "--out", directory + "/one.json"])
+        let lines = try gunzipped("Tests/Fixtures/logs/incident.log.gz").split(separator: "\n")
+        let ahead = { (line: Substring) -> String in
+            var fields = line.split(separator: " ").map(String.init)
+            fields[fields.count - 1] = String(format: "%.3f", (Double(fields[fields.count - 1]) ?? 0) + 0.007)
+            return fields.joined(separator: " ")
+        }
+        func fitBoth(_ toSecond: (Int, Substring) -> Bool, _ name: String) async throws -> CommandLineTests.Outcome {
+            let (first, second) = (directory + "/\(name)-a.log", directory + "/\(name)-b.log")
+            let split = lines.enumerated().map { (index: $0.offset, line: $0.element, second: toSecond($0.offset, $0.element)) }
+            try (split.filter { !$0.second }.map { String($0.line) }.joined(separator: "\n") + "\n").write(toFile: first, atomically: true, encoding: .utf8)
+            try (split.filter(\.second).map { ahead($0.line) }.joined(separator: "\n") + "\n").write(toFile: second, atomically: true, encoding: .utf8)
+            let run = try await cli.run(["fit", first, second, "--nginx-format", format, "--out", directory + "/\(name).json"])
+            #expect(run.status == 0, "\(run.error)")
+            return run
+        }
+        func line(_ run: CommandLineTests.Outcome, _ prefix: String) -> String {
+            run.output.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init) ?? "no \(prefix) line"
+        }
+        // Every other line, by a hash of its place: a balancer's round robin of connections.
+        let spread = try await fitBoth({ index, _ in (UInt64(index) &* 0x9E37_79B9_7F4A_7C15) >> 63 == 1 }, "spread")
+        #expect(spread.output.contains("clock of \(directory)/spread-b.log: +7 ± "), "\(spread.output)")
+        #expect(line(spread, "retry rule:").hasPrefix("retry rule: 500ms × 2 up to 4s, 5 retries, jitter none"), "\(spread.output)")
+        #expect(line(spread, "per-address limit:").hasPrefix("per-address limit: 5 r/s, burst 10, nodelay"), "\(spread.output)")
+        #expect(line(spread, "campaign on") == line(one, "campaign on"), "\(spread.output)\n\(one.output)")
+        // Two of the four NAT addresses on each node.
+        let pinned = try await fitBoth({ _, line in ["127.0.0.2", "127.0.0.4"].contains(line.split(separator: " ").first ?? "") }, "pinned")
+        #expect(pinned.output.contains("clock of \(directory)/pinned-b.log: no offset measured"), "\(pinned.output)")
+        for prefix in ["fit:", "retry rule:", "per-address limit:", "requests "] {
+            #expect(line(pinned, prefix) == line(one, prefix), "\(pinned.output)\n\(one.output)")
+        }
+    }
+
     /// A gzip file's text, read by gzip.
     private func gunzipped(_ path: String) throws -> String {
         let process = Process()
