@@ -56,6 +56,8 @@ enum FitCheck {
         let simulated = shape(of: summary)
         print("")
         print(compare(log: log, simulated: simulated))
+        let verdict = FitVerdict(log: log, simulated: simulated)
+        print(judge(verdict, fit: fit, retry: retry, limiter: limiter, profile: profile))
         let directory = arguments.value("--report") ?? "Reports/fit-check-\(RunCommand.timestamp())"
         do {
             _ = try ReportFiles.write(summary, to: directory)
@@ -66,7 +68,39 @@ enum FitCheck {
             PushSwarmCommand.printError("cannot write the report to \(directory): \(error.localizedDescription)")
             return .failure
         }
-        return .success
+        return verdict.holds ? .success : .thresholdsFailed
+    }
+
+    /// "requests −0.2 % (±5 %)", "429 share +9.6 pts (±3)".
+    static func text(_ figure: FitVerdict.Figure) -> String {
+        figure.inPoints
+            ? "\(figure.name) \(String(format: "%+.1f", figure.difference * 100)) pts (±\(String(format: "%.0f", figure.tolerance * 100)))"
+            : "\(figure.name) \(String(format: "%+.1f", figure.difference * 100)) % (±\(String(format: "%.0f", figure.tolerance * 100)) %)"
+    }
+
+    /// Whether the simulated run reproduces the log within the fit's tolerances, and where it
+    /// does not, what the fit could not see that may be why.
+    static func judge(_ verdict: FitVerdict, fit: ScenarioFit, retry: RetryFit?, limiter: LimiterFit?, profile: LogProfile) -> String {
+        guard !verdict.holds else {
+            return "the fit reproduces the log within its tolerances: " + verdict.figures.map(text).joined(separator: ", ")
+        }
+        var lines = ["the fit does not reproduce the log: " + verdict.missed.map(text).joined(separator: ", ") + " (exit 99); what the fit could not see:"]
+        if limiter.map({ !$0.isConvincing }) ?? (profile.rateLimited > 0) {
+            lines.append("  the 429s follow no one per-address leaky bucket: the scenario has no limit, and the log's refusals are not replayed")
+        }
+        if let retry, retry.rule.jitter != .none {
+            lines.append("  the clients' retries are at no fixed delays: full jitter is assumed (1 s doubling to 60 s), not fitted")
+        } else if let retry, !retry.limitSeen {
+            lines.append("  no client is seen giving up: the scenario retries \(retry.rule.maxRetries) times, and the clients may retry more (a log that goes on past the storm shows their limit)")
+        }
+        let excerpt = profile.excerpt
+        if excerpt.opening != nil { lines.append("  the log begins within the storm: the attempts before it are not in it") }
+        if excerpt.closing != nil { lines.append("  the log ends within the storm: the retries after it are not in it") }
+        if fit.lateRetries > 0, fit.retries > 0, Double(fit.lateRetries) > 0.1 * Double(fit.retries) {
+            lines.append("  \(TerminalReport.group(UInt64(fit.lateRetries))) of \(TerminalReport.group(UInt64(fit.retries))) retries came outside the rule's windows (late: a stalled client, or a network slower than the noise fitted)")
+        }
+        if lines.count == 1 { lines.append("  nothing the fit can name: the log against the simulation, second by second, is in fit-check.html") }
+        return lines.joined(separator: "\n")
     }
 
     /// Where a platform reports deliveries on an operation its other traffic shares (SmartAppPush's

@@ -68,3 +68,35 @@ public struct LoadShape: Sendable, Equatable {
         return (first, last - first + 1)
     }
 }
+
+/// Whether a simulated run reproduces its log, figure by figure, within the tolerances issue 37
+/// set for a fit: requests within 5 %, the 429 share within 3 points, the busiest minute within
+/// 10 %, the storm's drain time within 20 %. `fit --check` stops on it: it says which figures
+/// missed and exits 99, as `run` does for a failed threshold.
+public struct FitVerdict: Sendable, Equatable {
+    public struct Figure: Sendable, Equatable {
+        public var name: String
+        /// The simulated run's difference from the log: a share of the log's figure, or points
+        /// (the 429 share).
+        public var difference: Double
+        public var tolerance: Double
+        public var inPoints: Bool
+        public var within: Bool { abs(difference) <= tolerance }
+    }
+
+    public var figures: [Figure]
+    public var holds: Bool { figures.allSatisfy(\.within) }
+    public var missed: [Figure] { figures.filter { !$0.within } }
+
+    public init(log: LoadShape, simulated: LoadShape) {
+        func relative(_ a: Int, _ b: Int) -> Double { a > 0 ? Double(b - a) / Double(a) : (b > 0 ? 1 : 0) }
+        figures = [
+            Figure(name: "requests", difference: relative(log.requests, simulated.requests), tolerance: 0.05, inPoints: false),
+            Figure(name: "429 share", difference: simulated.rateLimitedShare - log.rateLimitedShare, tolerance: 0.03, inPoints: true),
+            Figure(name: "busiest minute", difference: relative(log.peakMinute.requests, simulated.peakMinute.requests), tolerance: 0.10, inPoints: false),
+        ]
+        if let storm = log.storm {
+            figures.append(Figure(name: "drain time", difference: relative(storm.drainSeconds, simulated.storm?.drainSeconds ?? 0), tolerance: 0.20, inPoints: false))
+        }
+    }
+}

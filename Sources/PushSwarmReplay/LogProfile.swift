@@ -204,4 +204,18 @@ public struct LogProfile: Sendable {
         guard let start = rateLimitedPerSecond.keys.min(), let end = rateLimitedPerSecond.keys.max() else { return nil }
         return (start, end)
     }
+
+    /// Where an excerpt was cut within its storm: the 429s a second of its first or last two
+    /// seconds (the one at its edge partial), where they refused a quarter of the storm's busiest
+    /// second at least (a storm's onset and drain refuse a few). What it cannot show.
+    public var excerpt: (opening: Int?, closing: Int?, busiest: Int) {
+        let refused = rateLimitedPerSecond
+        let busiest = refused.values.max() ?? 0
+        guard busiest > 0 else { return (nil, nil, 0) }
+        func edge(_ second: Int64, _ next: Int64) -> Int? {
+            let rate = max(refused[second] ?? 0, refused[next] ?? 0)
+            return rate * 4 >= busiest ? rate : nil
+        }
+        return (first.map(Self.second).flatMap { edge($0, $0 + 1) }, last.map(Self.second).flatMap { edge($0, $0 - 1) }, busiest)
+    }
 }

@@ -122,6 +122,14 @@ import Testing
         #expect(run.output.contains("the log ends within the storm"), "\(run.output)")
         #expect(run.output.contains("retry rule: 500ms × 2 up to 2s, 3 retries, jitter none"), "\(run.output)")
         #expect(run.output.contains("retry limit: 3 at least"), "\(run.output)")
+        // Issue 62, item 4: its check misses the log (the retries after the cut are not in it,
+        // the scenario's devices retry three times at least where the clients made five), and
+        // says so: the figures that missed, what the fit could not see, exit 99.
+        let check = try await cli.run(["fit", cut, "--nginx-format", #"$remote_addr [$time_local] "$request" $status $request_time $msec"#, "--check", "--report", directory + "/check"])
+        #expect(check.status == 99, "\(check.output)\n\(check.error)")
+        #expect(check.output.contains("the fit does not reproduce the log: requests "), "\(check.output)")
+        #expect(check.output.contains("the log ends within the storm: the retries after it are not in it"), "\(check.output)")
+        #expect(check.output.contains("no client is seen giving up: the scenario retries 3 times"), "\(check.output)")
     }
 
     /// Issue 62, item 3: the committed incident as two edge nodes log it, their clocks 7 ms
@@ -340,11 +348,13 @@ import Testing
         let scenario = directory.appendingPathComponent("incident.json").path
         let report = directory.appendingPathComponent("check").path
         let fit = try await cli.run(["fit", log, "--nginx-format", format, "--out", scenario, "--check", "--report", report])
-        guard fit.status == 0 else { return .checked(["fit exited \(fit.status): \(fit.error)"]) }
+        // 99: the fitted run missed the log's figures, which the checks below name.
+        guard fit.status == 0 || fit.status == 99 else { return .checked(["fit exited \(fit.status): \(fit.error)"]) }
         var problems: [String] = []
         func check(_ holds: Bool, _ problem: @autoclosure () -> String) {
             if !holds { problems.append(problem()) }
         }
+        check(fit.status == 0 && fit.output.contains("the fit reproduces the log within its tolerances"), "fit --check's verdict, exit \(fit.status): \(fit.output.split(separator: "\n").filter { $0.hasPrefix("the fit ") || $0.hasPrefix("  ") })")
         print("\(fixture)\(delay.map { " through \($0)" } ?? ""): recorded at generator lag p99 \(lag) ms")
 
         // What the fit found: nginx's limit and the clients' rule.

@@ -436,4 +436,28 @@ import Testing
         #expect(shape.storm?.start == 10 && shape.storm?.drainSeconds == 31)
         #expect(shape.rateLimitedShare == 4.0 / Double(shape.requests))
     }
+
+    /// Issue 62, item 4: the fit's tolerances (issue 37's), each at its edge: requests 5 %, the
+    /// 429 share 3 points, the busiest minute 10 %, the drain 20 %.
+    @Test func aFitsVerdictHoldsWithinEachToleranceAndMissesPastIt() {
+        // 100 requests a second for 20 s, 40 of them refused from second 5 to 14.
+        let log = LoadShape(byOperation: ["a": 2_000], firstAttempts: 1_000, perSecond: [Int](repeating: 100, count: 20),
+                            rateLimitedPerSecond: [Int](repeating: 0, count: 5) + [Int](repeating: 40, count: 10) + [Int](repeating: 0, count: 5))
+        func shape(sent: Int, refused: Int, drain: Int) -> LoadShape {
+            LoadShape(byOperation: ["a": sent * 20], firstAttempts: 1_000, perSecond: [Int](repeating: sent, count: 20),
+                      rateLimitedPerSecond: [Int](repeating: 0, count: 5) + [Int](repeating: refused, count: drain) + [Int](repeating: 0, count: 15 - drain))
+        }
+        #expect(FitVerdict(log: log, simulated: log).holds)
+        // 105 a second: requests and the busiest minute +5 %; 40 refused a second for 12 s, a
+        // share of 22.9 % for 20 %, a drain of 12 s for 10 (+20 %).
+        let edge = FitVerdict(log: log, simulated: shape(sent: 105, refused: 40, drain: 12))
+        #expect(edge.holds, "\(edge.figures)")
+        let requests = FitVerdict(log: log, simulated: shape(sent: 106, refused: 40, drain: 10))
+        #expect(requests.missed.map(\.name) == ["requests"], "\(requests.figures)")
+        let share = FitVerdict(log: log, simulated: shape(sent: 100, refused: 47, drain: 10))
+        #expect(share.missed.map(\.name) == ["429 share"], "\(share.figures)")
+        // 57 refused a second for 7 s: the same share, a drain 30 % short.
+        let drain = FitVerdict(log: log, simulated: shape(sent: 100, refused: 57, drain: 7))
+        #expect(drain.missed.map(\.name) == ["drain time"], "\(drain.figures)")
+    }
 }
