@@ -267,10 +267,12 @@ public struct RetryFit: Sendable, Equatable {
         // them). Where the log holds requests refused for the last time, the attempt after the
         // limit has as many windows as any: the limit is the first attempt whose next one's
         // windows (a twentieth of the first's at least) hold half a retry each fewer, and
-        // nothing clearly beyond chance (two standard deviations) or a quarter of what its own
-        // held at most (in windows milliseconds wide chance is about nothing, and the retries
-        // of devices refused with the last, 0.1 to 0.3 a window where the attempts before held
-        // 1 to 2, stand beyond it: 6 retries fitted where the clients made 5). Where none is (no
+        // nothing clearly beyond chance (two standard deviations) or a third of what its own
+        // held at most: an attempt the clients made holds about what the one before it did,
+        // and one past their limit only the retries of devices refused with the last (0.1 to
+        // 0.3 a window where the attempts before held 1 to 2 on loopback, 0.16 to 0.82 where
+        // they held 2.9 to 3.2 through 150 ± 80 ms), and a third is about the geometric middle
+        // (a quarter fitted 7 retries where the clients made 5, 0.82 against 3.2). Where none is (no
         // request ran out, or too few to tell), a retry at attempt n shows attempts 1 to n - 1
         // were made: the last attempt from which on the windows held retries, pooled. Attempts
         // with fewer windows than a twentieth of the first's are told by mislabelled ones.
@@ -278,7 +280,7 @@ public struct RetryFit: Sendable, Equatable {
         func each(_ attempt: Int) -> Double { counts.excess(attempt) / Double(max(1, counts.windows(attempt))) }
         let stopped = counts.attempts.first { attempt in
             counts.windows(attempt + 1) >= max(5, counts.windows(1) / 20) && each(attempt) - each(attempt + 1) >= 0.5
-                && (!counts.beyondChance(attempt + 1, standardDeviations: 2) || each(attempt + 1) <= each(attempt) / 4)
+                && (!counts.beyondChance(attempt + 1, standardDeviations: 2) || each(attempt + 1) <= each(attempt) / 3)
         }
         let made = counts.attempts.filter { attempt in
             counts.windows(attempt) * 20 >= counts.windows(1) && counts.windows(from: attempt) >= 5 && counts.heldRetries(from: attempt)
