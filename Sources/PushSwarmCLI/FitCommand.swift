@@ -114,33 +114,36 @@ enum FitCommand: Command {
                 PushSwarmCommand.printError("\(file): \(error)")
                 return .badInput
             }
-            profile.sortByTime()
             profiles.append(profile)
         }
-        var profile = profiles.first ?? LogProfile()
-        var clocks: [String] = []
-        for (file, other) in zip(files, profiles).dropFirst() {
-            let offset = ClockOffset.measure(other, against: profile)
-            clocks.append(Self.describe(offset, of: file, against: files[0]))
-            profile.merge(other, shiftedBy: offset?.microseconds ?? 0)
-        }
-        profiles = []
         if overBudget, let budget {
-            let addresses = TerminalReport.group(UInt64(profile.byAddress.count))
+            let kept = profiles.reduce(0) { $0 + $1.kept }
+            let addresses = TerminalReport.group(UInt64(profiles.reduce(into: Set<String>()) { $0.formUnion($1.byAddress.keys) }.count))
             PushSwarmCommand.printError(
-                "the logs hold more than fit can keep in memory: \(TerminalReport.group(UInt64(profile.kept))) requests from \(addresses) addresses, read so far, "
-                    + "take about \(MemoryEstimate.format(profile.estimatedBytes)), over the \(MemoryEstimate.format(budget.bytes)) it may use (\(budget.why)). "
+                "the logs hold more than fit can keep in memory: \(TerminalReport.group(UInt64(kept))) requests from \(addresses) addresses, read so far, "
+                    + "take about \(MemoryEstimate.format(profiles.reduce(0) { $0 + $1.estimatedBytes })), over the \(MemoryEstimate.format(budget.bytes)) it may use (\(budget.why)). "
                     + "Give it the incident's window alone (the minutes around the storm: a few million requests), or run it where more memory is free."
             )
             return .badInput
+        }
+        // Each node's requests in time order, then merged on the first's clock; taken out of the
+        // array as they are, so that none is held twice.
+        var profile = profiles.isEmpty ? LogProfile() : profiles.removeFirst()
+        profile.sortByTime()
+        var clocks: [String] = []
+        for file in files.dropFirst() where !profiles.isEmpty {
+            var other = profiles.removeFirst()
+            other.sortByTime()
+            let offset = ClockOffset.measure(other, against: profile)
+            clocks.append(Self.describe(offset, of: file, against: files[0]))
+            profile.merge(other, shiftedBy: offset?.microseconds ?? 0)
+            profile.sortByTime()
         }
         if reader.records == 0 || reader.unreadCount * 2 > reader.lines {
             let first = reader.unread.first.map { "; the first: \($0)" } ?? ""
             PushSwarmCommand.printError("\(reader.unreadCount) of \(reader.lines) lines are not access log records in this format\(first)")
             return .badInput
         }
-        // Each file's requests are in time order; merged ones, once more.
-        if files.count > 1 { profile.sortByTime() }
         let limiter = profile.fitLimiter()
         print(Self.render(profile, limiter: limiter, reader: reader, files: files))
         for line in clocks { print(line) }
