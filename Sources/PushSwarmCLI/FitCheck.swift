@@ -108,14 +108,16 @@ enum FitCheck {
     /// taps' sessions sent: the taps are simulated alone (`ScenarioFit.tapProbe`), and what they
     /// send there, per tap, is taken out.
     static func takingTapsOutOfDeliveries(_ fit: ScenarioFit, retry: RetryFit?) async throws -> ScenarioFit {
-        var taps: [String: Int] = [:]
-        for campaign in fit.campaigns where campaign.deliveryExcess != nil && fit.trace(of: campaign.platform).deliveryIsShared {
-            taps[campaign.platform, default: 0] += campaign.taps
-        }
-        guard !taps.isEmpty else { return fit }
-        let metrics = try await simulated(fit.tapProbe(), limiter: nil, retry: retry)
+        func sharing(_ campaign: ScenarioFit.Campaign) -> Bool { campaign.deliveryExcess != nil && fit.trace(of: campaign.platform).deliveryIsShared }
+        let platforms = Set(fit.campaigns.filter(sharing).map(\.platform))
+        guard !platforms.isEmpty else { return fit }
+        // Of a big fit, a share of its addresses: what a tap sends is the same.
+        let whole = fit.tapProbe()
+        let (probe, _) = whole.sampled(addresses: probedAddresses(of: whole))
+        let metrics = try await simulated(probe, limiter: nil, retry: retry)
         var perTap: [String: Double] = [:]
-        for (platform, count) in taps {
+        for platform in platforms.sorted() {
+            let count = probe.campaigns.filter { $0.platform == platform && sharing($0) }.reduce(0) { $0 + $1.taps }
             let trace = fit.trace(of: platform)
             guard let delivery = trace.delivery, let open = trace.open else { continue }
             // Per tap that happened within the window (one the probe's end cut off sent nothing):
@@ -137,7 +139,7 @@ enum FitCheck {
     static func takingQueuesOutOfTaps(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?, requests: Int) async throws -> ScenarioFit {
         guard let limiter, limiter.isConvincing, fit.campaigns.contains(where: { $0.deliveries > 0 }) else { return fit }
         func miss(_ scale: Double) async throws -> Int {
-            Int(try await simulated(fit.settingTimeToOpenScale(scale), limiter: limiter, retry: retry).sent) - requests
+            try await simulatedRequests(fit.settingTimeToOpenScale(scale), limiter: limiter, retry: retry) - requests
         }
         var high = 1.0
         var best = (scale: 1.0, miss: try await miss(1.0))
@@ -162,7 +164,7 @@ enum FitCheck {
     static func countingTaps(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?, profile: LogProfile) async throws -> ScenarioFit {
         guard retry?.rule.jitter == RetryFit.Jitter.none, let limiter, limiter.isConvincing, fit.campaigns.contains(where: { $0.deliveries == 0 }) else { return fit }
         func miss(_ scale: Double) async throws -> Int {
-            Int(try await simulated(fit.settingTapScale(scale), limiter: limiter, retry: retry).sent) - profile.requests
+            try await simulatedRequests(fit.settingTapScale(scale), limiter: limiter, retry: retry) - profile.requests
         }
         var best = (scale: 1.0, miss: try await miss(1))
         var (low, high) = best.miss < 0 ? (1.0, 2.0) : (0.5, 1.0)
@@ -174,6 +176,25 @@ enum FitCheck {
         }
         return fit.settingTapScale(best.scale)
     }
+
+    /// The requests a variant of the fit sends, simulated: where it has more than
+    /// `probedDevices` devices, as a probe of a share of its addresses sends them, scaled up
+    /// (`ScenarioFit.sampled`).
+    private static func simulatedRequests(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?) async throws -> Int {
+        let (probe, share) = fit.sampled(addresses: probedAddresses(of: fit))
+        return Int((Double(try await simulated(probe, limiter: limiter, retry: retry).sent) / share).rounded())
+    }
+
+    /// The addresses a probe of `fit` keeps: all of them up to `probedDevices` devices.
+    private static func probedAddresses(of fit: ScenarioFit) -> Int {
+        fit.devices > probedDevices ? max(probedAddresses, fit.effectiveAddresses * probedDevices / max(1, fit.devices)) : fit.effectiveAddresses
+    }
+
+    /// A fit's devices past which the refinements simulate a share of its addresses, and the
+    /// fewest addresses they keep: 2,000 devices simulate in a fifth of a second, and 30
+    /// addresses' storms average out what one address's draws vary.
+    static let probedDevices = 2_000
+    static let probedAddresses = 30
 
     /// A variant of the fit, run in simulated time as `run` would read it: its measurements.
     private static func simulated(_ fit: ScenarioFit, limiter: LimiterFit?, retry: RetryFit?) async throws -> RunMetrics {
