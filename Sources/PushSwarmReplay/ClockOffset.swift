@@ -1,3 +1,5 @@
+import PushSwarmMetrics
+
 /// How far one edge node's clock is from another's, measured from the two logs alone.
 ///
 /// An edge fleet writes one log per node, with clocks a few milliseconds apart. Where a client
@@ -61,7 +63,7 @@ public struct ClockOffset: Sendable, Equatable {
         func count(after refused: LogProfile.LoggedRequest, in requests: [LogProfile.LoggedRequest], into histogram: inout [Double], sameNode: Bool) {
             let end = refused.endMicroseconds
             let from = end - (sameNode ? 0 : searchedMicroseconds)
-            var index = firstIndex(in: requests, startingAfter: from)
+            var index = requests.partitioningIndex { $0.microseconds > from }
             while index < requests.count {
                 let start = requests[index].microseconds
                 let offset = start - end
@@ -80,7 +82,7 @@ public struct ClockOffset: Sendable, Equatable {
                     guard seen % stride == 0 else { continue }
                     // Only the 429s whose address went on in the other log count.
                     let end = refused.endMicroseconds
-                    let next = firstIndex(in: other, startingAfter: end - searchedMicroseconds)
+                    let next = other.partitioningIndex { $0.microseconds > end - searchedMicroseconds }
                     guard next < other.count, other[next].microseconds <= end + followedMicroseconds + searchedMicroseconds else { continue }
                     let group = crossings % Self.groups
                     count(after: refused, in: refusing, into: &groups[group].within, sameNode: true)
@@ -172,16 +174,5 @@ public struct ClockOffset: Sendable, Equatable {
             let mean = (prefix[high] - prefix[low]) / Double(high - low)
             return max(0, histogram[bin] - mean)
         }
-    }
-
-    /// The first request of `requests` (in time order) that starts after `instant`.
-    static func firstIndex(in requests: [LogProfile.LoggedRequest], startingAfter instant: Int64) -> Int {
-        var low = 0
-        var high = requests.count
-        while low < high {
-            let middle = (low + high) / 2
-            if requests[middle].microseconds <= instant { low = middle + 1 } else { high = middle }
-        }
-        return low
     }
 }

@@ -67,11 +67,7 @@ public struct LogProfile: Sendable {
             if http2 { http2Requests += 1 } else { http1Requests += 1 }
         }
         guard let operation else {
-            if unknownPaths[record.path] != nil || unknownPaths.count < Self.distinctUnknownPaths {
-                unknownPaths[record.path, default: 0] += 1
-            } else {
-                otherUnknownPaths += 1
-            }
+            countUnknown(record.path, 1)
             return
         }
         operations[operation, default: Operation()].requests += 1
@@ -92,13 +88,7 @@ public struct LogProfile: Sendable {
         if let otherLast = other.last { last = max(last ?? otherLast - shift, otherLast - shift) }
         http2Requests += other.http2Requests
         http1Requests += other.http1Requests
-        for (path, count) in other.unknownPaths {
-            if unknownPaths[path] != nil || unknownPaths.count < Self.distinctUnknownPaths {
-                unknownPaths[path, default: 0] += count
-            } else {
-                otherUnknownPaths += count
-            }
-        }
+        for (path, count) in other.unknownPaths { countUnknown(path, count) }
         otherUnknownPaths += other.otherUnknownPaths
         for (name, operation) in other.operations {
             operations[name, default: Operation()].requests += operation.requests
@@ -117,6 +107,16 @@ public struct LogProfile: Sendable {
             byAddress[address, default: []].append(contentsOf: moved)
         }
         kept += other.kept
+    }
+
+    /// Requests for a path no platform serves: by path, the first `distinctUnknownPaths` of
+    /// them, the rest together.
+    private mutating func countUnknown(_ path: String, _ count: Int) {
+        if unknownPaths[path] != nil || unknownPaths.count < Self.distinctUnknownPaths {
+            unknownPaths[path, default: 0] += count
+        } else {
+            otherUnknownPaths += count
+        }
     }
 
     /// An operation's index, given it one where it has none.
